@@ -1,0 +1,132 @@
+#include "core/autograd.h"
+
+#include <unordered_map>
+
+#include "core/dispatch.h"
+
+namespace oneflow {
+
+namespace {
+LeafGradHook g_leaf_grad_hook = nullptr;
+}  // namespace
+
+void SetLeafGradHook(LeafGradHook hook) { g_leaf_grad_hook = hook; }
+
+std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
+  Tensor leaf(leaf_);
+  Tensor g = grads[0];
+  if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g);
+  if (g.shape() != leaf.shape()) {
+    throw Error(StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ",
+                       leaf.shape()));
+  }
+  AutogradMeta& am = leaf_->mutable_autograd();
+  if (!am.grad) {
+    // Keep our own contiguous copy: g may alias another leaf's gradient or a user tensor.
+    am.grad = CopyGrad(g).impl_ptr();
+  } else {
+    am.grad = AddGrads(Tensor(am.grad), g).impl_ptr();  // out of place: grads may alias
+  }
+  for (auto& hook : am.post_accumulate_grad_hooks) hook(leaf);
+  return {};
+}
+
+Edge GradientEdge(const Tensor& t) {
+  if (!t.requires_grad()) return Edge{};
+  AutogradMeta& am = t.impl()->mutable_autograd();
+  if (am.grad_fn) return Edge{am.grad_fn, am.output_nr};
+  std::shared_ptr<Node> acc = am.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc->output_metas.push_back(t.meta());
+    am.grad_accumulator = acc;
+  }
+  return Edge{acc, 0};
+}
+
+void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                 bool retain_graph) {
+  NoGradGuard no_grad;
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::unordered_map<Node*, int> dependencies;
+  std::vector<std::shared_ptr<Node>> ready;
+
+  auto add_to_buffer = [&](const Edge& e, Tensor g) {
+    std::vector<Tensor>& buf = buffers[e.fn.get()];
+    if (buf.empty()) buf.resize(e.fn->output_metas.size());
+    Tensor& slot = buf[e.input_nr];
+    slot = slot.defined() ? AddGrads(slot, g) : std::move(g);
+  };
+
+  std::vector<Edge> root_edges;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    if (!r.requires_grad()) {
+      throw Error(StrCat("backward: tensor ", i,
+                         " does not require grad and has no grad_fn (did you forget "
+                         "requires_grad=True, or run the forward under no_grad?)"));
+    }
+    Tensor g = grads[i];
+    if (!g.defined()) {
+      if (r.numel() != 1) {
+        throw Error(StrCat("backward: grad can be implicitly created only for outputs with one ",
+                           "element, got a tensor of shape ", r.shape(),
+                           "; pass a gradient of that shape"));
+      }
+      g = Full(r.meta(), 1.0);
+    } else if (g.shape() != r.shape()) {
+      throw Error(StrCat("backward: gradient of shape ", g.shape(), " for a tensor of shape ",
+                         r.shape()));
+    }
+    Edge e = GradientEdge(r);
+    root_edges.push_back(e);
+    add_to_buffer(e, g);
+  }
+
+  // Count, for every node reachable from the roots, how many edges point at it.
+  std::vector<Node*> stack;
+  std::unordered_map<Node*, bool> seen;
+  for (const Edge& e : root_edges) {
+    if (!seen[e.fn.get()]) {
+      seen[e.fn.get()] = true;
+      stack.push_back(e.fn.get());
+    }
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.fn) continue;
+      ++dependencies[e.fn.get()];
+      if (!seen[e.fn.get()]) {
+        seen[e.fn.get()] = true;
+        stack.push_back(e.fn.get());
+      }
+    }
+  }
+  for (const Edge& e : root_edges) {
+    if (dependencies[e.fn.get()] == 0) {
+      bool dup = false;
+      for (auto& r : ready) dup |= r.get() == e.fn.get();
+      if (!dup) ready.push_back(e.fn);
+    }
+  }
+
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.back();
+    ready.pop_back();
+    std::vector<Tensor> in = std::move(buffers[node.get()]);
+    buffers.erase(node.get());
+    in.resize(node->output_metas.size());
+    std::vector<Tensor> out = node->Apply(std::move(in));
+    if (!retain_graph) node->Release();
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.fn) continue;
+      if (i < out.size() && out[i].defined()) add_to_buffer(e, out[i]);
+      if (--dependencies[e.fn.get()] == 0) ready.push_back(e.fn);
+    }
+  }
+}
+
+}  // namespace oneflow

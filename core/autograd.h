@@ -1,0 +1,56 @@
+// The autograd graph: nodes recorded by op calls and the engine that runs them backwards.
+//
+//   Tensor loss = fn::sum(fn::mul(w, x));
+//   RunBackward({loss}, {Tensor()}, /*retain_graph=*/false);  // fills w.grad()
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace oneflow {
+
+struct Edge {
+  std::shared_ptr<Node> fn;  // null when the input needs no gradient
+  int input_nr = 0;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  virtual ~Node() = default;
+  // grads[i] is the gradient of output i (undefined when none flowed to it); returns one
+  // gradient per next edge (undefined where none).
+  virtual std::vector<Tensor> Apply(std::vector<Tensor>&& grads) = 0;
+  virtual std::string name() const = 0;
+  // Drops saved tensors once backward has run without retain_graph.
+  virtual void Release() {}
+
+  std::vector<Edge> next_edges;
+  std::vector<TensorMeta> output_metas;  // to make zero gradients for outputs nobody used
+};
+
+// Accumulates into a leaf's .grad, then runs the leaf's post-accumulate hooks.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override { return "AccumulateGrad"; }
+
+ private:
+  std::shared_ptr<TensorImpl> leaf_;
+};
+
+// Hook a layer above core installs to adapt a gradient before it reaches a leaf (global
+// tensors box it to the leaf's nd_sbp).
+using LeafGradHook = Tensor (*)(const Tensor& leaf, const Tensor& grad);
+void SetLeafGradHook(LeafGradHook hook);
+
+// The edge a new node should point at for this input.
+Edge GradientEdge(const Tensor& t);
+
+void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                 bool retain_graph);
+
+}  // namespace oneflow

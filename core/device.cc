@@ -1,0 +1,34 @@
+#include "core/device.h"
+
+#include "core/error.h"
+
+namespace oneflow {
+
+const char* DeviceTypeName(DeviceType t) { return t == DeviceType::kCPU ? "cpu" : "cuda"; }
+
+Device Device::Parse(const std::string& s) {
+  std::string type = s.substr(0, s.find(':'));
+  Device d;
+  if (type == "cpu") {
+    d.type = DeviceType::kCPU;
+  } else if (type == "cuda" || type == "gpu") {
+    d.type = DeviceType::kCUDA;
+  } else {
+    throw Error(StrCat("device: expected 'cpu' or 'cuda[:index]', got '", s, "'"));
+  }
+  if (s.find(':') != std::string::npos) {
+    try {
+      d.index = std::stoi(s.substr(s.find(':') + 1));
+    } catch (const std::exception&) {
+      throw Error(StrCat("device: bad device index in '", s, "'"));
+    }
+  }
+  return d;
+}
+
+std::string Device::ToString() const {
+  if (type == DeviceType::kCPU) return "cpu";
+  return "cuda:" + std::to_string(index);
+}
+
+}  // namespace oneflow

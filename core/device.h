@@ -1,0 +1,30 @@
+// Device: where a tensor's storage lives ("cpu", "cuda:0").
+//
+//   Device d = Device::Parse("cuda:1");  // {kCUDA, 1}
+//   d.ToString();                       // "cuda:1"
+#pragma once
+
+#include <string>
+
+namespace oneflow {
+
+enum class DeviceType : int8_t { kCPU = 0, kCUDA = 1 };
+constexpr int kNumDeviceTypes = 2;
+
+struct Device {
+  DeviceType type = DeviceType::kCPU;
+  int index = 0;
+
+  static Device CPU() { return Device{}; }
+  static Device CUDA(int index) { return Device{DeviceType::kCUDA, index}; }
+  // Accepts "cpu", "cuda", "cuda:N", "gpu" (OneFlow's old name).
+  static Device Parse(const std::string& s);
+
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string ToString() const;
+};
+
+const char* DeviceTypeName(DeviceType t);
+
+}  // namespace oneflow

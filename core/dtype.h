@@ -1,0 +1,97 @@
+// Element types of tensors and the rules that combine them.
+//
+//   DType t = PromoteTypes(DType::kInt64, DType::kFloat32);  // kFloat32
+//   DispatchAll(t, "add", [&](auto tag) { using T = typename decltype(tag)::type; ... });
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace oneflow {
+
+enum class DType : int8_t {
+  kBool,
+  kUInt8,
+  kInt8,
+  kInt32,
+  kInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+};
+constexpr int kNumDTypes = 9;
+
+// IEEE half and bfloat16 as storage types: convert on load and store.
+struct Half {
+  uint16_t bits = 0;
+  Half() = default;
+  explicit Half(float f);
+  explicit operator float() const;
+};
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float f);
+  explicit operator float() const;
+};
+
+size_t SizeOf(DType dtype);
+// "float32", "int64", ... as in oneflow.float32.
+const char* DTypeName(DType dtype);
+DType DTypeFromName(const std::string& name);  // REQUIRES: a name DTypeName returns
+bool IsFloating(DType dtype);
+bool IsIntegral(DType dtype);  // bool is not integral here
+// The dtype a binary op computes in (PyTorch's rules for tensors of equal rank).
+DType PromoteTypes(DType a, DType b);
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+template <typename T>
+DType DTypeOf();
+
+// Calls f(TypeTag<T>{}) for the C++ type of dtype; the storage-only half types are refused.
+template <typename F>
+decltype(auto) DispatchAll(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kBool: return f(TypeTag<bool>{});
+    case DType::kUInt8: return f(TypeTag<uint8_t>{});
+    case DType::kInt8: return f(TypeTag<int8_t>{});
+    case DType::kInt32: return f(TypeTag<int32_t>{});
+    case DType::kInt64: return f(TypeTag<int64_t>{});
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    default:
+      throw Error(StrCat(op, ": dtype ", DTypeName(dtype),
+                         " is a storage type on cpu; convert with .to(oneflow.float32) first"));
+  }
+}
+
+// As DispatchAll, for ops that only make sense on real numbers.
+template <typename F>
+decltype(auto) DispatchFloating(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    default:
+      throw Error(StrCat(op, ": expected a floating point tensor, got ", DTypeName(dtype)));
+  }
+}
+
+// As DispatchAll, but also over the half types (copies and casts).
+template <typename F>
+decltype(auto) DispatchWithHalf(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat16: return f(TypeTag<Half>{});
+    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
+    default: return DispatchAll(dtype, op, std::forward<F>(f));
+  }
+}
+
+}  // namespace oneflow

@@ -1,0 +1,83 @@
+// The op registry: every op declares its shape/dtype inference, its gradient (written as
+// other op calls) and one kernel per device type. Ops are registered from .cc files:
+//
+//   ONEFLOW_REGISTER_OP(relu).Inputs(1).Infer(SameAsInput0).Grad(ReluGrad);
+//   ONEFLOW_REGISTER_KERNEL(relu, kCPU, ReluCpu);
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/attrs.h"
+#include "core/tensor.h"
+
+namespace oneflow {
+
+struct GradCtx {
+  const std::vector<Tensor>& inputs;   // saved, detached
+  const std::vector<Tensor>& outputs;  // saved, detached
+  const Attrs& attrs;
+  const std::vector<Tensor>& grad_outputs;  // zeros where no gradient flowed
+  const std::vector<bool>& needs_input_grad;
+};
+
+using InferFn = std::vector<TensorMeta> (*)(const std::vector<TensorMeta>& inputs,
+                                            const Attrs& attrs);
+using KernelFn = std::vector<Tensor> (*)(const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                         const std::vector<TensorMeta>& outputs);
+// Returns one gradient per input (undefined for inputs that need none).
+using GradFn = std::vector<Tensor> (*)(const GradCtx& ctx);
+
+struct OpDef {
+  std::string name;
+  int num_inputs = 1;  // -1: any number (cat)
+  InferFn infer = nullptr;
+  GradFn grad = nullptr;
+  bool differentiable = true;  // false: the op has no gradient by nature (argmax, compare, rand)
+  // Inputs that never take a gradient (class indices, masks); others follow the tensor.
+  std::vector<int> nondiff_inputs;
+  KernelFn kernels[kNumDeviceTypes] = {nullptr, nullptr};
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& Global();
+  OpDef& GetOrCreate(const std::string& name);
+  // Throws "op registry: no op named X" when absent.
+  const OpDef& Get(const std::string& name) const;
+  const std::map<std::string, OpDef>& ops() const { return ops_; }
+
+ private:
+  std::map<std::string, OpDef> ops_;  // std::map: references stay valid
+};
+
+class OpBuilder {
+ public:
+  explicit OpBuilder(const char* name) : def_(&OpRegistry::Global().GetOrCreate(name)) {
+    def_->name = name;
+  }
+  OpBuilder& Inputs(int n) { def_->num_inputs = n; return *this; }
+  OpBuilder& Infer(InferFn f) { def_->infer = f; return *this; }
+  OpBuilder& Grad(GradFn f) { def_->grad = f; return *this; }
+  OpBuilder& NonDifferentiable() { def_->differentiable = false; return *this; }
+  OpBuilder& NonDiffInputs(std::vector<int> idx) { def_->nondiff_inputs = std::move(idx); return *this; }
+  OpBuilder& Kernel(DeviceType t, KernelFn f) { def_->kernels[static_cast<int>(t)] = f; return *this; }
+
+ private:
+  OpDef* def_;
+};
+
+#define ONEFLOW_CONCAT_INNER(a, b) a##b
+#define ONEFLOW_CONCAT(a, b) ONEFLOW_CONCAT_INNER(a, b)
+#define ONEFLOW_REGISTER_OP(name)                                                 \
+  [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(op_reg_, __COUNTER__) = \
+      ::oneflow::OpBuilder(#name)
+#define ONEFLOW_REGISTER_KERNEL(name, device, fn)                                     \
+  [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(kernel_reg_, __COUNTER__) = \
+      ::oneflow::OpBuilder(#name).Kernel(::oneflow::DeviceType::device, fn)
+
+// Common inference helpers.
+std::vector<TensorMeta> SameAsInput0(const std::vector<TensorMeta>& in, const Attrs& attrs);
+
+}  // namespace oneflow

@@ -1,0 +1,133 @@
+// Creation ops: full (zeros/ones), arange, eye, and host copies. They take no tensor inputs;
+// the device comes from the "device" attribute.
+#include <cmath>
+#include <cstring>
+
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+Device AttrDevice(const Attrs& a) { return Device::Parse(a.Get<std::string>("device")); }
+
+std::vector<TensorMeta> InferFull(const std::vector<TensorMeta>&, const Attrs& a) {
+  for (int64_t d : a.Get<std::vector<int64_t>>("shape")) {
+    ONEFLOW_CHECK(d >= 0, "full: negative dimension ", d, " in shape ", AttrShape(a, "shape"));
+  }
+  return {{AttrShape(a, "shape"), a.Get<DType>("dtype"), AttrDevice(a)}};
+}
+
+std::vector<Tensor> FullCpu(const std::vector<Tensor>&, const Attrs& a,
+                            const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  fn::fill_(t, a.Get<double>("value"));
+  return {t};
+}
+
+int64_t ArangeLength(const Attrs& a) {
+  double start = a.Get<double>("start"), end = a.Get<double>("end"), step = a.Get<double>("step");
+  ONEFLOW_CHECK(step != 0, "arange: step must be nonzero");
+  ONEFLOW_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: range [",
+                start, ", ", end, ") is inconsistent with step ", step);
+  return static_cast<int64_t>(std::ceil((end - start) / step));
+}
+
+std::vector<TensorMeta> InferArange(const std::vector<TensorMeta>&, const Attrs& a) {
+  return {{Shape({ArangeLength(a)}), a.Get<DType>("dtype"), AttrDevice(a)}};
+}
+
+std::vector<Tensor> ArangeCpu(const std::vector<Tensor>&, const Attrs& a,
+                              const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  double start = a.Get<double>("start"), step = a.Get<double>("step");
+  DispatchAll(t.dtype(), "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(start + i * step);
+  });
+  return {t};
+}
+
+std::vector<TensorMeta> InferEye(const std::vector<TensorMeta>&, const Attrs& a) {
+  int64_t n = a.Get<int64_t>("n"), m = a.Get<int64_t>("m");
+  ONEFLOW_CHECK(n >= 0 && m >= 0, "eye: expected non-negative sizes, got n=", n, ", m=", m);
+  return {{Shape({n, m}), a.Get<DType>("dtype"), AttrDevice(a)}};
+}
+
+std::vector<Tensor> EyeCpu(const std::vector<Tensor>&, const Attrs&,
+                           const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  fn::fill_(t, 0.0);
+  int64_t n = t.shape()[0], m = t.shape()[1];
+  DispatchAll(t.dtype(), "eye", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < std::min(n, m); ++i) t.data<T>()[i * m + i] = static_cast<T>(1);
+  });
+  return {t};
+}
+
+Attrs CreationAttrs(const Shape& shape, DType dtype, const Device& device) {
+  Attrs a;
+  a.Set("shape", shape.dims()).Set("dtype", dtype).Set("device", device.ToString());
+  return a;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().Kernel(DeviceType::kCPU, FullCpu);
+ONEFLOW_REGISTER_OP(arange).Inputs(0).Infer(InferArange).NonDifferentiable().Kernel(DeviceType::kCPU, ArangeCpu);
+ONEFLOW_REGISTER_OP(eye).Inputs(0).Infer(InferEye).NonDifferentiable().Kernel(DeviceType::kCPU, EyeCpu);
+
+namespace fn {
+
+Tensor empty(const Shape& shape, DType dtype, const Device& device) {
+  return Tensor::Empty(shape, dtype, device);
+}
+
+Tensor full(const Shape& shape, double value, DType dtype, const Device& device) {
+  Attrs a = CreationAttrs(shape, dtype, device);
+  a.Set("value", value);
+  return CallOp1(OP(full), {}, a);
+}
+Tensor zeros(const Shape& shape, DType dtype, const Device& device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, const Device& device) {
+  return full(shape, 1.0, dtype, device);
+}
+Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return full(t.shape(), 1.0, t.dtype(), t.device()); }
+Tensor full_like(const Tensor& t, double value) {
+  return full(t.shape(), value, t.dtype(), t.device());
+}
+
+Tensor scalar_like(double value, const Tensor& like) {
+  // Direct fill: this sits on the hot path of `x + 1` and needs no op machinery.
+  Tensor t = Tensor::Empty(Shape(), like.dtype(), Device::CPU());
+  fill_(t, value);
+  if (like.device() != t.device()) t = to_device(t, like.device());
+  return t;
+}
+
+Tensor arange(double start, double end, double step, DType dtype, const Device& device) {
+  Attrs a;
+  a.Set("start", start).Set("end", end).Set("step", step).Set("dtype", dtype);
+  a.Set("device", device.ToString());
+  return CallOp1(OP(arange), {}, a);
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype, const Device& device) {
+  Attrs a;
+  a.Set("n", n).Set("m", m).Set("dtype", dtype).Set("device", device.ToString());
+  return CallOp1(OP(eye), {}, a);
+}
+
+Tensor from_blob_copy(const void* data, const Shape& shape, DType dtype, const Device& device) {
+  Tensor t = Tensor::Empty(shape, dtype, Device::CPU());
+  if (t.numel()) std::memcpy(t.raw_data(), data, t.numel() * SizeOf(dtype));
+  return device.type == DeviceType::kCPU ? t : to_device(t, device);
+}
+
+}  // namespace fn
+}  // namespace oneflow

@@ -1,0 +1,497 @@
+// Elementwise ops: binary ops with broadcasting, comparisons, where, unary math and
+// activations. Binary kernels see inputs of one dtype: the functional API promotes first.
+#include <cmath>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+// ---------------------------------------------------------------- binary
+
+template <typename T, typename O, typename F>
+void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  O* po = out.data<O>();
+  const int64_t n = out.numel();
+  const bool a_full = a.is_contiguous() && a.shape() == out.shape();
+  const bool b_full = b.is_contiguous() && b.shape() == out.shape();
+  if (a_full && b_full) {
+    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], pb[i]));
+  } else if (a_full && b.numel() == 1) {
+    const T s = pb[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], s));
+  } else if (b_full && a.numel() == 1) {
+    const T s = pa[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(s, pb[i]));
+  } else {
+    ForEachRow<3>(out.shape(),
+                  {ContiguousStrides(out.shape()), BroadcastStrides(a, out.shape()),
+                   BroadcastStrides(b, out.shape())},
+                  [&](const std::array<int64_t, 3>& off, int64_t len,
+                      const std::array<int64_t, 3>& st) {
+                    O* o = po + off[0];
+                    const T* x = pa + off[1];
+                    const T* y = pb + off[2];
+                    for (int64_t i = 0; i < len; ++i) {
+                      o[i] = static_cast<O>(f(x[i * st[1]], y[i * st[2]]));
+                    }
+                  });
+  }
+}
+
+#define DEFINE_BINARY_FUNCTOR(Name, expr)        \
+  struct Name {                                  \
+    template <typename T>                        \
+    auto operator()(T a, T b) const { return expr; } \
+  };
+DEFINE_BINARY_FUNCTOR(AddF, a + b)
+DEFINE_BINARY_FUNCTOR(SubF, a - b)
+DEFINE_BINARY_FUNCTOR(MulF, a * b)
+DEFINE_BINARY_FUNCTOR(DivF, a / b)
+DEFINE_BINARY_FUNCTOR(PowF, std::pow(a, b))
+DEFINE_BINARY_FUNCTOR(MaxF, (a != a || a > b) ? a : b)  // NaN propagates, as in PyTorch
+DEFINE_BINARY_FUNCTOR(MinF, (a != a || a < b) ? a : b)
+DEFINE_BINARY_FUNCTOR(EqF, a == b)
+DEFINE_BINARY_FUNCTOR(NeF, a != b)
+DEFINE_BINARY_FUNCTOR(LtF, a < b)
+DEFINE_BINARY_FUNCTOR(LeF, a <= b)
+DEFINE_BINARY_FUNCTOR(GtF, a > b)
+DEFINE_BINARY_FUNCTOR(GeF, a >= b)
+DEFINE_BINARY_FUNCTOR(AndF, static_cast<bool>(a) && static_cast<bool>(b))
+DEFINE_BINARY_FUNCTOR(OrF, static_cast<bool>(a) || static_cast<bool>(b))
+#undef DEFINE_BINARY_FUNCTOR
+
+std::vector<TensorMeta> InferBinary(const std::vector<TensorMeta>& in, const char* op,
+                                    bool to_bool) {
+  if (in[0].dtype != in[1].dtype) {
+    throw Error(StrCat(op, ": dtypes ", DTypeName(in[0].dtype), " and ", DTypeName(in[1].dtype),
+                       " differ (the functional API promotes them first)"));
+  }
+  Shape s = BroadcastShapes(in[0].shape, in[1].shape, op);
+  return {{s, to_bool ? DType::kBool : in[0].dtype, in[0].device}};
+}
+
+template <typename F, bool kToBool>
+std::vector<Tensor> BinaryCpu(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchAll(in[0].dtype(), "binary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<kToBool, bool, T>;
+    BinaryLoop<T, O>(in[0], in[1], o, F{});
+  });
+  return {o};
+}
+
+Tensor SumTo(const Tensor& g, const Tensor& like) { return fn::sum_to(g, like.shape()); }
+
+std::vector<Tensor> AddGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  return {c.needs_input_grad[0] ? SumTo(g, c.inputs[0]) : Tensor(),
+          c.needs_input_grad[1] ? SumTo(g, c.inputs[1]) : Tensor()};
+}
+std::vector<Tensor> SubGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  return {c.needs_input_grad[0] ? SumTo(g, c.inputs[0]) : Tensor(),
+          c.needs_input_grad[1] ? SumTo(fn::neg(g), c.inputs[1]) : Tensor()};
+}
+std::vector<Tensor> MulGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  return {c.needs_input_grad[0] ? SumTo(fn::mul(g, b), a) : Tensor(),
+          c.needs_input_grad[1] ? SumTo(fn::mul(g, a), b) : Tensor()};
+}
+std::vector<Tensor> DivGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  return {c.needs_input_grad[0] ? SumTo(fn::div(g, b), a) : Tensor(),
+          c.needs_input_grad[1] ? SumTo(fn::neg(fn::div(fn::mul(g, c.outputs[0]), b)), b)
+                                : Tensor()};
+}
+std::vector<Tensor> PowGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  Tensor ga, gb;
+  if (c.needs_input_grad[0]) {
+    // b * a^(b-1)
+    ga = SumTo(fn::mul(g, fn::mul(b, fn::pow(a, fn::sub(b, fn::scalar_like(1, b))))), a);
+  }
+  if (c.needs_input_grad[1]) {
+    // a^b * log(a), taken as 0 where a == 0 (PyTorch's convention)
+    Tensor la = fn::where(fn::eq(a, fn::scalar_like(0, a)), fn::zeros_like(a), fn::log(a));
+    gb = SumTo(fn::mul(g, fn::mul(c.outputs[0], la)), b);
+  }
+  return {ga, gb};
+}
+// Ties split the gradient evenly, as PyTorch does.
+std::vector<Tensor> MaxMinGrad(const GradCtx& c, bool is_max) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  Tensor a_wins = fn::to_dtype(is_max ? fn::gt(a, b) : fn::lt(a, b), g.dtype());
+  Tensor tie = fn::mul_scalar(fn::to_dtype(fn::eq(a, b), g.dtype()), 0.5);
+  Tensor wa = fn::add(a_wins, tie);
+  return {c.needs_input_grad[0] ? SumTo(fn::mul(g, wa), a) : Tensor(),
+          c.needs_input_grad[1] ? SumTo(fn::mul(g, fn::sub(fn::ones_like(wa), wa)), b)
+                                : Tensor()};
+}
+std::vector<Tensor> MaximumGrad(const GradCtx& c) { return MaxMinGrad(c, true); }
+std::vector<Tensor> MinimumGrad(const GradCtx& c) { return MaxMinGrad(c, false); }
+
+// ---------------------------------------------------------------- where
+
+std::vector<TensorMeta> InferWhere(const std::vector<TensorMeta>& in, const Attrs&) {
+  ONEFLOW_CHECK(in[0].dtype == DType::kBool, "where: condition must be a bool tensor, got ",
+                DTypeName(in[0].dtype));
+  ONEFLOW_CHECK(in[1].dtype == in[2].dtype, "where: x and y dtypes differ: ",
+                DTypeName(in[1].dtype), " and ", DTypeName(in[2].dtype));
+  Shape s = BroadcastShapes(BroadcastShapes(in[0].shape, in[1].shape, "where"), in[2].shape,
+                            "where");
+  return {{s, in[1].dtype, in[1].device}};
+}
+
+std::vector<Tensor> WhereCpu(const std::vector<Tensor>& in, const Attrs&,
+                             const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  const Shape& s = o.shape();
+  DispatchAll(o.dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const bool* pc = in[0].data<bool>();
+    const T* pa = in[1].data<T>();
+    const T* pb = in[2].data<T>();
+    T* po = o.data<T>();
+    ForEachRow<4>(s,
+                  {ContiguousStrides(s), BroadcastStrides(in[0], s), BroadcastStrides(in[1], s),
+                   BroadcastStrides(in[2], s)},
+                  [&](const std::array<int64_t, 4>& off, int64_t n,
+                      const std::array<int64_t, 4>& st) {
+                    for (int64_t i = 0; i < n; ++i) {
+                      po[off[0] + i] = pc[off[1] + i * st[1]] ? pa[off[2] + i * st[2]]
+                                                              : pb[off[3] + i * st[3]];
+                    }
+                  });
+  });
+  return {o};
+}
+
+std::vector<Tensor> WhereGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  Tensor zero = fn::zeros_like(g);
+  return {Tensor(),
+          c.needs_input_grad[1] ? SumTo(fn::where(c.inputs[0], g, zero), c.inputs[1]) : Tensor(),
+          c.needs_input_grad[2] ? SumTo(fn::where(c.inputs[0], zero, g), c.inputs[2]) : Tensor()};
+}
+
+// ---------------------------------------------------------------- unary
+
+template <typename F, bool kToBool = false>
+std::vector<Tensor> UnaryCpu(const std::vector<Tensor>& in, const Attrs&,
+                             const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchAll(x.dtype(), "unary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<kToBool, bool, T>;
+    const T* p = x.data<T>();
+    O* q = o.data<O>();
+    F f;
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) q[i] = static_cast<O>(f(p[i]));
+  });
+  return {o};
+}
+
+#define DEFINE_UNARY_FUNCTOR(Name, expr)  \
+  struct Name {                           \
+    template <typename T>                 \
+    auto operator()(T x) const { return expr; } \
+  };
+DEFINE_UNARY_FUNCTOR(NegF, -x)
+DEFINE_UNARY_FUNCTOR(ExpF, std::exp(x))
+DEFINE_UNARY_FUNCTOR(LogF, std::log(x))
+DEFINE_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
+DEFINE_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
+DEFINE_UNARY_FUNCTOR(AbsF, x < T(0) ? T(-x) : x)
+DEFINE_UNARY_FUNCTOR(SignF, T((T(0) < x) - (x < T(0))))
+DEFINE_UNARY_FUNCTOR(SquareF, x * x)
+DEFINE_UNARY_FUNCTOR(ReluF, x > T(0) ? x : T(0))
+DEFINE_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
+DEFINE_UNARY_FUNCTOR(TanhF, std::tanh(x))
+DEFINE_UNARY_FUNCTOR(GeluF, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))))
+DEFINE_UNARY_FUNCTOR(NotF, !static_cast<bool>(x))
+#undef DEFINE_UNARY_FUNCTOR
+
+// Unary kernels over floating types only; the functional API casts integers first.
+template <typename F>
+std::vector<Tensor> FloatUnaryCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                  const std::vector<TensorMeta>& out) {
+  DispatchFloating(in[0].dtype(), "unary op", [](auto) {});
+  return UnaryCpu<F>(in, a, out);
+}
+
+std::vector<TensorMeta> InferToBool(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {{in[0].shape, DType::kBool, in[0].device}};
+}
+
+std::vector<Tensor> NegGrad(const GradCtx& c) { return {fn::neg(c.grad_outputs[0])}; }
+std::vector<Tensor> ExpGrad(const GradCtx& c) { return {fn::mul(c.grad_outputs[0], c.outputs[0])}; }
+std::vector<Tensor> LogGrad(const GradCtx& c) { return {fn::div(c.grad_outputs[0], c.inputs[0])}; }
+std::vector<Tensor> SqrtGrad(const GradCtx& c) {
+  return {fn::div(c.grad_outputs[0], fn::mul_scalar(c.outputs[0], 2.0))};
+}
+std::vector<Tensor> RsqrtGrad(const GradCtx& c) {
+  const Tensor& y = c.outputs[0];
+  return {fn::mul(c.grad_outputs[0], fn::mul_scalar(fn::mul(y, fn::square(y)), -0.5))};
+}
+std::vector<Tensor> AbsGrad(const GradCtx& c) {
+  return {fn::mul(c.grad_outputs[0], fn::sign(c.inputs[0]))};
+}
+std::vector<Tensor> SignGrad(const GradCtx& c) { return {fn::zeros_like(c.inputs[0])}; }
+std::vector<Tensor> SquareGrad(const GradCtx& c) {
+  return {fn::mul(c.grad_outputs[0], fn::mul_scalar(c.inputs[0], 2.0))};
+}
+std::vector<Tensor> SigmoidGrad(const GradCtx& c) {
+  const Tensor& y = c.outputs[0];
+  return {fn::mul(c.grad_outputs[0], fn::mul(y, fn::sub(fn::ones_like(y), y)))};
+}
+std::vector<Tensor> TanhGrad(const GradCtx& c) {
+  const Tensor& y = c.outputs[0];
+  return {fn::mul(c.grad_outputs[0], fn::sub(fn::ones_like(y), fn::square(y)))};
+}
+std::vector<Tensor> GeluGrad(const GradCtx& c) {
+  return {CallOp1(OP(gelu_grad), {c.grad_outputs[0], c.inputs[0]})};
+}
+
+// relu's gradient is hot in every MLP: one fused kernel instead of compare + cast + mul.
+std::vector<Tensor> ReluGrad(const GradCtx& c) {
+  return {CallOp1(OP(relu_grad), {c.grad_outputs[0], c.outputs[0]})};
+}
+
+std::vector<Tensor> ReluGradCpu(const std::vector<Tensor>& in, const Attrs&,
+                                const std::vector<TensorMeta>& out) {
+  Tensor g = Contig(in[0]), y = Contig(in[1]);
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchFloating(g.dtype(), "relu_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = g.data<T>();
+    const T* py = y.data<T>();
+    T* q = o.data<T>();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) q[i] = py[i] > T(0) ? pg[i] : T(0);
+  });
+  return {o};
+}
+
+std::vector<Tensor> GeluGradCpu(const std::vector<Tensor>& in, const Attrs&,
+                                const std::vector<TensorMeta>& out) {
+  Tensor g = Contig(in[0]), x = Contig(in[1]);
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchFloating(g.dtype(), "gelu_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = g.data<T>();
+    const T* px = x.data<T>();
+    T* q = o.data<T>();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) {
+      double v = px[i];
+      double cdf = 0.5 * (1.0 + std::erf(v * M_SQRT1_2));
+      double pdf = std::exp(-0.5 * v * v) * 0.3989422804014327;
+      q[i] = static_cast<T>(pg[i] * (cdf + v * pdf));
+    }
+  });
+  return {o};
+}
+
+std::vector<TensorMeta> InferGradLike(const std::vector<TensorMeta>& in, const Attrs&) {
+  ONEFLOW_CHECK(in[0].shape == in[1].shape, "activation grad: shapes ", in[0].shape, " and ",
+                in[1].shape, " differ");
+  return {in[0]};
+}
+
+// ---------------------------------------------------------------- clamp
+
+std::vector<Tensor> ClampCpu(const std::vector<Tensor>& in, const Attrs& a,
+                             const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  bool has_min = a.Get<bool>("has_min"), has_max = a.Get<bool>("has_max");
+  double lo = a.Get<double>("min"), hi = a.Get<double>("max");
+  DispatchAll(x.dtype(), "clamp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = x.data<T>();
+    T* q = o.data<T>();
+    const T tlo = static_cast<T>(lo), thi = static_cast<T>(hi);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      T v = p[i];
+      if (has_min && v < tlo) v = tlo;
+      if (has_max && v > thi) v = thi;
+      q[i] = v;
+    }
+  });
+  return {o};
+}
+
+std::vector<Tensor> ClampGrad(const GradCtx& c) {
+  const Tensor& x = c.inputs[0];
+  Tensor mask = fn::ones_like(x);
+  if (c.attrs.Get<bool>("has_min")) {
+    mask = fn::mul(mask, fn::to_dtype(fn::ge(x, fn::scalar_like(c.attrs.Get<double>("min"), x)),
+                                      x.dtype()));
+  }
+  if (c.attrs.Get<bool>("has_max")) {
+    mask = fn::mul(mask, fn::to_dtype(fn::le(x, fn::scalar_like(c.attrs.Get<double>("max"), x)),
+                                      x.dtype()));
+  }
+  return {fn::mul(c.grad_outputs[0], mask)};
+}
+
+}  // namespace
+
+#define REGISTER_BINARY(name, F, grad)                                                    \
+  ONEFLOW_REGISTER_OP(name)                                                                \
+      .Inputs(2)                                                                           \
+      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {                        \
+        return InferBinary(in, #name, false);                                              \
+      })                                                                                   \
+      .Grad(grad)                                                                          \
+      .Kernel(DeviceType::kCPU, BinaryCpu<F, false>)
+#define REGISTER_COMPARE(name, F)                                                         \
+  ONEFLOW_REGISTER_OP(name)                                                                \
+      .Inputs(2)                                                                           \
+      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {                        \
+        return InferBinary(in, #name, true);                                               \
+      })                                                                                   \
+      .NonDifferentiable()                                                                 \
+      .Kernel(DeviceType::kCPU, BinaryCpu<F, true>)
+REGISTER_BINARY(add, AddF, AddGrad);
+REGISTER_BINARY(sub, SubF, SubGrad);
+REGISTER_BINARY(mul, MulF, MulGrad);
+REGISTER_BINARY(div, DivF, DivGrad);
+REGISTER_BINARY(pow, PowF, PowGrad);
+REGISTER_BINARY(maximum, MaxF, MaximumGrad);
+REGISTER_BINARY(minimum, MinF, MinimumGrad);
+REGISTER_COMPARE(eq, EqF);
+REGISTER_COMPARE(ne, NeF);
+REGISTER_COMPARE(lt, LtF);
+REGISTER_COMPARE(le, LeF);
+REGISTER_COMPARE(gt, GtF);
+REGISTER_COMPARE(ge, GeF);
+REGISTER_COMPARE(logical_and, AndF);
+REGISTER_COMPARE(logical_or, OrF);
+#undef REGISTER_BINARY
+#undef REGISTER_COMPARE
+
+ONEFLOW_REGISTER_OP(where).Inputs(3).Infer(InferWhere).Grad(WhereGrad).NonDiffInputs({0})
+    .Kernel(DeviceType::kCPU, WhereCpu);
+
+#define REGISTER_UNARY(name, kernel, grad) \
+  ONEFLOW_REGISTER_OP(name).Inputs(1).Infer(SameAsInput0).Grad(grad).Kernel(DeviceType::kCPU, kernel)
+REGISTER_UNARY(neg, UnaryCpu<NegF>, NegGrad);
+REGISTER_UNARY(exp, FloatUnaryCpu<ExpF>, ExpGrad);
+REGISTER_UNARY(log, FloatUnaryCpu<LogF>, LogGrad);
+REGISTER_UNARY(sqrt, FloatUnaryCpu<SqrtF>, SqrtGrad);
+REGISTER_UNARY(rsqrt, FloatUnaryCpu<RsqrtF>, RsqrtGrad);
+REGISTER_UNARY(abs, UnaryCpu<AbsF>, AbsGrad);
+REGISTER_UNARY(sign, UnaryCpu<SignF>, SignGrad);
+REGISTER_UNARY(square, UnaryCpu<SquareF>, SquareGrad);
+REGISTER_UNARY(relu, UnaryCpu<ReluF>, ReluGrad);
+REGISTER_UNARY(sigmoid, FloatUnaryCpu<SigmoidF>, SigmoidGrad);
+REGISTER_UNARY(tanh, FloatUnaryCpu<TanhF>, TanhGrad);
+REGISTER_UNARY(gelu, FloatUnaryCpu<GeluF>, GeluGrad);
+REGISTER_UNARY(clamp, ClampCpu, ClampGrad);
+#undef REGISTER_UNARY
+ONEFLOW_REGISTER_OP(logical_not).Inputs(1).Infer(InferToBool).NonDifferentiable()
+    .Kernel(DeviceType::kCPU, (UnaryCpu<NotF, true>));
+ONEFLOW_REGISTER_OP(relu_grad).Inputs(2).Infer(InferGradLike).Grad(NoDoubleBackward)
+    .Kernel(DeviceType::kCPU, ReluGradCpu);
+ONEFLOW_REGISTER_OP(gelu_grad).Inputs(2).Infer(InferGradLike).Grad(NoDoubleBackward)
+    .Kernel(DeviceType::kCPU, GeluGradCpu);
+
+namespace fn {
+
+namespace {
+
+int Category(DType t) { return t == DType::kBool ? 0 : IsIntegral(t) ? 1 : 2; }
+
+// PyTorch's rule: a 0-dim operand (a Python scalar) does not widen a dim tensor of the same
+// or a higher category.
+DType ResultType(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == b.dtype()) return a.dtype();
+  if (a.ndim() == 0 && b.ndim() > 0 && Category(a.dtype()) <= Category(b.dtype())) {
+    return b.dtype();
+  }
+  if (b.ndim() == 0 && a.ndim() > 0 && Category(b.dtype()) <= Category(a.dtype())) {
+    return a.dtype();
+  }
+  return PromoteTypes(a.dtype(), b.dtype());
+}
+
+Tensor Binary(const OpDef& op, Tensor a, Tensor b, bool floating = false) {
+  DType t = ResultType(a, b);
+  if (floating && !IsFloating(t)) t = DType::kFloat32;
+  if (a.dtype() != t) a = to_dtype(a, t);
+  if (b.dtype() != t) b = to_dtype(b, t);
+  return CallOp1(op, {a, b});
+}
+
+Tensor FloatUnary(const OpDef& op, const Tensor& x) {
+  return CallOp1(op, {IsFloating(x.dtype()) ? x : to_dtype(x, DType::kFloat32)});
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return Binary(OP(add), a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return Binary(OP(sub), a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return Binary(OP(mul), a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return Binary(OP(div), a, b, /*floating=*/true); }
+Tensor pow(const Tensor& a, const Tensor& b) { return Binary(OP(pow), a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return Binary(OP(maximum), a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return Binary(OP(minimum), a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return Binary(OP(eq), a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return Binary(OP(ne), a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return Binary(OP(lt), a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return Binary(OP(le), a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return Binary(OP(gt), a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return Binary(OP(ge), a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return CallOp1(OP(logical_and), {to_dtype(a, DType::kBool), to_dtype(b, DType::kBool)});
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return CallOp1(OP(logical_or), {to_dtype(a, DType::kBool), to_dtype(b, DType::kBool)});
+}
+Tensor logical_not(const Tensor& a) { return CallOp1(OP(logical_not), {a}); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  DType t = ResultType(a, b);
+  return CallOp1(OP(where), {cond.dtype() == DType::kBool ? cond : to_dtype(cond, DType::kBool),
+                             a.dtype() == t ? a : to_dtype(a, t),
+                             b.dtype() == t ? b : to_dtype(b, t)});
+}
+
+Tensor neg(const Tensor& x) { return CallOp1(OP(neg), {x}); }
+Tensor exp(const Tensor& x) { return FloatUnary(OP(exp), x); }
+Tensor log(const Tensor& x) { return FloatUnary(OP(log), x); }
+Tensor sqrt(const Tensor& x) { return FloatUnary(OP(sqrt), x); }
+Tensor rsqrt(const Tensor& x) { return FloatUnary(OP(rsqrt), x); }
+Tensor abs(const Tensor& x) { return CallOp1(OP(abs), {x}); }
+Tensor sign(const Tensor& x) { return CallOp1(OP(sign), {x}); }
+Tensor square(const Tensor& x) { return CallOp1(OP(square), {x}); }
+Tensor relu(const Tensor& x) { return CallOp1(OP(relu), {x}); }
+Tensor relu6(const Tensor& x) { return clamp(x, 0.0, 6.0); }
+Tensor sigmoid(const Tensor& x) { return FloatUnary(OP(sigmoid), x); }
+Tensor tanh(const Tensor& x) { return FloatUnary(OP(tanh), x); }
+Tensor gelu(const Tensor& x) { return FloatUnary(OP(gelu), x); }
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  ONEFLOW_CHECK(min || max, "clamp: at least one of min and max must be given");
+  Attrs a;
+  a.Set("has_min", min.has_value()).Set("min", min.value_or(0.0));
+  a.Set("has_max", max.has_value()).Set("max", max.value_or(0.0));
+  return CallOp1(OP(clamp), {x}, a);
+}
+
+Tensor add_scalar(const Tensor& x, double v) { return add(x, scalar_like(v, x)); }
+Tensor mul_scalar(const Tensor& x, double v) { return mul(x, scalar_like(v, x)); }
+
+}  // namespace fn
+}  // namespace oneflow

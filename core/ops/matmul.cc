@@ -1,0 +1,176 @@
+// Matrix multiplication on OpenBLAS: batched with broadcast batch dims. Transposed views are
+// passed to gemm as transposes, so x @ w.T and the gradients of matmul copy nothing.
+#include <cblas.h>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+std::vector<TensorMeta> InferMatmul(const std::vector<TensorMeta>& in, const Attrs&) {
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  ONEFLOW_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul: expected tensors with at least 2 dims, got ",
+                a, " and ", b);
+  ONEFLOW_CHECK(in[0].dtype == in[1].dtype, "matmul: expected both inputs of one dtype, got ",
+                DTypeName(in[0].dtype), " and ", DTypeName(in[1].dtype));
+  int64_t m = a[a.ndim() - 2], k = a[a.ndim() - 1], k2 = b[b.ndim() - 2], n = b[b.ndim() - 1];
+  if (k != k2) {
+    throw Error(StrCat("matmul: cannot multiply ", a, " by ", b, ": inner sizes ", k, " and ", k2,
+                       " differ"));
+  }
+  Shape ba(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+  Shape bb(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+  std::vector<int64_t> out = BroadcastShapes(ba, bb, "matmul").dims();
+  out.push_back(m);
+  out.push_back(n);
+  return {{Shape(out), in[0].dtype, in[0].device}};
+}
+
+// How gemm can read the last two dims of t: row-major with a leading dimension, maybe
+// transposed; nullopt-like (ld = 0) when neither stride is 1.
+struct MatView {
+  bool trans = false;
+  int64_t ld = 0;
+};
+MatView ViewOf(const Tensor& t) {
+  int64_t nd = t.ndim();
+  int64_t rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
+  int64_t rs = t.strides()[nd - 2], cs = t.strides()[nd - 1];
+  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) return {false, rs};
+  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) return {true, cs};
+  return {};
+}
+
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc) {
+  auto A = ta ? CblasTrans : CblasNoTrans;
+  auto B = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, A, B, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, A, B, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  } else {
+    // Integer matmul: plain loops (no BLAS for integers).
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        T s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          T x = ta ? a[p * lda + i] : a[i * lda + p];
+          T y = tb ? b[j * ldb + p] : b[p * ldb + j];
+          s += x * y;
+        }
+        c[i * ldc + j] = s;
+      }
+  }
+}
+
+std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor a = in[0], b = in[1];
+  if (!ViewOf(a).ld) a = Contig(a);
+  if (!ViewOf(b).ld) b = Contig(b);
+  MatView va = ViewOf(a), vb = ViewOf(b);
+  Tensor o = Tensor::Empty(out[0]);
+  const Shape& os = o.shape();
+  int64_t nd = os.ndim();
+  int64_t m = os[nd - 2], n = os[nd - 1], k = a.shape()[a.ndim() - 1];
+  if (o.numel() == 0) return {o};
+  if (k == 0) {
+    fn::fill_(o, 0.0);
+    return {o};
+  }
+  // Broadcast batch strides of a and b over the output's batch dims.
+  Shape batch(std::vector<int64_t>(os.dims().begin(), os.dims().end() - 2));
+  auto batch_strides = [&](const Tensor& t) {
+    std::vector<int64_t> s(batch.ndim(), 0);
+    int64_t lead = batch.ndim() - (t.ndim() - 2);
+    for (int64_t i = 0; i < t.ndim() - 2; ++i) {
+      s[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+    }
+    return s;
+  };
+  std::vector<int64_t> sa = batch_strides(a), sb = batch_strides(b);
+  int64_t nb = batch.numel();
+  DispatchAll(a.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error("matmul: bool tensors are not supported; convert to a number type first");
+    } else {
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* po = o.data<T>();
+      std::vector<int64_t> idx(batch.ndim(), 0);
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (int64_t d = batch.ndim() - 1; d >= 0; --d) {
+          int64_t i = rem % batch[d];
+          rem /= batch[d];
+          oa += i * sa[d];
+          ob += i * sb[d];
+        }
+        Gemm<T>(va.trans, vb.trans, m, n, k, pa + oa, va.ld, pb + ob, vb.ld, po + bi * m * n, n);
+      }
+    }
+  });
+  return {o};
+}
+
+std::vector<Tensor> MatmulGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  Tensor ga, gb;
+  if (c.needs_input_grad[0]) ga = fn::sum_to(fn::matmul(g, fn::transpose(b, -1, -2)), a.shape());
+  if (c.needs_input_grad[1]) gb = fn::sum_to(fn::matmul(fn::transpose(a, -1, -2), g), b.shape());
+  return {ga, gb};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(matmul).Inputs(2).Infer(InferMatmul).Grad(MatmulGrad)
+    .Kernel(DeviceType::kCPU, MatmulCpu);
+
+namespace fn {
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  ONEFLOW_CHECK(a.ndim() >= 1 && b.ndim() >= 1, "matmul: both arguments need at least 1 dim, got ",
+                a.shape(), " and ", b.shape());
+  Tensor x = a, y = b;
+  if (x.dtype() != y.dtype()) {
+    DType t = PromoteTypes(x.dtype(), y.dtype());
+    x = to_dtype(x, t);
+    y = to_dtype(y, t);
+  }
+  if (x.ndim() == 1 && y.ndim() == 1) {
+    if (x.shape()[0] != y.shape()[0]) {
+      throw Error(StrCat("matmul: cannot multiply ", x.shape(), " by ", y.shape(), ": inner sizes ",
+                         x.shape()[0], " and ", y.shape()[0], " differ"));
+    }
+    return reshape(CallOp1(OP(matmul), {unsqueeze(x, 0), unsqueeze(y, 1)}), {});
+  }
+  if (x.ndim() == 1) return squeeze(CallOp1(OP(matmul), {unsqueeze(x, 0), y}), -2);
+  if (y.ndim() == 1) return squeeze(CallOp1(OP(matmul), {x, unsqueeze(y, 1)}), -1);
+  // (..., m, k) @ (k, n): fold the batch into m so one gemm does it all.
+  if (y.ndim() == 2 && x.ndim() > 2 && x.is_contiguous()) {
+    std::vector<int64_t> out = x.shape().dims();
+    out.back() = y.shape()[1];
+    if (x.shape()[x.ndim() - 1] != y.shape()[0]) return CallOp1(OP(matmul), {x, y});  // error text
+    return reshape(CallOp1(OP(matmul), {reshape(x, {-1, x.shape()[x.ndim() - 1]}), y}), out);
+  }
+  return CallOp1(OP(matmul), {x, y});
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ONEFLOW_CHECK(weight.ndim() == 2, "linear: weight must be 2-D (out_features, in_features), got ",
+                weight.shape());
+  ONEFLOW_CHECK(x.ndim() >= 1 && x.shape()[x.ndim() - 1] == weight.shape()[1], "linear: input of shape ",
+                x.shape(), " has ", x.ndim() ? x.shape()[x.ndim() - 1] : 0,
+                " features but the layer expects ", weight.shape()[1]);
+  Tensor y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? add(y, bias) : y;
+}
+
+}  // namespace fn
+}  // namespace oneflow

@@ -1,0 +1,455 @@
+// conv2d (NCHW, weight (O, C / groups, kh, kw), optional bias) and its two backward ops.
+//
+// The CPU kernels lower each (sample, group) to one gemm over an im2col buffer; 1x1 convolutions
+// with unit stride and no padding use the input as the buffer directly, and depthwise
+// convolutions (one input channel per group) run as direct loops, where a gemm of one row would
+// be all overhead.
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/nn/nn_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+using nn_util::HwAttr;
+
+struct ConvGeom {
+  int64_t n, c, h, w;  // input
+  int64_t o, kh, kw;   // weight (o, c / groups, kh, kw)
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t groups;
+  int64_t oh, ow;  // output
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t col_rows() const { return cg() * kh * kw; }  // im2col rows = gemm inner size
+  int64_t out_plane() const { return oh * ow; }
+  bool depthwise() const { return groups == c && cg() == 1 && c > 1; }
+  // The input itself is the im2col buffer.
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+// Validates the call and computes the geometry; every conv2d op goes through here.
+ConvGeom MakeConvGeom(const Shape& x, const Shape& w, const Attrs& attrs) {
+  if (x.ndim() != 4) {
+    throw Error(StrCat("conv2d: expected input of shape (N, C, H, W) or (C, H, W), got ", x));
+  }
+  if (w.ndim() != 4) {
+    throw Error(StrCat(
+        "conv2d: expected weight of shape (out_channels, in_channels / groups, kH, kW), got ", w));
+  }
+  ConvGeom g;
+  g.groups = attrs.Get<int64_t>("groups");
+  if (g.groups < 1) throw Error(StrCat("conv2d: expected groups of at least 1, got ", g.groups));
+  auto stride = HwAttr(attrs, "stride", 1, "conv2d");
+  auto padding = HwAttr(attrs, "padding", 0, "conv2d");
+  auto dilation = HwAttr(attrs, "dilation", 1, "conv2d");
+  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
+  g.o = w[0], g.kh = w[2], g.kw = w[3];
+  g.sh = stride[0], g.sw = stride[1];
+  g.ph = padding[0], g.pw = padding[1];
+  g.dh = dilation[0], g.dw = dilation[1];
+  if (g.c != w[1] * g.groups) {
+    throw Error(StrCat("conv2d: input has ", g.c, " channels but weight ", w, " expects ",
+                       w[1] * g.groups, " (in_channels / groups = ", w[1], ", groups = ", g.groups,
+                       ")"));
+  }
+  if (g.o % g.groups != 0) {
+    throw Error(StrCat("conv2d: out_channels ", g.o, " of weight ", w,
+                       " is not divisible by groups = ", g.groups));
+  }
+  g.oh = nn_util::WindowOutputSize(g.h, g.kh, g.sh, g.ph, g.dh, /*ceil_mode=*/false);
+  g.ow = nn_util::WindowOutputSize(g.w, g.kw, g.sw, g.pw, g.dw, /*ceil_mode=*/false);
+  if (g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1) {
+    throw Error(StrCat("conv2d: padded input of size (", g.h + 2 * g.ph, ", ", g.w + 2 * g.pw,
+                       ") is smaller than the dilated kernel (", g.dh * (g.kh - 1) + 1, ", ",
+                       g.dw * (g.kw - 1) + 1, ")"));
+  }
+  return g;
+}
+
+void CheckSameDtype(const TensorMeta& x, const TensorMeta& t, const char* op, const char* what) {
+  if (t.dtype != x.dtype) {
+    throw Error(StrCat(op, ": expected ", what, " of dtype ", DTypeName(x.dtype),
+                       " like the input, got ", DTypeName(t.dtype)));
+  }
+}
+
+void CheckFloating(const TensorMeta& x, const char* op) {
+  if (!IsFloating(x.dtype)) {
+    throw Error(StrCat(op, ": expected a floating point input, got ", DTypeName(x.dtype)));
+  }
+}
+
+// ---- gemm and im2col ----
+
+// Row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and op(B) k x n.
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0 || k == 0) return;  // callers start from an initialised C
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// For a kernel tap at offset `off` (= tap * dilation - pad) along one axis: the output positions
+// o in [lo, hi) whose input position o * stride + off lies inside [0, in). Computing the range
+// once per tap keeps the bounds checks out of the inner loops, which then vectorise.
+struct TapRange {
+  int64_t lo, hi;
+};
+TapRange ValidOutputs(int64_t off, int64_t stride, int64_t in, int64_t out) {
+  auto ceil_div = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
+  const int64_t lo = std::min(ceil_div(-off, stride), out);
+  const int64_t hi = std::min(ceil_div(in - off, stride), out);
+  return {lo, std::max(lo, hi)};
+}
+
+// col (cg * kh * kw, oh * ow): row (c, i, j) holds the input pixel under kernel tap (i, j) of
+// channel c for every output position, 0 where the tap falls in the padding.
+template <typename T>
+void Im2Col(const ConvGeom& g, const T* x, T* col) {
+  for (int64_t c = 0; c < g.cg(); ++c) {
+    const T* xc = x + c * g.h * g.w;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t off_h = i * g.dh - g.ph;
+      const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t off_w = j * g.dw - g.pw;
+        const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
+        T* row = col + ((c * g.kh + i) * g.kw + j) * g.out_plane();
+        std::fill(row, row + rh.lo * g.ow, T(0));
+        for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+          T* out = row + oh * g.ow;
+          const T* xrow = xc + (oh * g.sh + off_h) * g.w + off_w;
+          std::fill(out, out + rw.lo, T(0));
+          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) out[ow] = xrow[ow * g.sw];
+          std::fill(out + rw.hi, out + g.ow, T(0));
+        }
+        std::fill(row + rh.hi * g.ow, row + g.out_plane(), T(0));
+      }
+    }
+  }
+}
+
+// The adjoint of Im2Col: adds every column entry back onto the pixel it was read from.
+template <typename T>
+void Col2ImAdd(const ConvGeom& g, const T* col, T* dx) {
+  for (int64_t c = 0; c < g.cg(); ++c) {
+    T* dxc = dx + c * g.h * g.w;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t off_h = i * g.dh - g.ph;
+      const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t off_w = j * g.dw - g.pw;
+        const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
+        const T* row = col + ((c * g.kh + i) * g.kw + j) * g.out_plane();
+        for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+          const T* in = row + oh * g.ow;
+          T* dxrow = dxc + (oh * g.sh + off_h) * g.w + off_w;
+          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) dxrow[ow * g.sw] += in[ow];
+        }
+      }
+    }
+  }
+}
+
+// ---- depthwise: output channel oc reads input channel oc / multiplier only ----
+// Each loops over the kernel taps outside and one output plane inside, so the inner loop is a
+// strided axpy (or dot product) over a row.
+
+template <typename T>
+void DepthwiseForward(const ConvGeom& g, const T* x, const T* w, const T* b, T* y) {
+  const int64_t mult = g.o / g.c;
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oc = 0; oc < g.o; ++oc) {
+      const T* xp = x + (n * g.c + oc / mult) * g.h * g.w;
+      T* yp = y + (n * g.o + oc) * g.out_plane();
+      std::fill(yp, yp + g.out_plane(), b ? b[oc] : T(0));
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t off_h = i * g.dh - g.ph;
+        const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t off_w = j * g.dw - g.pw;
+          const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
+          const T wv = w[(oc * g.kh + i) * g.kw + j];
+          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+            const T* xrow = xp + (oh * g.sh + off_h) * g.w + off_w;
+            T* yrow = yp + oh * g.ow;
+            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) yrow[ow] += wv * xrow[ow * g.sw];
+          }
+        }
+      }
+    }
+  }
+}
+
+// REQUIRES: dx zeroed.
+template <typename T>
+void DepthwiseGradInput(const ConvGeom& g, const T* dy, const T* w, T* dx) {
+  const int64_t mult = g.o / g.c;
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oc = 0; oc < g.o; ++oc) {
+      T* dxp = dx + (n * g.c + oc / mult) * g.h * g.w;
+      const T* dyp = dy + (n * g.o + oc) * g.out_plane();
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t off_h = i * g.dh - g.ph;
+        const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t off_w = j * g.dw - g.pw;
+          const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
+          const T wv = w[(oc * g.kh + i) * g.kw + j];
+          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+            T* dxrow = dxp + (oh * g.sh + off_h) * g.w + off_w;
+            const T* dyrow = dyp + oh * g.ow;
+            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) dxrow[ow * g.sw] += wv * dyrow[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+// REQUIRES: dw zeroed.
+template <typename T>
+void DepthwiseGradWeight(const ConvGeom& g, const T* dy, const T* x, T* dw) {
+  const int64_t mult = g.o / g.c;
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oc = 0; oc < g.o; ++oc) {
+      const T* xp = x + (n * g.c + oc / mult) * g.h * g.w;
+      const T* dyp = dy + (n * g.o + oc) * g.out_plane();
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t off_h = i * g.dh - g.ph;
+        const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t off_w = j * g.dw - g.pw;
+          const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
+          T acc = 0;
+          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+            const T* xrow = xp + (oh * g.sh + off_h) * g.w + off_w;
+            const T* dyrow = dyp + oh * g.ow;
+            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) acc += dyrow[ow] * xrow[ow * g.sw];
+          }
+          dw[(oc * g.kh + i) * g.kw + j] += acc;
+        }
+      }
+    }
+  }
+}
+
+// ---- gemm paths ----
+
+template <typename T>
+void ConvForward(const ConvGeom& g, const T* x, const T* w, const T* b, T* y) {
+  if (g.depthwise()) return DepthwiseForward(g, x, w, b, y);
+  const int64_t k = g.col_rows(), plane = g.out_plane();
+  // y starts as the bias so the gemms can accumulate onto it.
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t oc = 0; oc < g.o; ++oc) {
+      T* yp = y + (n * g.o + oc) * plane;
+      std::fill(yp, yp + plane, b ? b[oc] : T(0));
+    }
+  }
+  std::vector<T> col(g.pointwise() ? 0 : k * plane);
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.c + grp * g.cg()) * g.h * g.w;
+      const T* cols = xg;
+      if (!g.pointwise()) {
+        Im2Col(g, xg, col.data());
+        cols = col.data();
+      }
+      Gemm(false, false, g.og(), plane, k, T(1), w + grp * g.og() * k, k, cols, plane, T(1),
+           y + (n * g.o + grp * g.og()) * plane, plane);
+    }
+  }
+}
+
+template <typename T>
+void ConvGradInput(const ConvGeom& g, const T* dy, const T* w, T* dx) {
+  std::fill(dx, dx + g.n * g.c * g.h * g.w, T(0));
+  if (g.depthwise()) return DepthwiseGradInput(g, dy, w, dx);
+  const int64_t k = g.col_rows(), plane = g.out_plane();
+  std::vector<T> col(g.pointwise() ? 0 : k * plane);  // zeroed: stays valid if a gemm is empty
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      T* dxg = dx + (n * g.c + grp * g.cg()) * g.h * g.w;
+      const T* dyg = dy + (n * g.o + grp * g.og()) * plane;
+      const T* wg = w + grp * g.og() * k;
+      if (g.pointwise()) {
+        Gemm(true, false, k, plane, g.og(), T(1), wg, k, dyg, plane, T(0), dxg, plane);
+      } else {
+        Gemm(true, false, k, plane, g.og(), T(1), wg, k, dyg, plane, T(0), col.data(), plane);
+        Col2ImAdd(g, col.data(), dxg);
+      }
+    }
+  }
+}
+
+template <typename T>
+void ConvGradWeight(const ConvGeom& g, const T* dy, const T* x, T* dw) {
+  std::fill(dw, dw + g.o * g.col_rows(), T(0));
+  if (g.depthwise()) return DepthwiseGradWeight(g, dy, x, dw);
+  const int64_t k = g.col_rows(), plane = g.out_plane();
+  std::vector<T> col(g.pointwise() ? 0 : k * plane);
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.c + grp * g.cg()) * g.h * g.w;
+      const T* cols = xg;
+      if (!g.pointwise()) {
+        Im2Col(g, xg, col.data());
+        cols = col.data();
+      }
+      Gemm(false, true, g.og(), k, plane, T(1), dy + (n * g.o + grp * g.og()) * plane, plane, cols,
+           plane, T(1), dw + grp * g.og() * k, k);
+    }
+  }
+}
+
+// ---- conv2d: inputs (x, weight) or (x, weight, bias) ----
+
+std::vector<TensorMeta> InferConv2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  if (in.size() != 2 && in.size() != 3) {
+    throw Error(
+        StrCat("conv2d: expected 2 or 3 tensor inputs (input, weight[, bias]), got ", in.size()));
+  }
+  const TensorMeta& x = in[0];
+  CheckFloating(x, "conv2d");
+  CheckSameDtype(x, in[1], "conv2d", "weight");
+  ConvGeom g = MakeConvGeom(x.shape, in[1].shape, attrs);
+  if (in.size() == 3) {
+    CheckSameDtype(x, in[2], "conv2d", "bias");
+    if (in[2].shape != Shape({g.o})) {
+      throw Error(StrCat("conv2d: expected bias of shape (", g.o, ",) for ", g.o,
+                         " output channels, got ", in[2].shape));
+    }
+  }
+  return {{Shape({g.n, g.o, g.oh, g.ow}), x.dtype, x.device}};
+}
+
+std::vector<Tensor> Conv2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                              const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]), w = Contig(in[1]);
+  Tensor b = in.size() == 3 ? Contig(in[2]) : Tensor();
+  ConvGeom g = MakeConvGeom(x.shape(), w.shape(), attrs);
+  Tensor y = Tensor::Empty(out[0]);
+  DispatchFloating(x.dtype(), "conv2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ConvForward<T>(g, x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>());
+  });
+  return {y};
+}
+
+std::vector<Tensor> Conv2dGrad(const GradCtx& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& w = ctx.inputs[1];
+  const Tensor& dy = ctx.grad_outputs[0];
+  std::vector<Tensor> grads(ctx.inputs.size());
+  if (ctx.needs_input_grad[0]) {
+    Attrs a = ctx.attrs;
+    a.Set("input_shape", x.shape().dims());
+    grads[0] = CallOp1(OP(conv2d_grad_input), {dy, w}, a);
+  }
+  if (ctx.needs_input_grad[1]) {
+    Attrs a = ctx.attrs;
+    a.Set("weight_shape", w.shape().dims());
+    grads[1] = CallOp1(OP(conv2d_grad_weight), {dy, x}, a);
+  }
+  if (ctx.inputs.size() == 3 && ctx.needs_input_grad[2]) grads[2] = fn::sum(dy, {0, 2, 3});
+  return grads;
+}
+
+// ---- conv2d_grad_input(dy, weight), attr input_shape: the gradient wrt x ----
+
+// Checks dy against the geometry of the forward call it is the gradient of.
+void CheckGradOutput(const TensorMeta& dy, const ConvGeom& g, const char* op) {
+  Shape want({g.n, g.o, g.oh, g.ow});
+  if (dy.shape != want) {
+    throw Error(StrCat(op, ": expected output gradient of shape ", want, ", got ", dy.shape));
+  }
+}
+
+std::vector<TensorMeta> InferConv2dGradInput(const std::vector<TensorMeta>& in,
+                                             const Attrs& attrs) {
+  Shape x = AttrShape(attrs, "input_shape");
+  CheckSameDtype(in[0], in[1], "conv2d_grad_input", "weight");
+  CheckGradOutput(in[0], MakeConvGeom(x, in[1].shape, attrs), "conv2d_grad_input");
+  return {{x, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> Conv2dGradInputCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                       const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]), w = Contig(in[1]);
+  ConvGeom g = MakeConvGeom(out[0].shape, w.shape(), attrs);
+  Tensor dx = Tensor::Empty(out[0]);
+  DispatchFloating(dy.dtype(), "conv2d_grad_input", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ConvGradInput<T>(g, dy.data<T>(), w.data<T>(), dx.data<T>());
+  });
+  return {dx};
+}
+
+// ---- conv2d_grad_weight(dy, x), attr weight_shape: the gradient wrt the weight ----
+
+std::vector<TensorMeta> InferConv2dGradWeight(const std::vector<TensorMeta>& in,
+                                              const Attrs& attrs) {
+  Shape w = AttrShape(attrs, "weight_shape");
+  CheckSameDtype(in[0], in[1], "conv2d_grad_weight", "input");
+  CheckGradOutput(in[0], MakeConvGeom(in[1].shape, w, attrs), "conv2d_grad_weight");
+  return {{w, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                        const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]), x = Contig(in[1]);
+  ConvGeom g = MakeConvGeom(x.shape(), out[0].shape, attrs);
+  Tensor dw = Tensor::Empty(out[0]);
+  DispatchFloating(dy.dtype(), "conv2d_grad_weight", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ConvGradWeight<T>(g, dy.data<T>(), x.data<T>(), dw.data<T>());
+  });
+  return {dw};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(conv2d).Inputs(-1).Infer(InferConv2d).Grad(Conv2dGrad);
+ONEFLOW_REGISTER_KERNEL(conv2d, kCPU, Conv2dCpu);
+ONEFLOW_REGISTER_OP(conv2d_grad_input).Inputs(2).Infer(InferConv2dGradInput).Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_KERNEL(conv2d_grad_input, kCPU, Conv2dGradInputCpu);
+ONEFLOW_REGISTER_OP(conv2d_grad_weight)
+    .Inputs(2)
+    .Infer(InferConv2dGradWeight)
+    .Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_KERNEL(conv2d_grad_weight, kCPU, Conv2dGradWeightCpu);
+
+namespace fn {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const IntList& stride,
+              const IntList& padding, const IntList& dilation, int64_t groups) {
+  // Scalars go in as AttrValue: a bare int64_t or double would pick Set(name, int).
+  Attrs attrs;
+  attrs.Set("stride", nn_util::HwPair(stride, "conv2d", "stride"))
+      .Set("padding", nn_util::HwPair(padding, "conv2d", "padding"))
+      .Set("dilation", nn_util::HwPair(dilation, "conv2d", "dilation"))
+      .Set("groups", AttrValue(groups));
+  return nn_util::WithBatchDim(x, [&](const Tensor& xb) {
+    if (bias.defined()) return CallOp1(OP(conv2d), {xb, weight, bias}, attrs);
+    return CallOp1(OP(conv2d), {xb, weight}, attrs);
+  });
+}
+
+}  // namespace fn
+}  // namespace oneflow

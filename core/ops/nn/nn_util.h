@@ -1,0 +1,66 @@
+// Helpers shared by the nn op files (convolution, pooling, losses): (h, w) argument pairs,
+// sliding-window output sizes, unbatched images and loss reductions. Internal to core/ops/nn.
+//
+//   std::vector<int64_t> stride = HwPair(attrs.Get<IntList>("stride"), "conv2d", "stride");
+//   int64_t oh = WindowOutputSize(h, kh, sh, ph, dh, /*ceil_mode=*/false);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attrs.h"
+#include "core/error.h"
+#include "core/functional.h"
+#include "core/shape.h"
+
+namespace oneflow {
+namespace nn_util {
+
+// PyTorch takes an int or an (h, w) pair for each window argument; the C++ API takes a list of
+// one or two values.
+inline std::vector<int64_t> HwPair(const std::vector<int64_t>& v, const char* op,
+                                   const char* name) {
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() == 2) return v;
+  throw Error(
+      StrCat(op, ": expected ", name, " as 1 or 2 values (h, w), got ", Shape(v).ToString()));
+}
+
+// An (h, w) attribute, checked to be at least `min` in both entries.
+inline std::vector<int64_t> HwAttr(const Attrs& attrs, const char* name, int64_t min,
+                                   const char* op) {
+  std::vector<int64_t> v = HwPair(attrs.Get<std::vector<int64_t>>(name), op, name);
+  if (v[0] < min || v[1] < min) {
+    throw Error(StrCat(op, ": expected ", name, " of at least ", min, ", got ", Shape(v)));
+  }
+  return v;
+}
+
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Output length of a sliding window (PyTorch's formula). With ceil_mode the last window may hang
+// over the end, but it must still start inside the input or the left padding.
+inline int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                int64_t dilation, bool ceil_mode) {
+  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  int64_t out = FloorDiv(span + (ceil_mode ? stride - 1 : 0), stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Runs f on a batch of one when x is an unbatched (C, H, W) image, as PyTorch's 2-d ops do.
+template <typename F>
+Tensor WithBatchDim(const Tensor& x, F&& f) {
+  if (x.ndim() != 3) return f(x);
+  return fn::squeeze(f(fn::unsqueeze(x, 0)), 0);
+}
+
+inline void CheckReduction(const std::string& reduction, const char* op) {
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    throw Error(StrCat(op, ": reduction must be 'mean', 'sum' or 'none', got '", reduction, "'"));
+  }
+}
+
+}  // namespace nn_util
+}  // namespace oneflow

@@ -1,0 +1,426 @@
+// 2-d pooling over NCHW input: max_pool2d (which also returns the argmax of each window, flat
+// in the H * W plane as PyTorch does, for its backward), avg_pool2d and adaptive_avg_pool2d,
+// each with a backward op that takes the input shape as an attribute.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/nn/nn.h"
+#include "core/ops/nn/nn_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+using nn_util::HwAttr;
+
+struct PoolGeom {
+  int64_t planes, h, w;  // planes = N * C
+  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+  int64_t oh, ow;
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+};
+
+void CheckPoolInput(const Shape& x, DType dtype, const char* op) {
+  if (x.ndim() != 4) {
+    throw Error(StrCat(op, ": expected input of shape (N, C, H, W) or (C, H, W), got ", x));
+  }
+  if (!IsFloating(dtype)) {
+    throw Error(StrCat(op, ": expected a floating point input, got ", DTypeName(dtype)));
+  }
+}
+
+// Validates a max_pool2d / avg_pool2d call on input shape x; avg pooling has no dilation.
+PoolGeom MakePoolGeom(const Shape& x, const Attrs& attrs, const char* op) {
+  PoolGeom g;
+  auto kernel = HwAttr(attrs, "kernel", 1, op);
+  auto stride = HwAttr(attrs, "stride", 1, op);
+  auto padding = HwAttr(attrs, "padding", 0, op);
+  std::vector<int64_t> dilation = {1, 1};
+  if (attrs.Has("dilation")) dilation = HwAttr(attrs, "dilation", 1, op);
+  g.planes = x[0] * x[1], g.h = x[2], g.w = x[3];
+  g.kh = kernel[0], g.kw = kernel[1];
+  g.sh = stride[0], g.sw = stride[1];
+  g.ph = padding[0], g.pw = padding[1];
+  g.dh = dilation[0], g.dw = dilation[1];
+  g.ceil_mode = attrs.Get<bool>("ceil_mode");
+  g.count_include_pad = attrs.GetOr<bool>("count_include_pad", true);
+  // Wider padding would give windows that see only padding.
+  if (g.ph > g.kh / 2 || g.pw > g.kw / 2) {
+    throw Error(StrCat(op, ": padding ", Shape(padding), " must be at most half the kernel ",
+                       Shape(kernel)));
+  }
+  g.oh = nn_util::WindowOutputSize(g.h, g.kh, g.sh, g.ph, g.dh, g.ceil_mode);
+  g.ow = nn_util::WindowOutputSize(g.w, g.kw, g.sw, g.pw, g.dw, g.ceil_mode);
+  if (g.oh < 1 || g.ow < 1) {
+    throw Error(StrCat(op, ": input of spatial size (", g.h, ", ", g.w, ") gives output size (",
+                       g.oh, ", ", g.ow, ") with kernel ", Shape(kernel), ", padding ",
+                       Shape(padding), ", dilation ", Shape(dilation), "; need at least 1"));
+  }
+  return g;
+}
+
+// The attributes of a backward op: the forward's plus the input shape it produced dx for.
+Attrs WithInputShape(const Attrs& attrs, const Tensor& x) {
+  Attrs a = attrs;
+  a.Set("input_shape", x.shape().dims());
+  return a;
+}
+
+void CheckGradOutput(const TensorMeta& dy, const Shape& want, const char* op) {
+  if (dy.shape != want) {
+    throw Error(StrCat(op, ": expected output gradient of shape ", want, ", got ", dy.shape));
+  }
+}
+
+// ---- max_pool2d(x) -> (y, indices) ----
+
+template <typename T>
+void MaxPoolForward(const PoolGeom& g, const T* x, T* y, int64_t* idx) {
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* xp = x + p * g.h * g.w;
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        T best = -std::numeric_limits<T>::infinity();
+        int64_t best_idx = -1;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+            if (iw < 0 || iw >= g.w) continue;
+            const T v = xp[ih * g.w + iw];
+            // NaN wins, as in PyTorch, so a NaN input is not hidden by the pooling.
+            if (v > best || std::isnan(v) || best_idx < 0) {
+              best = v;
+              best_idx = ih * g.w + iw;
+            }
+          }
+        }
+        const int64_t o = (p * g.oh + oh) * g.ow + ow;
+        y[o] = best;
+        idx[o] = best_idx;
+      }
+    }
+  }
+}
+
+std::vector<TensorMeta> InferMaxPool2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  CheckPoolInput(in[0].shape, in[0].dtype, "max_pool2d");
+  PoolGeom g = MakePoolGeom(in[0].shape, attrs, "max_pool2d");
+  Shape out({in[0].shape[0], in[0].shape[1], g.oh, g.ow});
+  return {{out, in[0].dtype, in[0].device}, {out, DType::kInt64, in[0].device}};
+}
+
+std::vector<Tensor> MaxPool2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  PoolGeom g = MakePoolGeom(x.shape(), attrs, "max_pool2d");
+  Tensor y = Tensor::Empty(out[0]), idx = Tensor::Empty(out[1]);
+  DispatchFloating(x.dtype(), "max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    MaxPoolForward<T>(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
+  });
+  return {y, idx};
+}
+
+std::vector<Tensor> MaxPool2dGrad(const GradCtx& ctx) {
+  return {CallOp1(OP(max_pool2d_grad), {ctx.grad_outputs[0], ctx.outputs[1]},
+                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+}
+
+// ---- max_pool2d_grad(dy, indices), attr input_shape: routes dy to each window's argmax ----
+
+std::vector<TensorMeta> InferMaxPool2dGrad(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  Shape x = AttrShape(attrs, "input_shape");
+  CheckPoolInput(x, in[0].dtype, "max_pool2d_grad");
+  CheckGradOutput(in[1], in[0].shape, "max_pool2d_grad");
+  return {{x, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> MaxPool2dGradCpu(const std::vector<Tensor>& in, const Attrs&,
+                                     const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]), idx = Contig(in[1]);
+  Tensor dx = Tensor::Empty(out[0]);
+  const Shape& xs = out[0].shape;
+  const int64_t planes = xs[0] * xs[1], in_plane = xs[2] * xs[3];
+  const int64_t out_plane = dy.shape()[2] * dy.shape()[3];
+  DispatchFloating(dy.dtype(), "max_pool2d_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dxp = dx.data<T>();
+    const T* dyp = dy.data<T>();
+    const int64_t* ip = idx.data<int64_t>();
+    std::fill(dxp, dxp + dx.numel(), T(0));
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t o = 0; o < out_plane; ++o) {
+        const int64_t i = ip[p * out_plane + o];
+        if (i >= 0) dxp[p * in_plane + i] += dyp[p * out_plane + o];
+      }
+    }
+  });
+  return {dx};
+}
+
+// ---- avg_pool2d ----
+
+// Calls f(offset in the plane, 1 / divisor) for every input pixel of output (oh, ow)'s window.
+// As in PyTorch, count_include_pad counts the padding but not the overhang of ceil_mode.
+template <typename T, typename F>
+void ForEachAvgWindowPixel(const PoolGeom& g, int64_t oh, int64_t ow, F&& f) {
+  int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+  int64_t h1 = std::min(h0 + g.kh, g.h + g.ph), w1 = std::min(w0 + g.kw, g.w + g.pw);
+  const int64_t padded_count = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.h), w1 = std::min(w1, g.w);
+  const int64_t count = g.count_include_pad ? padded_count : (h1 - h0) * (w1 - w0);
+  if (count == 0) return;
+  const T scale = T(1) / T(count);
+  for (int64_t ih = h0; ih < h1; ++ih) {
+    for (int64_t iw = w0; iw < w1; ++iw) f(ih * g.w + iw, scale);
+  }
+}
+
+std::vector<TensorMeta> InferAvgPool2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  CheckPoolInput(in[0].shape, in[0].dtype, "avg_pool2d");
+  PoolGeom g = MakePoolGeom(in[0].shape, attrs, "avg_pool2d");
+  return {{Shape({in[0].shape[0], in[0].shape[1], g.oh, g.ow}), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> AvgPool2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  PoolGeom g = MakePoolGeom(x.shape(), attrs, "avg_pool2d");
+  Tensor y = Tensor::Empty(out[0]);
+  DispatchFloating(x.dtype(), "avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xd = x.data<T>();
+    T* yd = y.data<T>();
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* xp = xd + p * g.h * g.w;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          T acc = 0;
+          ForEachAvgWindowPixel<T>(g, oh, ow, [&](int64_t i, T scale) { acc += xp[i] * scale; });
+          yd[(p * g.oh + oh) * g.ow + ow] = acc;
+        }
+      }
+    }
+  });
+  return {y};
+}
+
+std::vector<Tensor> AvgPool2dGrad(const GradCtx& ctx) {
+  return {CallOp1(OP(avg_pool2d_grad), {ctx.grad_outputs[0]},
+                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+}
+
+std::vector<TensorMeta> InferAvgPool2dGrad(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  Shape x = AttrShape(attrs, "input_shape");
+  CheckPoolInput(x, in[0].dtype, "avg_pool2d_grad");
+  PoolGeom g = MakePoolGeom(x, attrs, "avg_pool2d_grad");
+  CheckGradOutput(in[0], Shape({x[0], x[1], g.oh, g.ow}), "avg_pool2d_grad");
+  return {{x, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> AvgPool2dGradCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                     const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]);
+  PoolGeom g = MakePoolGeom(out[0].shape, attrs, "avg_pool2d_grad");
+  Tensor dx = Tensor::Empty(out[0]);
+  DispatchFloating(dy.dtype(), "avg_pool2d_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* dyd = dy.data<T>();
+    T* dxd = dx.data<T>();
+    std::fill(dxd, dxd + dx.numel(), T(0));
+    for (int64_t p = 0; p < g.planes; ++p) {
+      T* dxp = dxd + p * g.h * g.w;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const T d = dyd[(p * g.oh + oh) * g.ow + ow];
+          ForEachAvgWindowPixel<T>(g, oh, ow, [&](int64_t i, T scale) { dxp[i] += d * scale; });
+        }
+      }
+    }
+  });
+  return {dx};
+}
+
+// ---- adaptive_avg_pool2d, attr output_size ----
+
+// Output cell o of `out` covers input rows [floor(o * in / out), ceil((o + 1) * in / out)).
+int64_t AdaptiveStart(int64_t o, int64_t in, int64_t out) { return o * in / out; }
+int64_t AdaptiveEnd(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+// Calls f(input plane offset, 1 / window size) for every pixel of output (oh, ow)'s window.
+template <typename T, typename F>
+void ForEachAdaptiveWindowPixel(const Shape& x, const Shape& y, int64_t oh, int64_t ow, F&& f) {
+  const int64_t h0 = AdaptiveStart(oh, x[2], y[2]), h1 = AdaptiveEnd(oh, x[2], y[2]);
+  const int64_t w0 = AdaptiveStart(ow, x[3], y[3]), w1 = AdaptiveEnd(ow, x[3], y[3]);
+  const T scale = T(1) / T((h1 - h0) * (w1 - w0));
+  for (int64_t ih = h0; ih < h1; ++ih) {
+    for (int64_t iw = w0; iw < w1; ++iw) f(ih * x[3] + iw, scale);
+  }
+}
+
+Shape AdaptiveOutputShape(const Shape& x, const Attrs& attrs, const char* op) {
+  auto size = nn_util::HwPair(attrs.Get<std::vector<int64_t>>("output_size"), op, "output_size");
+  if (size[0] < 1 || size[1] < 1) {
+    throw Error(StrCat(op, ": expected output_size of at least 1, got ", Shape(size)));
+  }
+  // An empty input plane would give windows of no pixels.
+  if (x[2] < 1 || x[3] < 1) {
+    throw Error(StrCat(op, ": expected an input with non-empty H and W, got ", x));
+  }
+  return Shape({x[0], x[1], size[0], size[1]});
+}
+
+std::vector<TensorMeta> InferAdaptiveAvgPool2d(const std::vector<TensorMeta>& in,
+                                               const Attrs& attrs) {
+  CheckPoolInput(in[0].shape, in[0].dtype, "adaptive_avg_pool2d");
+  return {
+      {AdaptiveOutputShape(in[0].shape, attrs, "adaptive_avg_pool2d"), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> AdaptiveAvgPool2dCpu(const std::vector<Tensor>& in, const Attrs&,
+                                         const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  Tensor y = Tensor::Empty(out[0]);
+  const Shape &xs = x.shape(), &ys = out[0].shape;
+  DispatchFloating(x.dtype(), "adaptive_avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xd = x.data<T>();
+    T* yd = y.data<T>();
+    for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+      const T* xp = xd + p * xs[2] * xs[3];
+      for (int64_t oh = 0; oh < ys[2]; ++oh) {
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          T acc = 0;
+          ForEachAdaptiveWindowPixel<T>(xs, ys, oh, ow,
+                                        [&](int64_t i, T scale) { acc += xp[i] * scale; });
+          yd[(p * ys[2] + oh) * ys[3] + ow] = acc;
+        }
+      }
+    }
+  });
+  return {y};
+}
+
+std::vector<Tensor> AdaptiveAvgPool2dGrad(const GradCtx& ctx) {
+  return {CallOp1(OP(adaptive_avg_pool2d_grad), {ctx.grad_outputs[0]},
+                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+}
+
+std::vector<TensorMeta> InferAdaptiveAvgPool2dGrad(const std::vector<TensorMeta>& in,
+                                                   const Attrs& attrs) {
+  Shape x = AttrShape(attrs, "input_shape");
+  CheckPoolInput(x, in[0].dtype, "adaptive_avg_pool2d_grad");
+  CheckGradOutput(in[0], AdaptiveOutputShape(x, attrs, "adaptive_avg_pool2d_grad"),
+                  "adaptive_avg_pool2d_grad");
+  return {{x, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> AdaptiveAvgPool2dGradCpu(const std::vector<Tensor>& in, const Attrs&,
+                                             const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]);
+  Tensor dx = Tensor::Empty(out[0]);
+  const Shape &xs = out[0].shape, &ys = dy.shape();
+  DispatchFloating(dy.dtype(), "adaptive_avg_pool2d_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* dyd = dy.data<T>();
+    T* dxd = dx.data<T>();
+    std::fill(dxd, dxd + dx.numel(), T(0));
+    for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+      T* dxp = dxd + p * xs[2] * xs[3];
+      for (int64_t oh = 0; oh < ys[2]; ++oh) {
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          const T d = dyd[(p * ys[2] + oh) * ys[3] + ow];
+          ForEachAdaptiveWindowPixel<T>(xs, ys, oh, ow,
+                                        [&](int64_t i, T scale) { dxp[i] += d * scale; });
+        }
+      }
+    }
+  });
+  return {dx};
+}
+
+// Pooling arguments as attributes; an empty stride means the kernel size, as in PyTorch.
+Attrs WindowAttrs(const char* op, const fn::IntList& kernel, const fn::IntList& stride,
+                  const fn::IntList& padding, bool ceil_mode) {
+  Attrs a;
+  a.Set("kernel", nn_util::HwPair(kernel, op, "kernel"))
+      .Set("stride", nn_util::HwPair(stride.empty() ? kernel : stride, op, "stride"))
+      .Set("padding", nn_util::HwPair(padding, op, "padding"))
+      .Set("ceil_mode", AttrValue(ceil_mode));
+  return a;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(max_pool2d).Inputs(1).Infer(InferMaxPool2d).Grad(MaxPool2dGrad);
+ONEFLOW_REGISTER_KERNEL(max_pool2d, kCPU, MaxPool2dCpu);
+ONEFLOW_REGISTER_OP(max_pool2d_grad)
+    .Inputs(2)
+    .Infer(InferMaxPool2dGrad)
+    .NonDiffInputs({1})
+    .Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_KERNEL(max_pool2d_grad, kCPU, MaxPool2dGradCpu);
+
+ONEFLOW_REGISTER_OP(avg_pool2d).Inputs(1).Infer(InferAvgPool2d).Grad(AvgPool2dGrad);
+ONEFLOW_REGISTER_KERNEL(avg_pool2d, kCPU, AvgPool2dCpu);
+ONEFLOW_REGISTER_OP(avg_pool2d_grad).Inputs(1).Infer(InferAvgPool2dGrad).Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_KERNEL(avg_pool2d_grad, kCPU, AvgPool2dGradCpu);
+
+ONEFLOW_REGISTER_OP(adaptive_avg_pool2d)
+    .Inputs(1)
+    .Infer(InferAdaptiveAvgPool2d)
+    .Grad(AdaptiveAvgPool2dGrad);
+ONEFLOW_REGISTER_KERNEL(adaptive_avg_pool2d, kCPU, AdaptiveAvgPool2dCpu);
+ONEFLOW_REGISTER_OP(adaptive_avg_pool2d_grad)
+    .Inputs(1)
+    .Infer(InferAdaptiveAvgPool2dGrad)
+    .Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_KERNEL(adaptive_avg_pool2d_grad, kCPU, AdaptiveAvgPool2dGradCpu);
+
+namespace fn {
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, const IntList& kernel,
+                                                  const IntList& stride, const IntList& padding,
+                                                  const IntList& dilation, bool ceil_mode) {
+  Attrs a = WindowAttrs("max_pool2d", kernel, stride, padding, ceil_mode);
+  a.Set("dilation", nn_util::HwPair(dilation, "max_pool2d", "dilation"));
+  if (x.ndim() == 3) {
+    std::vector<Tensor> out = CallOp(OP(max_pool2d), {fn::unsqueeze(x, 0)}, a);
+    return {fn::squeeze(out[0], 0), fn::squeeze(out[1], 0)};
+  }
+  std::vector<Tensor> out = CallOp(OP(max_pool2d), {x}, a);
+  return {out[0], out[1]};
+}
+
+Tensor max_pool2d(const Tensor& x, const IntList& kernel, const IntList& stride,
+                  const IntList& padding, const IntList& dilation, bool ceil_mode) {
+  return max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode).first;
+}
+
+Tensor avg_pool2d(const Tensor& x, const IntList& kernel, const IntList& stride,
+                  const IntList& padding, bool ceil_mode, bool count_include_pad) {
+  Attrs a = WindowAttrs("avg_pool2d", kernel, stride, padding, ceil_mode);
+  a.Set("count_include_pad", AttrValue(count_include_pad));
+  return nn_util::WithBatchDim(x,
+                               [&](const Tensor& xb) { return CallOp1(OP(avg_pool2d), {xb}, a); });
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, const IntList& output_size) {
+  Attrs a;
+  a.Set("output_size", nn_util::HwPair(output_size, "adaptive_avg_pool2d", "output_size"));
+  return nn_util::WithBatchDim(
+      x, [&](const Tensor& xb) { return CallOp1(OP(adaptive_avg_pool2d), {xb}, a); });
+}
+
+}  // namespace fn
+}  // namespace oneflow

@@ -1,0 +1,214 @@
+// Random ops on a counter-based generator: element i of a draw at counter offset o is a hash
+// of (seed, o + i). The same seed gives the same numbers on every run, thread and process, and
+// a global tensor can draw its logical values on every rank and keep its own slice.
+#include <cmath>
+#include <mutex>
+
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+struct Generator {
+  std::mutex mu;
+  uint64_t seed = 0x2545F4914F6CDD1Dull;
+  uint64_t offset = 0;
+};
+Generator& DefaultGenerator() {
+  static Generator* g = new Generator;
+  return *g;
+}
+
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) from counter i.
+inline double Uniform01(uint64_t seed, uint64_t i) {
+  return (SplitMix64(seed ^ SplitMix64(i)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+Device AttrDevice(const Attrs& a) { return Device::Parse(a.Get<std::string>("device")); }
+
+std::vector<TensorMeta> InferRandom(const std::vector<TensorMeta>&, const Attrs& a) {
+  return {{AttrShape(a, "shape"), a.Get<DType>("dtype"), AttrDevice(a)}};
+}
+
+uint64_t Seed(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("seed")); }
+uint64_t Offset(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("offset")); }
+
+std::vector<Tensor> UniformCpu(const std::vector<Tensor>&, const Attrs& a,
+                               const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  double low = a.Get<double>("low"), high = a.Get<double>("high");
+  uint64_t seed = Seed(a), off = Offset(a);
+  DispatchFloating(t.dtype(), "uniform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      p[i] = static_cast<T>(low + (high - low) * Uniform01(seed, off + i));
+    }
+  });
+  return {t};
+}
+
+std::vector<Tensor> NormalCpu(const std::vector<Tensor>&, const Attrs& a,
+                              const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  double mean = a.Get<double>("mean"), std = a.Get<double>("std");
+  uint64_t seed = Seed(a), off = Offset(a);
+  DispatchFloating(t.dtype(), "normal", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      // Box-Muller on two counters per element.
+      double u1 = 1.0 - Uniform01(seed, 2 * (off + i));
+      double u2 = Uniform01(seed, 2 * (off + i) + 1);
+      p[i] = static_cast<T>(mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
+    }
+  });
+  return {t};
+}
+
+std::vector<TensorMeta> InferRandint(const std::vector<TensorMeta>& in, const Attrs& a) {
+  int64_t low = a.Get<int64_t>("low"), high = a.Get<int64_t>("high");
+  ONEFLOW_CHECK(low < high, "randint: expected low < high, got low=", low, ", high=", high);
+  return InferRandom(in, a);
+}
+
+std::vector<Tensor> RandintCpu(const std::vector<Tensor>&, const Attrs& a,
+                               const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  int64_t low = a.Get<int64_t>("low"), high = a.Get<int64_t>("high");
+  uint64_t seed = Seed(a), off = Offset(a);
+  DispatchAll(t.dtype(), "randint", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      p[i] = static_cast<T>(low + static_cast<int64_t>(Uniform01(seed, off + i) * (high - low)));
+    }
+  });
+  return {t};
+}
+
+std::vector<TensorMeta> InferRandperm(const std::vector<TensorMeta>&, const Attrs& a) {
+  int64_t n = a.Get<int64_t>("n");
+  ONEFLOW_CHECK(n >= 0, "randperm: expected n >= 0, got ", n);
+  return {{Shape({n}), DType::kInt64, AttrDevice(a)}};
+}
+
+std::vector<Tensor> RandpermCpu(const std::vector<Tensor>&, const Attrs& a,
+                                const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  int64_t n = t.numel();
+  int64_t* p = t.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  uint64_t seed = Seed(a), off = Offset(a);
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    int64_t j = static_cast<int64_t>(Uniform01(seed, off + i) * (i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return {t};
+}
+
+std::vector<TensorMeta> InferDropoutMask(const std::vector<TensorMeta>& in, const Attrs& a) {
+  double p = a.Get<double>("p");
+  ONEFLOW_CHECK(p >= 0 && p < 1, "dropout: probability must be in [0, 1), got ", p);
+  return {in[0]};
+}
+
+std::vector<Tensor> DropoutMaskCpu(const std::vector<Tensor>&, const Attrs& a,
+                                   const std::vector<TensorMeta>& out) {
+  Tensor t = Tensor::Empty(out[0]);
+  double p = a.Get<double>("p");
+  double scale = 1.0 / (1.0 - p);
+  uint64_t seed = Seed(a), off = Offset(a);
+  DispatchFloating(t.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* q = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      q[i] = Uniform01(seed, off + i) >= p ? static_cast<T>(scale) : T(0);
+    }
+  });
+  return {t};
+}
+
+Attrs RandomAttrs(const Shape& shape, DType dtype, const Device& device, uint64_t draws) {
+  Attrs a;
+  a.Set("shape", shape.dims()).Set("dtype", dtype).Set("device", device.ToString());
+  a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
+  a.Set("offset", static_cast<int64_t>(fn::generator_advance(draws)));
+  return a;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(uniform).Inputs(0).Infer(InferRandom).NonDifferentiable().Kernel(DeviceType::kCPU, UniformCpu);
+ONEFLOW_REGISTER_OP(normal).Inputs(0).Infer(InferRandom).NonDifferentiable().Kernel(DeviceType::kCPU, NormalCpu);
+ONEFLOW_REGISTER_OP(randint).Inputs(0).Infer(InferRandint).NonDifferentiable().Kernel(DeviceType::kCPU, RandintCpu);
+ONEFLOW_REGISTER_OP(randperm).Inputs(0).Infer(InferRandperm).NonDifferentiable().Kernel(DeviceType::kCPU, RandpermCpu);
+// The input only gives the mask its shape, dtype and device.
+ONEFLOW_REGISTER_OP(dropout_mask).Inputs(1).Infer(InferDropoutMask).NonDifferentiable().Kernel(DeviceType::kCPU, DropoutMaskCpu);
+
+namespace fn {
+
+void manual_seed(uint64_t seed) {
+  Generator& g = DefaultGenerator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.seed = seed;
+  g.offset = 0;
+}
+
+uint64_t initial_seed() {
+  Generator& g = DefaultGenerator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.seed;
+}
+
+uint64_t generator_advance(uint64_t n) {
+  Generator& g = DefaultGenerator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  uint64_t start = g.offset;
+  g.offset += 2 * n;  // normal draws use two counters per element
+  return start;
+}
+
+Tensor uniform(const Shape& shape, double low, double high, DType dtype, const Device& device) {
+  Attrs a = RandomAttrs(shape, dtype, device, shape.numel());
+  a.Set("low", low).Set("high", high);
+  return CallOp1(OP(uniform), {}, a);
+}
+Tensor rand(const Shape& shape, DType dtype, const Device& device) {
+  return uniform(shape, 0.0, 1.0, dtype, device);
+}
+Tensor normal(const Shape& shape, double mean, double std, DType dtype, const Device& device) {
+  Attrs a = RandomAttrs(shape, dtype, device, shape.numel());
+  a.Set("mean", mean).Set("std", std);
+  return CallOp1(OP(normal), {}, a);
+}
+Tensor randn(const Shape& shape, DType dtype, const Device& device) {
+  return normal(shape, 0.0, 1.0, dtype, device);
+}
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, const Device& device) {
+  Attrs a = RandomAttrs(shape, dtype, device, shape.numel());
+  a.Set("low", low).Set("high", high);
+  return CallOp1(OP(randint), {}, a);
+}
+Tensor randperm(int64_t n, const Device& device) {
+  Attrs a = RandomAttrs(Shape({n}), DType::kInt64, device, n);
+  a.Set("n", n);
+  return CallOp1(OP(randperm), {}, a);
+}
+Tensor dropout_mask(const Tensor& x, double p) {
+  Attrs a;
+  a.Set("p", p).Set("seed", static_cast<int64_t>(initial_seed()));
+  a.Set("offset", static_cast<int64_t>(generator_advance(x.numel())));
+  return CallOp1(OP(dropout_mask), {x}, a);
+}
+
+}  // namespace fn
+}  // namespace oneflow

@@ -1,0 +1,463 @@
+// Shape and view ops. reshape, permute, slice and expand return views that share storage
+// (reshape copies when the input's strides do not allow a view); cat, copy and cast copy.
+#include <cstring>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+using IntList = std::vector<int64_t>;
+
+// ---------------------------------------------------------------- reshape
+
+Shape ResolveShape(const IntList& req, const Shape& in, const char* op) {
+  IntList out = req;
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      ONEFLOW_CHECK(infer < 0, op, ": only one dimension can be -1, got ", Shape(req));
+      infer = static_cast<int64_t>(i);
+    } else {
+      ONEFLOW_CHECK(out[i] >= 0, op, ": invalid size ", out[i], " in shape ", Shape(req));
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    ONEFLOW_CHECK(known != 0 && in.numel() % known == 0, op, ": shape ", Shape(req),
+                  " is invalid for input of size ", in.numel());
+    out[infer] = in.numel() / known;
+  }
+  ONEFLOW_CHECK(Shape(out).numel() == in.numel(), op, ": shape ", Shape(req),
+                " is invalid for input of size ", in.numel());
+  return Shape(out);
+}
+
+std::vector<TensorMeta> InferReshape(const std::vector<TensorMeta>& in, const Attrs& a) {
+  return {{ResolveShape(a.Get<IntList>("shape"), in[0].shape, "reshape"), in[0].dtype,
+           in[0].device}};
+}
+
+std::vector<Tensor> ReshapeCpu(const std::vector<Tensor>& in, const Attrs&,
+                               const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);  // x itself when contiguous: then the result is a view
+  return {Tensor::MakeView(x, out[0].shape, ContiguousStrides(out[0].shape), x.offset())};
+}
+
+std::vector<Tensor> ReshapeGrad(const GradCtx& c) {
+  return {fn::reshape(c.grad_outputs[0], c.inputs[0].shape().dims())};
+}
+
+// ---------------------------------------------------------------- permute
+
+IntList CheckedPerm(const Attrs& a, int64_t ndim) {
+  IntList perm = a.Get<IntList>("dims");
+  ONEFLOW_CHECK(static_cast<int64_t>(perm.size()) == ndim, "permute: expected ", ndim,
+                " dims for a tensor of ", ndim, " dims, got ", perm.size());
+  std::vector<bool> seen(ndim, false);
+  for (auto& d : perm) {
+    d = WrapDim(d, ndim, "permute");
+    ONEFLOW_CHECK(!seen[d], "permute: dim ", d, " repeated in ", Shape(a.Get<IntList>("dims")));
+    seen[d] = true;
+  }
+  return perm;
+}
+
+std::vector<TensorMeta> InferPermute(const std::vector<TensorMeta>& in, const Attrs& a) {
+  IntList perm = CheckedPerm(a, in[0].shape.ndim());
+  IntList s(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) s[i] = in[0].shape[perm[i]];
+  return {{Shape(s), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> PermuteCpu(const std::vector<Tensor>& in, const Attrs& a,
+                               const std::vector<TensorMeta>& out) {
+  const Tensor& x = in[0];
+  IntList perm = CheckedPerm(a, x.ndim());
+  IntList st(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) st[i] = x.strides()[perm[i]];
+  return {Tensor::MakeView(x, out[0].shape, st, x.offset())};
+}
+
+std::vector<Tensor> PermuteGrad(const GradCtx& c) {
+  IntList perm = CheckedPerm(c.attrs, c.inputs[0].ndim());
+  IntList inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return {fn::permute(c.grad_outputs[0], inv)};
+}
+
+// ---------------------------------------------------------------- slice
+
+struct SliceSpec {
+  int64_t dim, start, end, step, len;
+};
+
+SliceSpec GetSlice(const Attrs& a, const Shape& s) {
+  SliceSpec sp;
+  sp.dim = WrapDim(a.Get<int64_t>("dim"), s.ndim(), "slice");
+  int64_t n = s[sp.dim];
+  sp.step = a.Get<int64_t>("step");
+  ONEFLOW_CHECK(sp.step > 0, "slice: step must be positive, got ", sp.step);
+  auto clampi = [n](int64_t v) { return v < 0 ? std::max<int64_t>(v + n, 0) : std::min(v, n); };
+  sp.start = clampi(a.Get<int64_t>("start"));
+  sp.end = std::max(clampi(a.Get<int64_t>("end")), sp.start);
+  sp.len = (sp.end - sp.start + sp.step - 1) / sp.step;
+  return sp;
+}
+
+std::vector<TensorMeta> InferSlice(const std::vector<TensorMeta>& in, const Attrs& a) {
+  ONEFLOW_CHECK(in[0].shape.ndim() > 0, "slice: cannot slice a 0-dim tensor");
+  SliceSpec sp = GetSlice(a, in[0].shape);
+  IntList s = in[0].shape.dims();
+  s[sp.dim] = sp.len;
+  return {{Shape(s), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> SliceCpu(const std::vector<Tensor>& in, const Attrs& a,
+                             const std::vector<TensorMeta>& out) {
+  const Tensor& x = in[0];
+  SliceSpec sp = GetSlice(a, x.shape());
+  IntList st = x.strides();
+  int64_t offset = x.offset() + sp.start * st[sp.dim];
+  st[sp.dim] *= sp.step;
+  return {Tensor::MakeView(x, out[0].shape, st, offset)};
+}
+
+std::vector<Tensor> SliceGrad(const GradCtx& c) {
+  Attrs a = c.attrs;
+  a.Set("shape", c.inputs[0].shape().dims());
+  return {CallOp1(OP(slice_grad), {c.grad_outputs[0]}, a)};
+}
+
+// Zeros of the input's shape with the gradient written into the slice.
+std::vector<TensorMeta> InferSliceGrad(const std::vector<TensorMeta>& in, const Attrs& a) {
+  return {{AttrShape(a, "shape"), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> SliceGradCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  fn::fill_(o, 0.0);
+  SliceSpec sp = GetSlice(a, o.shape());
+  IntList st = o.strides();
+  int64_t offset = sp.start * st[sp.dim];
+  st[sp.dim] *= sp.step;
+  fn::copy_(Tensor::MakeView(o, in[0].shape(), st, offset), in[0]);
+  return {o};
+}
+
+std::vector<Tensor> SliceGradGrad(const GradCtx& c) {
+  return {fn::slice(c.grad_outputs[0], c.attrs.Get<int64_t>("dim"), c.attrs.Get<int64_t>("start"),
+                    c.attrs.Get<int64_t>("end"), c.attrs.Get<int64_t>("step"))};
+}
+
+// ---------------------------------------------------------------- expand
+
+std::vector<TensorMeta> InferExpand(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const Shape& s = in[0].shape;
+  IntList req = a.Get<IntList>("shape");
+  int64_t lead = static_cast<int64_t>(req.size()) - s.ndim();
+  ONEFLOW_CHECK(lead >= 0, "expand: the target shape ", Shape(req), " has fewer dims than the input ",
+                s);
+  for (int64_t i = 0; i < static_cast<int64_t>(req.size()); ++i) {
+    int64_t have = i < lead ? 1 : s[i - lead];
+    if (req[i] == -1) {
+      ONEFLOW_CHECK(i >= lead, "expand: -1 is not allowed for the new leading dim ", i);
+      req[i] = have;
+    }
+    ONEFLOW_CHECK(have == req[i] || have == 1, "expand: cannot expand dim ", i, " of size ", have,
+                  " to ", req[i], " (input ", s, ", target ", Shape(a.Get<IntList>("shape")), ")");
+  }
+  return {{Shape(req), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> ExpandCpu(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  const Tensor& x = in[0];
+  return {Tensor::MakeView(x, out[0].shape, BroadcastStrides(x, out[0].shape), x.offset())};
+}
+
+std::vector<Tensor> ExpandGrad(const GradCtx& c) {
+  return {fn::sum_to(c.grad_outputs[0], c.inputs[0].shape())};
+}
+
+// ---------------------------------------------------------------- copy and cast
+
+std::vector<Tensor> CopyCpu(const std::vector<Tensor>& in, const Attrs&,
+                            const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  fn::copy_(o, in[0]);
+  return {o};
+}
+
+std::vector<Tensor> IdentityGrad(const GradCtx& c) { return {c.grad_outputs[0]}; }
+
+std::vector<TensorMeta> InferCast(const std::vector<TensorMeta>& in, const Attrs& a) {
+  return {{in[0].shape, a.Get<DType>("dtype"), in[0].device}};
+}
+
+std::vector<Tensor> CastGrad(const GradCtx& c) {
+  if (!IsFloating(c.inputs[0].dtype())) return {Tensor()};
+  return {fn::to_dtype(c.grad_outputs[0], c.inputs[0].dtype())};
+}
+
+// ---------------------------------------------------------------- cat
+
+std::vector<TensorMeta> InferCat(const std::vector<TensorMeta>& in, const Attrs& a) {
+  ONEFLOW_CHECK(!in.empty(), "cat: expected a non-empty list of tensors");
+  const Shape& s0 = in[0].shape;
+  ONEFLOW_CHECK(s0.ndim() > 0, "cat: zero-dimensional tensor (input 0) cannot be concatenated");
+  int64_t dim = WrapDim(a.Get<int64_t>("dim"), s0.ndim(), "cat");
+  IntList out = s0.dims();
+  out[dim] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    ONEFLOW_CHECK(in[i].dtype == in[0].dtype, "cat: input ", i, " has dtype ",
+                  DTypeName(in[i].dtype), " but input 0 has ", DTypeName(in[0].dtype));
+    ONEFLOW_CHECK(s.ndim() == s0.ndim(), "cat: input ", i, " has shape ", s, " but input 0 has ",
+                  s0, ": tensors must have the same number of dims");
+    for (int64_t d = 0; d < s.ndim(); ++d) {
+      ONEFLOW_CHECK(d == dim || s[d] == s0[d], "cat: input ", i, " has shape ", s,
+                    " but input 0 has ", s0, ": sizes must match except in dim ", dim);
+    }
+    out[dim] += s[dim];
+  }
+  return {{Shape(out), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> CatCpu(const std::vector<Tensor>& in, const Attrs& a,
+                           const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  int64_t dim = WrapDim(a.Get<int64_t>("dim"), o.ndim(), "cat");
+  int64_t pos = 0;
+  for (const Tensor& x : in) {
+    int64_t n = x.shape()[dim];
+    if (n == 0) continue;
+    IntList st = o.strides();
+    fn::copy_(Tensor::MakeView(o, x.shape(), st, pos * st[dim]), x);
+    pos += n;
+  }
+  return {o};
+}
+
+std::vector<Tensor> CatGrad(const GradCtx& c) {
+  int64_t dim = WrapDim(c.attrs.Get<int64_t>("dim"), c.inputs[0].ndim(), "cat");
+  std::vector<Tensor> grads;
+  int64_t pos = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    int64_t n = c.inputs[i].shape()[dim];
+    grads.push_back(c.needs_input_grad[i] ? fn::slice(c.grad_outputs[0], dim, pos, pos + n)
+                                          : Tensor());
+    pos += n;
+  }
+  return grads;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(reshape).Inputs(1).Infer(InferReshape).Grad(ReshapeGrad).Kernel(DeviceType::kCPU, ReshapeCpu);
+ONEFLOW_REGISTER_OP(permute).Inputs(1).Infer(InferPermute).Grad(PermuteGrad).Kernel(DeviceType::kCPU, PermuteCpu);
+ONEFLOW_REGISTER_OP(slice).Inputs(1).Infer(InferSlice).Grad(SliceGrad).Kernel(DeviceType::kCPU, SliceCpu);
+ONEFLOW_REGISTER_OP(slice_grad).Inputs(1).Infer(InferSliceGrad).Grad(SliceGradGrad).Kernel(DeviceType::kCPU, SliceGradCpu);
+ONEFLOW_REGISTER_OP(expand).Inputs(1).Infer(InferExpand).Grad(ExpandGrad).Kernel(DeviceType::kCPU, ExpandCpu);
+ONEFLOW_REGISTER_OP(copy).Inputs(1).Infer(SameAsInput0).Grad(IdentityGrad).Kernel(DeviceType::kCPU, CopyCpu);
+ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).Kernel(DeviceType::kCPU, CopyCpu);
+ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).Kernel(DeviceType::kCPU, CatCpu);
+
+namespace fn {
+
+Tensor reshape(const Tensor& x, const IntList& shape) {
+  Attrs a;
+  a.Set("shape", shape);
+  return CallOp1(OP(reshape), {x}, a);
+}
+
+Tensor view(const Tensor& x, const IntList& shape) {
+  if (!x.is_contiguous()) {
+    throw Error(StrCat("view: the tensor of shape ", x.shape(),
+                       " is not contiguous, so it cannot be viewed as ", Shape(shape),
+                       "; use .reshape(...) instead"));
+  }
+  return reshape(x, shape);
+}
+
+Tensor permute(const Tensor& x, const IntList& dims) {
+  Attrs a;
+  a.Set("dims", dims);
+  return CallOp1(OP(permute), {x}, a);
+}
+
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  int64_t n = x.ndim();
+  IntList perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  if (n == 0) return x;
+  std::swap(perm[WrapDim(dim0, n, "transpose")], perm[WrapDim(dim1, n, "transpose")]);
+  return permute(x, perm);
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  Attrs a;
+  a.Set("dim", dim).Set("start", start).Set("end", end).Set("step", step);
+  return CallOp1(OP(slice), {x}, a);
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  ONEFLOW_CHECK(x.ndim() > 0, "select: cannot index a 0-dim tensor");
+  int64_t d = WrapDim(dim, x.ndim(), "select");
+  int64_t n = x.shape()[d];
+  if (index < -n || index >= n) {
+    throw IndexError(StrCat("index ", index, " is out of bounds for dimension ", d, " with size ", n));
+  }
+  if (index < 0) index += n;
+  return squeeze(slice(x, d, index, index + 1), d);
+}
+
+Tensor expand(const Tensor& x, const IntList& shape) {
+  if (x.shape().dims() == shape) return x;
+  Attrs a;
+  a.Set("shape", shape);
+  return CallOp1(OP(expand), {x}, a);
+}
+
+Tensor squeeze(const Tensor& x, std::optional<int64_t> dim) {
+  IntList s;
+  if (dim) {
+    int64_t d = WrapDim(*dim, x.ndim(), "squeeze");
+    for (int64_t i = 0; i < x.ndim(); ++i) {
+      if (i != d || x.shape()[i] != 1) s.push_back(x.shape()[i]);
+    }
+  } else {
+    for (int64_t v : x.shape().dims()) {
+      if (v != 1) s.push_back(v);
+    }
+  }
+  return reshape(x, s);
+}
+
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  int64_t d = WrapDim(dim, x.ndim() + 1, "unsqueeze");
+  IntList s = x.shape().dims();
+  s.insert(s.begin() + d, 1);
+  return reshape(x, s);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  if (x.ndim() == 0) return reshape(x, {1});
+  int64_t s = WrapDim(start_dim, x.ndim(), "flatten");
+  int64_t e = WrapDim(end_dim, x.ndim(), "flatten");
+  ONEFLOW_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
+  IntList out;
+  for (int64_t i = 0; i < s; ++i) out.push_back(x.shape()[i]);
+  int64_t m = 1;
+  for (int64_t i = s; i <= e; ++i) m *= x.shape()[i];
+  out.push_back(m);
+  for (int64_t i = e + 1; i < x.ndim(); ++i) out.push_back(x.shape()[i]);
+  return reshape(x, out);
+}
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : contiguous_copy(x); }
+Tensor contiguous_copy(const Tensor& x) { return CallOp1(OP(copy), {x}); }
+Tensor clone(const Tensor& x) { return contiguous_copy(x); }
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  ONEFLOW_CHECK(!xs.empty(), "cat: expected a non-empty list of tensors");
+  DType t = xs[0].dtype();
+  for (const Tensor& x : xs) t = PromoteTypes(t, x.dtype());
+  std::vector<Tensor> in;
+  for (const Tensor& x : xs) in.push_back(x.dtype() == t ? x : to_dtype(x, t));
+  Attrs a;
+  a.Set("dim", dim);
+  return CallOp1(OP(cat), in, a);
+}
+
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  ONEFLOW_CHECK(!xs.empty(), "stack: expected a non-empty list of tensors");
+  for (size_t i = 1; i < xs.size(); ++i) {
+    ONEFLOW_CHECK(xs[i].shape() == xs[0].shape(), "stack: expected all tensors of shape ",
+                  xs[0].shape(), ", got ", xs[i].shape(), " at entry ", i);
+  }
+  int64_t d = WrapDim(dim, xs[0].ndim() + 1, "stack");
+  std::vector<Tensor> us;
+  for (const Tensor& x : xs) us.push_back(unsqueeze(x, d));
+  return cat(us, d);
+}
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Attrs a;
+  a.Set("dtype", dtype);
+  return CallOp1(OP(cast), {x}, a);
+}
+
+Tensor to_device(const Tensor& x, const Device& device) {
+  if (x.device() == device) return x;
+  throw Error(StrCat("to: cannot move a tensor from ", x.device().ToString(), " to ",
+                     device.ToString(), ": this build has no CUDA support"));
+}
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  Shape s = BroadcastShapes(dst.shape(), src.shape(), "copy_");
+  ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
+                " into destination of shape ", dst.shape());
+  ONEFLOW_CHECK(dst.is_cpu() && src.is_cpu(), "copy_: cpu tensors expected in this build");
+  DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
+    using D = typename decltype(dtag)::type;
+    DispatchWithHalf(src.dtype(), "copy_", [&](auto stag) {
+      using S = typename decltype(stag)::type;
+      D* pd = dst.data<D>();
+      const S* ps = src.data<S>();
+      auto conv = [](S v) -> D {
+        constexpr bool kHalfS = std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
+        constexpr bool kHalfD = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>;
+        if constexpr (std::is_same_v<S, D>) return v;
+        if constexpr (!std::is_same_v<S, D> && kHalfS) return static_cast<D>(static_cast<float>(v));
+        if constexpr (!std::is_same_v<S, D> && !kHalfS && kHalfD) return D(static_cast<float>(v));
+        if constexpr (!std::is_same_v<S, D> && !kHalfS && !kHalfD) return static_cast<D>(v);
+      };
+      if (dst.is_contiguous() && src.is_contiguous() && src.shape() == dst.shape()) {
+        if constexpr (std::is_same_v<S, D>) {
+          std::memcpy(pd, ps, dst.numel() * sizeof(D));
+        } else {
+          for (int64_t i = 0, n = dst.numel(); i < n; ++i) pd[i] = conv(ps[i]);
+        }
+        return;
+      }
+      ForEachRow<2>(s, {dst.strides(), BroadcastStrides(src, s)},
+                    [&](const std::array<int64_t, 2>& off, int64_t n,
+                        const std::array<int64_t, 2>& st) {
+                      for (int64_t i = 0; i < n; ++i) {
+                        pd[off[0] + i * st[0]] = conv(ps[off[1] + i * st[1]]);
+                      }
+                    });
+    });
+  });
+}
+
+void fill_(const Tensor& dst, double value) {
+  ONEFLOW_CHECK(dst.is_cpu(), "fill_: cpu tensors expected in this build");
+  DispatchWithHalf(dst.dtype(), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      v = T(static_cast<float>(value));
+    } else {
+      v = static_cast<T>(value);
+    }
+    T* p = dst.data<T>();
+    if (dst.is_contiguous()) {
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) p[i] = v;
+      return;
+    }
+    ForEachRow<1>(dst.shape(), {dst.strides()},
+                  [&](const std::array<int64_t, 1>& off, int64_t n,
+                      const std::array<int64_t, 1>& st) {
+                    for (int64_t i = 0; i < n; ++i) p[off[0] + i * st[0]] = v;
+                  });
+  });
+}
+
+}  // namespace fn
+}  // namespace oneflow

@@ -1,0 +1,46 @@
+// Storage: one allocation on one device, shared by a tensor and its views.
+// Each device type has one Allocator; the CUDA backend installs its caching one.
+//
+//   auto s = Storage::Allocate(Device::CPU(), 64);
+//   float* p = static_cast<float*>(s->data());
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/device.h"
+
+namespace oneflow {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* Allocate(size_t nbytes, const Device& device) = 0;
+  virtual void Deallocate(void* ptr, size_t nbytes, const Device& device) = 0;
+};
+
+// REQUIRES: called before any tensor is created on that device type.
+void SetAllocator(DeviceType type, Allocator* allocator);
+Allocator* GetAllocator(DeviceType type);  // throws when the device type has none
+
+class Storage {
+ public:
+  static std::shared_ptr<Storage> Allocate(const Device& device, size_t nbytes);
+  Storage(void* data, size_t nbytes, Device device, Allocator* allocator)
+      : data_(data), nbytes_(nbytes), device_(device), allocator_(allocator) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  const Device& device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  Allocator* allocator_;
+};
+
+}  // namespace oneflow

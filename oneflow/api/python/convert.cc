@@ -1,0 +1,254 @@
+#include "oneflow/api/python/convert.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+namespace oneflow {
+namespace python {
+
+const PyDType& DTypeObject(DType t) {
+  static PyDType objs[kNumDTypes] = {
+      {DType::kBool},    {DType::kUInt8},    {DType::kInt8},    {DType::kInt32}, {DType::kInt64},
+      {DType::kFloat16}, {DType::kBFloat16}, {DType::kFloat32}, {DType::kFloat64}};
+  return objs[static_cast<int>(t)];
+}
+
+DType ToDType(py::handle obj, DType fallback) {
+  if (obj.is_none()) return fallback;
+  if (py::isinstance<PyDType>(obj)) return obj.cast<const PyDType&>().dtype;
+  if (py::isinstance<py::str>(obj)) {
+    std::string s = obj.cast<std::string>();
+    if (s.rfind("oneflow.", 0) == 0) s = s.substr(8);
+    return DTypeFromName(s);
+  }
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::kFloat32;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::kInt64;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::kBool;
+  throw TypeError(StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ",
+                         py::repr(obj).cast<std::string>()));
+}
+
+Device ToDevice(py::handle obj) {
+  if (obj.is_none()) return Device::CPU();
+  if (py::isinstance<Device>(obj)) return obj.cast<Device>();
+  if (py::isinstance<py::str>(obj)) return Device::Parse(obj.cast<std::string>());
+  if (py::isinstance<py::int_>(obj)) return Device::CUDA(obj.cast<int>());
+  throw TypeError(StrCat("device: expected a device or a string such as 'cpu', got ",
+                         py::repr(obj).cast<std::string>()));
+}
+
+std::vector<int64_t> ToIntList(py::handle obj, const char* what) {
+  if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    throw TypeError(StrCat(what, ": expected a sequence of ints, got ",
+                           py::repr(obj).cast<std::string>()));
+  }
+  std::vector<int64_t> out;
+  for (py::handle h : obj) {
+    if (py::isinstance<Tensor>(h)) {
+      out.push_back(Item(h.cast<const Tensor&>()).cast<int64_t>());
+    } else if (!py::isinstance<py::int_>(h) && !py::hasattr(h, "__index__")) {
+      throw TypeError(StrCat(what, ": expected ints, got ", py::repr(h).cast<std::string>(),
+                             " in ", py::repr(obj).cast<std::string>()));
+    } else {
+      out.push_back(h.attr("__index__")().cast<int64_t>());
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return ToIntList(args[0], what);
+  return ToIntList(args, what);
+}
+
+Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
+  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
+  DType t = x.dtype();
+  if (py::isinstance<py::bool_>(other)) {
+    return fn::scalar_like(other.cast<bool>() ? 1.0 : 0.0, x);
+  }
+  if (py::isinstance<py::int_>(other)) {
+    if (t == DType::kBool) t = DType::kInt64;
+    Tensor s = Tensor::Empty(Shape(), t, Device::CPU());
+    fn::fill_(s, static_cast<double>(other.cast<int64_t>()));
+    return fn::to_device(s, x.device());
+  }
+  if (py::isinstance<py::float_>(other)) {
+    if (!IsFloating(t)) t = DType::kFloat32;
+    Tensor s = Tensor::Empty(Shape(), t, Device::CPU());
+    fn::fill_(s, other.cast<double>());
+    return fn::to_device(s, x.device());
+  }
+  throw TypeError(StrCat("unsupported operand type ", py::str(other.get_type()).cast<std::string>(),
+                         " for a oneflow tensor"));
+}
+
+namespace {
+
+// Walks nested sequences, recording the shape and the widest element kind.
+void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& kind) {
+  if (py::isinstance<py::bool_>(obj)) return;
+  if (py::isinstance<py::int_>(obj)) {
+    kind = std::max(kind, 1);
+    return;
+  }
+  if (py::isinstance<py::float_>(obj)) {
+    kind = 2;
+    return;
+  }
+  if (py::isinstance<Tensor>(obj)) {
+    const Tensor& t = obj.cast<const Tensor&>();
+    for (int64_t d : t.shape().dims()) {
+      if (shape.size() <= depth) shape.push_back(d);
+      ++depth;
+    }
+    kind = std::max(kind, IsFloating(t.dtype()) ? 2 : t.dtype() == DType::kBool ? 0 : 1);
+    return;
+  }
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    throw TypeError(StrCat("tensor: could not convert ", py::repr(obj).cast<std::string>(),
+                           " (", py::str(obj.get_type()).cast<std::string>(),
+                           ") to a tensor element"));
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  int64_t n = static_cast<int64_t>(seq.size());
+  if (shape.size() <= depth) {
+    shape.push_back(n);
+  } else if (shape[depth] != n) {
+    throw Error(StrCat("tensor: expected a sequence of length ", shape[depth], " at dim ", depth,
+                       ", got ", n, " (nested lists must be rectangular)"));
+  }
+  for (py::handle h : seq) ScanNested(h, depth + 1, shape, kind);
+}
+
+void FillNested(py::handle obj, double*& out) {
+  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle h : obj) FillNested(h, out);
+  } else if (py::isinstance<Tensor>(obj)) {
+    Tensor c = fn::contiguous(fn::to_dtype(obj.cast<Tensor>().detach(), DType::kFloat64));
+    std::memcpy(out, c.data<double>(), c.numel() * sizeof(double));
+    out += c.numel();
+  } else {
+    *out++ = obj.cast<double>();
+  }
+}
+
+void FillNestedInt(py::handle obj, int64_t*& out) {
+  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle h : obj) FillNestedInt(h, out);
+  } else if (py::isinstance<Tensor>(obj)) {
+    Tensor c = fn::contiguous(fn::to_dtype(obj.cast<Tensor>().detach(), DType::kInt64));
+    std::memcpy(out, c.data<int64_t>(), c.numel() * sizeof(int64_t));
+    out += c.numel();
+  } else {
+    *out++ = obj.cast<int64_t>();
+  }
+}
+
+DType FromNumpyKind(const py::dtype& dt) {
+  char k = dt.kind();
+  size_t sz = dt.itemsize();
+  if (k == 'b') return DType::kBool;
+  if (k == 'u' && sz == 1) return DType::kUInt8;
+  if (k == 'i' && sz == 1) return DType::kInt8;
+  if (k == 'i' && sz == 4) return DType::kInt32;
+  if (k == 'i' && sz == 8) return DType::kInt64;
+  if (k == 'f' && sz == 2) return DType::kFloat16;
+  if (k == 'f' && sz == 4) return DType::kFloat32;
+  if (k == 'f' && sz == 8) return DType::kFloat64;
+  throw TypeError(StrCat("tensor: unsupported numpy dtype ", py::repr(dt).cast<std::string>()));
+}
+
+bool IsNumpyArray(py::handle obj) {
+  // Only look for numpy if the user already imported it: `import oneflow` stays light.
+  py::dict modules = py::module_::import("sys").attr("modules");
+  if (!modules.contains("numpy")) return false;
+  return py::isinstance(obj, modules["numpy"].attr("ndarray")) ||
+         py::isinstance(obj, modules["numpy"].attr("generic"));
+}
+
+}  // namespace
+
+Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& device) {
+  Tensor t;
+  if (py::isinstance<Tensor>(data)) {
+    t = fn::clone(data.cast<Tensor>().detach());
+  } else if (IsNumpyArray(data)) {
+    py::array arr = py::array::ensure(data, py::array::c_style | py::array::forcecast);
+    DType dt = FromNumpyKind(arr.dtype());
+    std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+    t = fn::from_blob_copy(arr.data(), Shape(shape), dt);
+  } else {
+    std::vector<int64_t> shape;
+    int kind = 0;
+    ScanNested(data, 0, shape, kind);
+    Shape s(shape);
+    if (kind == 2) {
+      Tensor d = Tensor::Empty(s, DType::kFloat64, Device::CPU());
+      double* p = d.data<double>();
+      FillNested(data, p);
+      t = fn::to_dtype(d, DType::kFloat32);
+    } else {
+      Tensor d = Tensor::Empty(s, DType::kInt64, Device::CPU());
+      int64_t* p = d.data<int64_t>();
+      FillNestedInt(data, p);
+      t = kind == 0 ? fn::to_dtype(d, DType::kBool) : d;
+    }
+  }
+  if (!dtype_obj.is_none()) t = fn::to_dtype(t, ToDType(dtype_obj, t.dtype()));
+  return fn::to_device(t, device);
+}
+
+namespace {
+
+py::object ElementAt(const Tensor& c, int64_t i) {
+  return DispatchAll(c.dtype(), "tolist", [&](auto tag) -> py::object {
+    using T = typename decltype(tag)::type;
+    T v = c.data<T>()[i];
+    if constexpr (std::is_same_v<T, bool>) {
+      return py::bool_(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return py::float_(static_cast<double>(v));
+    } else {
+      return py::int_(static_cast<int64_t>(v));
+    }
+  });
+}
+
+py::object ListRec(const Tensor& c, int64_t dim, int64_t& pos) {
+  if (dim == c.ndim()) return ElementAt(c, pos++);
+  py::list l(c.shape()[dim]);
+  for (int64_t i = 0; i < c.shape()[dim]; ++i) l[i] = ListRec(c, dim + 1, pos);
+  return l;
+}
+
+Tensor HostReadable(const Tensor& t) {
+  Tensor c = fn::contiguous(t.detach());
+  if (!c.is_cpu()) c = fn::to_device(c, Device::CPU());
+  if (c.dtype() == DType::kFloat16 || c.dtype() == DType::kBFloat16) {
+    c = fn::to_dtype(c, DType::kFloat32);
+  }
+  return c;
+}
+
+}  // namespace
+
+py::object ToList(const Tensor& t) {
+  Tensor c = HostReadable(t);
+  int64_t pos = 0;
+  return ListRec(c, 0, pos);
+}
+
+py::object Item(const Tensor& t) {
+  if (t.numel() != 1) {
+    throw Error(StrCat("item: only a tensor with one element can be converted to a Python number, "
+                       "got shape ", t.shape()));
+  }
+  return ElementAt(HostReadable(t), 0);
+}
+
+}  // namespace python
+}  // namespace oneflow

@@ -1,0 +1,35 @@
+// Conversions between Python objects and core values for the extension module.
+//
+//   DType t = ToDType(obj);              // flow.float32, "float32", or None -> default
+//   Tensor s = ScalarOrTensor(obj, x);   // a Python number becomes a 0-dim tensor like x
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "core/functional.h"
+
+namespace oneflow {
+namespace python {
+
+namespace py = pybind11;
+
+// The Python face of a DType: flow.float32 etc. One instance per dtype.
+struct PyDType {
+  DType dtype;
+};
+const PyDType& DTypeObject(DType t);
+DType ToDType(py::handle obj, DType fallback);
+Device ToDevice(py::handle obj);  // None -> cpu; str or flow.device
+std::vector<int64_t> ToIntList(py::handle obj, const char* what);
+// Accepts f(2, 3), f((2, 3)), f([2, 3]), f(flow.Size([2, 3])).
+std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);
+
+// other as a tensor for a binary op with x (Python scalars follow PyTorch's promotion).
+Tensor ScalarOrTensor(py::handle other, const Tensor& x);
+// A tensor from nested sequences / numbers / numpy arrays / tensors (copy).
+Tensor TensorFromData(py::handle data, py::handle dtype, const Device& device);
+py::object ToList(const Tensor& t);
+py::object Item(const Tensor& t);
+
+}  // namespace python
+}  // namespace oneflow

@@ -1,0 +1,40 @@
+"""oneflow: global-tensor deep learning on a C++ core.
+
+    import oneflow as flow
+    x = flow.randn(2, 3, requires_grad=True)
+    (x * x).sum().backward()
+"""
+
+import oneflow._oneflow_internal as _C
+
+Tensor = _C.Tensor
+dtype = _C.dtype
+device = _C.device
+
+bool = _C.bool
+uint8 = _C.uint8
+int8 = _C.int8
+int32 = _C.int32
+int = _C.int32
+int64 = _C.int64
+long = _C.int64
+float16 = _C.float16
+half = _C.float16
+bfloat16 = _C.bfloat16
+float32 = _C.float32
+float = _C.float32
+float64 = _C.float64
+double = _C.float64
+
+
+def _dtype_from_name(name):
+    return getattr(_C, name)
+
+
+from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
+from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+from oneflow import env, cuda  # noqa: E402,F401
+from oneflow import nn, optim, utils  # noqa: E402,F401
+from oneflow.serialization import save, load  # noqa: E402,F401
+
+__version__ = "0.1.0"

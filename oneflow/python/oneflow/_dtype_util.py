@@ -1,0 +1,16 @@
+"""Small dtype helpers shared by the Python layers (the binding's dtype has only a name).
+
+    _dtype_util.dtype_name(oneflow.float32)   # "float32"
+    _dtype_util.is_floating(oneflow.int64)    # False
+"""
+
+_FLOATING = ("float16", "bfloat16", "float32", "float64")
+
+
+def dtype_name(dtype):
+    # str(oneflow.float32) is "oneflow.float32"; keep the part after the module.
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def is_floating(dtype):
+    return dtype_name(dtype) in _FLOATING

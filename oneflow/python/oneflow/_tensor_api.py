@@ -1,0 +1,575 @@
+"""Python signatures of the tensor API over the C++ functional ops, and the Tensor methods
+that need PyTorch's flexible arguments (x.sum(dim=1, keepdim=True), x.view(2, -1), ...)."""
+
+import builtins
+import functools
+
+import oneflow._oneflow_internal as _C
+
+Tensor = _C.Tensor
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+    "full_like", "empty_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+    "arange", "eye", "manual_seed", "initial_seed", "seed", "add", "sub", "mul", "div", "pow",
+    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "logical_not", "where", "neg", "negative", "exp", "log", "sqrt", "rsqrt", "abs", "sign",
+    "square", "relu", "sigmoid", "tanh", "gelu", "clamp", "clip", "sum", "mean", "max", "min",
+    "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute", "transpose",
+    "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select", "gather",
+    "softmax", "log_softmax", "allclose", "numel", "is_tensor", "is_floating_point",
+]
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints that prints as oneflow.Size([2, 3])."""
+
+    def __repr__(self):
+        return "oneflow.Size([" + ", ".join(str(d) for d in self) + "])"
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+def _size(args, what):
+    if len(args) == 1 and not isinstance(args[0], builtins.int):
+        return [builtins.int(d) for d in args[0]]
+    return [builtins.int(d) for d in args]
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# ---------------------------------------------------------------- creation
+
+def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+    return _C.tensor(data, dtype, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == dtype):
+        return data if device is None else data.to(device)
+    return _C.tensor(data, dtype, device, False)
+
+
+def from_numpy(array):
+    return _C.tensor(array, None, None, False)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.full(_size(size, "zeros"), 0.0, dtype, device), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.full(_size(size, "ones"), 1.0, dtype, device), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.empty(_size(size, "empty"), dtype, device), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dtype = _C.bool
+        elif isinstance(fill_value, builtins.int):
+            dtype = _C.int64
+        else:
+            dtype = _C.float32
+    return _finish(_C.full(_size((size,), "full"), builtins.float(fill_value), dtype, device), requires_grad)
+
+
+def _like(x, dtype, device):
+    return (dtype if dtype is not None else x.dtype), (device if device is not None else x.device)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), 0.0, d, dev), requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), 1.0, d, dev), requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), builtins.float(fill_value), d, dev), requires_grad)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.empty(list(x._shape), d, dev), requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    return _finish(_C.rand(_size(size, "rand"), dtype, device), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    return _finish(_C.randn(_size(size, "randn"), dtype, device), requires_grad)
+
+
+def rand_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.rand(list(x._shape), d, dev), requires_grad)
+
+
+def randn_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.randn(list(x._shape), d, dev), requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None):
+    if size is None:  # randint(high, size)
+        if high is None:
+            raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
+        low, high, size = 0, low, high
+    return _C.randint(builtins.int(low), builtins.int(high), _size((size,), "randint"), dtype, device)
+
+
+def randperm(n, generator=None, dtype=None, device=None):
+    t = _C.randperm(builtins.int(n), device)
+    return t if dtype is None else t.to(dtype)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, builtins.int) for v in (start, end, step))
+        dtype = _C.int64 if is_int else _C.float32
+    return _finish(_C.arange(builtins.float(start), builtins.float(end), builtins.float(step), dtype, device),
+                   requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.eye(n, n if m is None else m, dtype, device), requires_grad)
+
+
+def manual_seed(seed):
+    _C.manual_seed(builtins.int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+
+def initial_seed():
+    return _C.initial_seed()
+
+
+def seed():
+    return _C.initial_seed()
+
+
+# ---------------------------------------------------------------- grad mode
+
+class no_grad:
+    """Context manager and decorator that disables graph recording."""
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C.set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self.prev)
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return func(*args, **kwargs)
+        return wrapper
+
+
+class enable_grad(no_grad):
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C.set_grad_enabled(True)
+
+
+class set_grad_enabled(no_grad):
+    """set_grad_enabled(False) switches at once; as a context manager it restores on exit."""
+
+    def __init__(self, mode):
+        self.prev = _C.is_grad_enabled()
+        self.mode = builtins.bool(mode)
+        _C.set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        pass
+
+    def __call__(self, func):
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+is_grad_enabled = _C.is_grad_enabled
+
+# ---------------------------------------------------------------- ops
+
+add = _C.add
+sub = _C.sub
+mul = _C.mul
+div = _C.div
+maximum = _C.maximum
+minimum = _C.minimum
+eq = _C.eq
+ne = _C.ne
+lt = _C.lt
+le = _C.le
+gt = _C.gt
+ge = _C.ge
+logical_and = _C.logical_and
+logical_or = _C.logical_or
+logical_not = _C.logical_not
+neg = negative = _C.neg
+exp = _C.exp
+log = _C.log
+sqrt = _C.sqrt
+rsqrt = _C.rsqrt
+abs = _C.abs
+sign = _C.sign
+square = _C.square
+relu = _C.relu
+sigmoid = _C.sigmoid
+tanh = _C.tanh
+gelu = _C.gelu
+matmul = mm = bmm = _C.matmul
+index_select = _C.index_select
+gather = _C.gather
+
+
+def pow(x, exponent):
+    if not isinstance(x, Tensor):
+        return exponent.__rpow__(x)
+    return _C.pow(x, exponent)
+
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise TypeError("where: the one-argument form (nonzero) is not supported; pass x and y")
+    return _C.where(condition, x, y)
+
+
+def clamp(x, min=None, max=None):
+    return _C.clamp(x, None if min is None else builtins.float(min), None if max is None else builtins.float(max))
+
+
+clip = clamp
+
+
+def _dims(dim):
+    if dim is None:
+        return []
+    if isinstance(dim, builtins.int):
+        return [dim]
+    return list(dim)
+
+
+def sum(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    return _C.sum(x, _dims(dim), keepdim)
+
+
+def mean(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    return _C.mean(x, _dims(dim), keepdim)
+
+
+class _MinMax(tuple):
+    """(values, indices) with named fields, as torch.return_types.max."""
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def max(x, dim=None, keepdim=False):
+    if isinstance(dim, Tensor):
+        return _C.maximum(x, dim)
+    if dim is None:
+        return _C.max_all(x)
+    return _MinMax(_C.max_dim(x, dim, keepdim))
+
+
+def min(x, dim=None, keepdim=False):
+    if isinstance(dim, Tensor):
+        return _C.minimum(x, dim)
+    if dim is None:
+        return _C.min_all(x)
+    return _MinMax(_C.min_dim(x, dim, keepdim))
+
+
+def argmax(x, dim=None, keepdim=False):
+    return _C.argmax(x, dim, keepdim)
+
+
+def argmin(x, dim=None, keepdim=False):
+    return _C.argmin(x, dim, keepdim)
+
+
+def reshape(x, *shape):
+    return _C.reshape(x, _size(shape, "reshape"))
+
+
+def view(x, *shape):
+    return _C.view(x, _size(shape, "view"))
+
+
+def permute(x, *dims):
+    return _C.permute(x, _size(dims, "permute"))
+
+
+def transpose(x, dim0, dim1):
+    return _C.transpose(x, dim0, dim1)
+
+
+def squeeze(x, dim=None):
+    return _C.squeeze(x, dim)
+
+
+def unsqueeze(x, dim):
+    return _C.unsqueeze(x, dim)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    return _C.flatten(x, start_dim, end_dim)
+
+
+def cat(tensors, dim=0):
+    return _C.cat(list(tensors), dim)
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    return _C.stack(list(tensors), dim)
+
+
+def softmax(x, dim=None, dtype=None):
+    return _C.softmax(x, -1 if dim is None else dim)
+
+
+def log_softmax(x, dim=None, dtype=None):
+    return _C.log_softmax(x, -1 if dim is None else dim)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return builtins.bool(((a - b).abs() <= (b.abs() * rtol + atol)).all())
+
+
+def numel(x):
+    return x.numel()
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def is_floating_point(x):
+    return x.dtype.is_floating_point
+
+
+# ---------------------------------------------------------------- Tensor methods
+
+def _to(self, *args, **kwargs):
+    """to(device), to(dtype), to(device, dtype), to(other_tensor)."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    for a in args:
+        if isinstance(a, _C.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif a is not None:
+            device = a
+    t = self
+    if device is not None:
+        t = t._to_device(device)
+    if dtype is not None:
+        t = t._to_dtype(dtype)
+    return t
+
+
+def _inplace(op_name, fn):
+    def method(self, *args, **kwargs):
+        return self._assign_(fn(self, *args, **kwargs).detach(), op_name)
+    method.__name__ = op_name
+    return method
+
+
+def _setup_tensor():
+    T = Tensor
+    T.shape = property(lambda self: Size(self._shape))
+
+    def size(self, dim=None):
+        s = self._shape
+        return Size(s) if dim is None else s[dim]
+    T.size = size
+    T.to = _to
+    T.cpu = lambda self: self._to_device("cpu")
+    T.cuda = lambda self, device=None: self._to_device("cuda" if device is None else device)
+    T.float = lambda self: self._to_dtype(_C.float32)
+    T.double = lambda self: self._to_dtype(_C.float64)
+    T.half = lambda self: self._to_dtype(_C.float16)
+    T.long = lambda self: self._to_dtype(_C.int64)
+    T.int = lambda self: self._to_dtype(_C.int32)
+    T.bool = lambda self: self._to_dtype(_C.bool)
+    T.type_as = lambda self, other: self._to_dtype(other.dtype)
+    T.is_floating_point = lambda self: self.dtype.is_floating_point
+    T.reshape = reshape
+    T.view = view
+    T.view_as = lambda self, other: _C.view(self, list(other._shape))
+    T.reshape_as = lambda self, other: _C.reshape(self, list(other._shape))
+    T.permute = permute
+    T.transpose = transpose
+    T.t = lambda self: _C.transpose(self, 0, 1) if self.ndim == 2 else self
+    T.T = property(lambda self: _C.permute(self, list(range(self.ndim - 1, -1, -1))))
+    T.squeeze = squeeze
+    T.unsqueeze = unsqueeze
+    T.flatten = flatten
+
+    def expand(self, *sizes):
+        return _C.expand(self, _size(sizes, "expand"))
+    T.expand = expand
+    T.expand_as = lambda self, other: _C.expand(self, list(other._shape))
+    T.sum = sum
+    T.mean = mean
+    T.max = max
+    T.min = min
+    T.argmax = argmax
+    T.argmin = argmin
+    T.matmul = _C.matmul
+    T.mm = _C.matmul
+    T.add = _C.add
+    T.sub = _C.sub
+    T.mul = _C.mul
+    T.div = _C.div
+    T.pow = pow
+    T.neg = _C.neg
+    T.rsqrt = _C.rsqrt
+    T.sign = _C.sign
+    T.square = _C.square
+    T.gelu = _C.gelu
+    T.clamp = clamp
+    T.clip = clamp
+    T.softmax = softmax
+    T.log_softmax = log_softmax
+    T.index_select = _C.index_select
+    T.gather = _C.gather
+    T.eq = _C.eq
+    T.ne = _C.ne
+    T.lt = _C.lt
+    T.le = _C.le
+    T.gt = _C.gt
+    T.ge = _C.ge
+    T.logical_not = _C.logical_not
+    T.maximum = _C.maximum
+    T.minimum = _C.minimum
+    T.all = lambda self: _C.min_all(self.bool().long()).bool() if self.numel() else _C.tensor(True, None, None, False)
+    T.any = lambda self: _C.max_all(self.bool().long()).bool() if self.numel() else _C.tensor(False, None, None, False)
+    T.add_ = _inplace("add_", lambda self, other, alpha=1: _C.add(self, other if alpha == 1 else other * alpha))
+    T.sub_ = _inplace("sub_", lambda self, other, alpha=1: _C.sub(self, other if alpha == 1 else other * alpha))
+    T.mul_ = _inplace("mul_", _C.mul)
+    T.div_ = _inplace("div_", _C.div)
+    T.clamp_ = _inplace("clamp_", clamp)
+    T.__iadd__ = T.add_
+    T.__isub__ = T.sub_
+    T.__imul__ = T.mul_
+    T.__itruediv__ = T.div_
+
+    def uniform_(self, a=0.0, b=1.0):
+        _C.uniform_(self, builtins.float(a), builtins.float(b))
+        return self
+
+    def normal_(self, mean=0.0, std=1.0):
+        _C.normal_(self, builtins.float(mean), builtins.float(std))
+        return self
+    T.uniform_ = uniform_
+    T.normal_ = normal_
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+    T.__iter__ = __iter__
+
+    def __repr__(self):
+        from oneflow import _tensor_str
+        return _tensor_str._repr(self)
+    T.__repr__ = __repr__
+    T.__str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+    T.__format__ = __format__
+    T.__floordiv__ = lambda self, other: _floor_div(self, other)
+    T.__rfloordiv__ = lambda self, other: _floor_div(_C.tensor(other, self.dtype, None, False), self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = self.detach().clone()
+        if self.requires_grad:
+            result.requires_grad_(True)
+        memo[id(self)] = result
+        return result
+    T.__deepcopy__ = __deepcopy__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_tensor, (self._raw_bytes(), tuple(self._shape), self.dtype.name, self.requires_grad))
+    T.__reduce_ex__ = __reduce_ex__
+
+    @staticmethod
+    def _make_subclass(cls, data, requires_grad=False):
+        obj = Tensor.__new__(cls)
+        Tensor.__init__(obj, data.detach())
+        if requires_grad:
+            obj.requires_grad_(True)
+        return obj
+    T._make_subclass = _make_subclass
+
+    def register_hook(self, hook):
+        raise NotImplementedError("register_hook: not supported yet")
+    T.register_hook = register_hook
+
+    def register_post_accumulate_grad_hook(self, hook):
+        self._register_post_accumulate_grad_hook(hook)
+    T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+
+
+def _floor_div(a, b):
+    q = _C.div(a, b)
+    r = q.long().to(q.dtype)  # truncates toward zero; floor is one lower for negatives
+    r = _C.where(_C.gt(r, q), r - 1, r)
+    return r if a.dtype.is_floating_point else r.to(a.dtype)
+
+
+def _rebuild_tensor(raw, shape, dtype_name, requires_grad):
+    t = _C.from_bytes(raw, list(shape), getattr(_C, dtype_name))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+_setup_tensor()

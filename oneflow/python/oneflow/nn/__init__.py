@@ -1,0 +1,46 @@
+"""oneflow.nn: layers, losses, containers, Parameter, functional and init.
+
+    import oneflow.nn as nn
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+"""
+
+from oneflow.nn.parameter import Parameter
+from oneflow.nn import functional, init
+from oneflow.nn.modules.module import Module
+from oneflow.nn.modules.linear import Identity, Linear
+from oneflow.nn.modules.conv import Conv2d
+from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
+from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid, Softmax, Tanh
+from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from oneflow.nn.modules.flatten import Dropout, Flatten
+from oneflow.nn.modules.container import ModuleList, Sequential
+from oneflow.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
+
+__all__ = [
+    "Parameter",
+    "functional",
+    "init",
+    "Module",
+    "Identity",
+    "Linear",
+    "Conv2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GELU",
+    "LogSoftmax",
+    "ReLU",
+    "ReLU6",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "MaxPool2d",
+    "Dropout",
+    "Flatten",
+    "ModuleList",
+    "Sequential",
+    "CrossEntropyLoss",
+    "MSELoss",
+    "NLLLoss",
+]

@@ -1,0 +1,1 @@
+"""The layer classes of oneflow.nn, one family per file (exported from oneflow.nn)."""

@@ -1,0 +1,87 @@
+"""Conv2d.
+
+    conv = nn.Conv2d(3, 16, kernel_size=3, padding=1)   # (N, 3, H, W) -> (N, 16, H, W)
+"""
+
+import math
+
+import oneflow as flow
+from oneflow.nn import functional as F
+from oneflow.nn import init
+from oneflow.nn.modules.module import Module
+from oneflow.nn.parameter import Parameter
+
+
+def _as_pair(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+class Conv2d(Module):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
+        if in_channels % groups != 0:
+            raise ValueError(f"Conv2d: in_channels ({in_channels}) must be divisible by groups ({groups})")
+        if out_channels % groups != 0:
+            raise ValueError(f"Conv2d: out_channels ({out_channels}) must be divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: only padding_mode='zeros' is supported, got {padding_mode!r}")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Conv2d: padding must be 'valid', 'same' or ints, got {padding!r}")
+            if padding == "same" and _as_pair(stride) != (1, 1):
+                raise ValueError("Conv2d: padding='same' is not supported for strided convolutions")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _as_pair(kernel_size)
+        self.stride = _as_pair(stride)
+        self.padding = padding if isinstance(padding, str) else _as_pair(padding)
+        self.dilation = _as_pair(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(
+            flow.empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device)
+        )
+        if bias:
+            self.bias = Parameter(flow.empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # PyTorch's defaults (see Linear).
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s

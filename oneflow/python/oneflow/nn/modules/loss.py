@@ -1,0 +1,54 @@
+"""Loss layers: CrossEntropyLoss, NLLLoss, MSELoss (PyTorch's constructor signatures)."""
+
+from oneflow.nn import functional as F
+from oneflow.nn.modules.module import Module
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        reduction = F._legacy_reduction(self._get_name(), size_average, reduce, reduction)
+        F._check_reduction(self._get_name(), reduction)
+        self.reduction = reduction
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index=-100,
+        reduce=None,
+        reduction="mean",
+        label_smoothing=0.0,
+    ):
+        super().__init__(size_average, reduce, reduction)
+        if weight is not None:
+            raise ValueError("CrossEntropyLoss: class weights are not supported")
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(
+            input,
+            target,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
+
+
+class NLLLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if weight is not None:
+            raise ValueError("NLLLoss: class weights are not supported")
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)

@@ -1,0 +1,10 @@
+"""oneflow.utils: data loading (``oneflow.utils.data``) and vision datasets
+(``oneflow.utils.vision``), as in ``torch.utils.data`` and torchvision.
+
+Both subpackages import only the standard library at import time, so
+``import oneflow`` stays fast; numpy and gzip are imported inside functions.
+"""
+from oneflow.utils import data
+from oneflow.utils import vision
+
+__all__ = ["data", "vision"]

@@ -1,0 +1,253 @@
+// Tensor ops of core/: each forward against values computed by hand or by a naive loop, each
+// gradient against finite differences, and each user error on its message.
+#include "core/op_registry.h"
+#include "tests/test_util.h"
+
+namespace oneflow {
+namespace {
+
+using testing::CheckClose;
+using testing::CheckGradients;
+using testing::FromVector;
+using testing::ToVector;
+
+Tensor Leaf(const std::vector<double>& v, const Shape& s) {
+  Tensor t = FromVector(v, s, DType::kFloat64);
+  t.set_requires_grad(true);
+  return t;
+}
+
+Tensor RandLeaf(const Shape& s, double lo = -1, double hi = 1) {
+  Tensor t = fn::uniform(s, lo, hi, DType::kFloat64);
+  t.set_requires_grad(true);
+  return t;
+}
+
+TEST_CASE("binary ops broadcast and match hand-computed values") {
+  Tensor a = FromVector({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = FromVector({10, 20, 30}, {3});
+  CheckClose(fn::add(a, b), {11, 22, 33, 14, 25, 36});
+  CheckClose(fn::sub(a, b), {-9, -18, -27, -6, -15, -24});
+  CheckClose(fn::mul(a, b), {10, 40, 90, 40, 100, 180});
+  CheckClose(fn::div(b, a), {10, 10, 10, 2.5, 4, 5});
+  CheckClose(fn::pow(a, fn::scalar_like(2, a)), {1, 4, 9, 16, 25, 36});
+  Tensor col = FromVector({1, 5}, {2, 1});
+  CheckClose(fn::maximum(a, col), {1, 2, 3, 5, 5, 6});
+  CheckClose(fn::minimum(a, col), {1, 1, 1, 4, 5, 5});
+  CheckClose(fn::gt(a, col), {0, 1, 1, 0, 0, 1});
+  CHECK(fn::gt(a, col).dtype() == DType::kBool);
+  CheckClose(fn::where(fn::gt(a, col), a, fn::neg(a)), {-1, 2, 3, -4, -5, 6});
+  // Broadcasting over a transposed (strided) view.
+  Tensor at = fn::transpose(a, 0, 1);  // (3, 2)
+  CheckClose(fn::add(at, FromVector({100, 200}, {2})), {101, 204, 102, 205, 103, 206});
+}
+
+TEST_CASE("type promotion follows PyTorch for tensors and scalars") {
+  Tensor i = fn::arange(0, 3, 1);  // int64
+  Tensor f = fn::ones({3});
+  CHECK(fn::add(i, f).dtype() == DType::kFloat32);
+  CHECK(fn::add(f, fn::scalar_like(2.5, fn::to_dtype(f, DType::kFloat64))).dtype() ==
+        DType::kFloat32);  // 0-dim float64 does not widen float32
+  CHECK(fn::div(i, i).dtype() == DType::kFloat32);  // true division
+  CHECK(fn::sum(fn::ones({2}, DType::kBool)).dtype() == DType::kInt64);
+}
+
+TEST_CASE("unary ops match std math") {
+  std::vector<double> v = {-2, -0.5, 0.25, 1.5};
+  Tensor x = FromVector(v, {4}, DType::kFloat64);
+  auto each = [&](double (*f)(double)) {
+    std::vector<double> r;
+    for (double e : v) r.push_back(f(e));
+    return r;
+  };
+  CheckClose(fn::exp(x), each([](double e) { return std::exp(e); }));
+  CheckClose(fn::tanh(x), each([](double e) { return std::tanh(e); }));
+  CheckClose(fn::sigmoid(x), each([](double e) { return 1 / (1 + std::exp(-e)); }));
+  CheckClose(fn::gelu(x), each([](double e) { return 0.5 * e * (1 + std::erf(e / std::sqrt(2))); }));
+  CheckClose(fn::relu(x), {0, 0, 0.25, 1.5});
+  CheckClose(fn::relu6(fn::mul_scalar(x, 5)), {0, 0, 1.25, 6});
+  CheckClose(fn::abs(x), {2, 0.5, 0.25, 1.5});
+  CheckClose(fn::sqrt(fn::abs(x)), each([](double e) { return std::sqrt(std::abs(e)); }));
+  CheckClose(fn::clamp(x, -1.0, 1.0), {-1, -0.5, 0.25, 1});
+}
+
+TEST_CASE("gradients of elementwise ops agree with finite differences") {
+  Tensor a = RandLeaf({2, 3}, 0.5, 2);
+  Tensor b = RandLeaf({3}, 0.5, 2);
+  Tensor c = RandLeaf({2, 1}, 0.5, 2);
+  using V = const std::vector<Tensor>&;
+  CheckGradients([](V in) { return fn::add(in[0], in[1]); }, {a, b});
+  CheckGradients([](V in) { return fn::sub(in[0], in[1]); }, {a, c});
+  CheckGradients([](V in) { return fn::mul(in[0], in[1]); }, {a, b});
+  CheckGradients([](V in) { return fn::div(in[0], in[1]); }, {a, c});
+  CheckGradients([](V in) { return fn::pow(in[0], in[1]); }, {a, b});
+  CheckGradients([](V in) { return fn::maximum(in[0], in[1]); }, {a, b});
+  CheckGradients([](V in) { return fn::minimum(in[0], in[1]); }, {a, c});
+  Tensor x = RandLeaf({5}, -2, 2);
+  Tensor pos = RandLeaf({5}, 0.5, 3);
+  for (auto f : {fn::exp, fn::neg, fn::sigmoid, fn::tanh, fn::gelu, fn::square, fn::relu, fn::abs}) {
+    CheckGradients([f](V in) { return f(in[0]); }, {x});
+  }
+  for (auto f : {fn::log, fn::sqrt, fn::rsqrt}) {
+    CheckGradients([f](V in) { return f(in[0]); }, {pos});
+  }
+  CheckGradients([](V in) { return fn::clamp(in[0], -0.5, 0.7); }, {x});
+  CheckGradients([](V in) { return fn::where(fn::gt(in[0], fn::scalar_like(0, in[0])), in[0],
+                                             fn::mul(in[0], in[0])); }, {x});
+}
+
+TEST_CASE("reductions") {
+  Tensor a = FromVector({1, 5, 3, 4, 2, 6}, {2, 3});
+  CheckClose(fn::sum(a), {21});
+  CheckClose(fn::sum(a, {0}), {5, 7, 9});
+  CheckClose(fn::sum(a, {1}, true), {9, 12});
+  CHECK(fn::sum(a, {1}, true).shape() == Shape({2, 1}));
+  CheckClose(fn::mean(a, {-1}), {3, 4});
+  auto [v, i] = fn::max(a, 1);
+  CheckClose(v, {5, 6});
+  CheckClose(i, {1, 2});
+  CheckClose(fn::argmax(a), {5});
+  CheckClose(fn::min(a, 0).first, {1, 2, 3});
+  CheckClose(fn::max_all(a), {6});
+  // A reduction over a non-contiguous view.
+  CheckClose(fn::sum(fn::transpose(a, 0, 1), {1}), {5, 7, 9});
+  using V = const std::vector<Tensor>&;
+  Tensor x = RandLeaf({3, 4});
+  CheckGradients([](V in) { return fn::sum(in[0], {1}); }, {x});
+  CheckGradients([](V in) { return fn::mean(in[0], {0}, true); }, {x});
+  CheckGradients([](V in) { return fn::mean(in[0]); }, {x});
+  CheckGradients([](V in) { return fn::max(in[0], 1).first; }, {x});
+  CheckGradients([](V in) { return fn::min(in[0], 0, true).first; }, {x});
+  REQUIRE_THROWS_WITH(fn::sum(a, {2}), Catch::Contains("sum: dim 2 out of range for a tensor of 2 dims"));
+  REQUIRE_THROWS_WITH(fn::mean(fn::arange(0, 4, 1)),
+                      Catch::Contains("mean: expected a floating point tensor, got int64"));
+}
+
+// Naive batched matmul reference.
+std::vector<double> NaiveMatmul(const std::vector<double>& a, const std::vector<double>& b,
+                                int64_t batch, int64_t m, int64_t k, int64_t n) {
+  std::vector<double> c(batch * m * n, 0);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p)
+          c[(t * m + i) * n + j] += a[(t * m + i) * k + p] * b[(t * k + p) * n + j];
+  return c;
+}
+
+TEST_CASE("matmul against a naive loop, incl. transposed views and batches") {
+  Tensor a = fn::randn({2, 3, 4}, DType::kFloat64);
+  Tensor b = fn::randn({2, 4, 5}, DType::kFloat64);
+  CheckClose(fn::matmul(a, b), NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-10);
+  // Transposed operands are read by gemm without a copy; the values must not change.
+  Tensor bt = fn::contiguous(fn::transpose(b, 1, 2));  // (2, 5, 4)
+  CheckClose(fn::matmul(a, fn::transpose(bt, 1, 2)), NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-10);
+  // Broadcast batch: (2,3,4) @ (4,5).
+  Tensor w = fn::randn({4, 5}, DType::kFloat64);
+  std::vector<double> wv = ToVector(w), w2 = wv;
+  w2.insert(w2.end(), wv.begin(), wv.end());
+  CheckClose(fn::matmul(a, w), NaiveMatmul(ToVector(a), w2, 2, 3, 4, 5), 1e-10);
+  // float32 path (sgemm).
+  Tensor af = fn::to_dtype(a, DType::kFloat32), bf = fn::to_dtype(b, DType::kFloat32);
+  CheckClose(fn::matmul(af, bf), NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-5);
+  // 1-D cases.
+  Tensor v = FromVector({1, 2}, {2});
+  CheckClose(fn::matmul(v, v), {5});
+  CheckClose(fn::matmul(FromVector({1, 2, 3, 4}, {2, 2}), v), {5, 11});
+  REQUIRE_THROWS_WITH(fn::matmul(fn::ones({2, 3}), fn::ones({4, 5})),
+                      "matmul: cannot multiply (2, 3) by (4, 5): inner sizes 3 and 4 differ");
+  using V = const std::vector<Tensor>&;
+  Tensor x = RandLeaf({2, 3, 4}), y = RandLeaf({4, 2}), z = RandLeaf({1, 4, 2});
+  CheckGradients([](V in) { return fn::matmul(in[0], in[1]); }, {x, y});
+  CheckGradients([](V in) { return fn::matmul(in[0], in[1]); }, {x, z});
+  Tensor wl = RandLeaf({5, 4}), bl = RandLeaf({5});
+  CheckGradients([](V in) { return fn::linear(in[0], in[1], in[2]); }, {x, wl, bl});
+}
+
+TEST_CASE("views share storage; reshape, permute, slice, expand") {
+  Tensor a = fn::arange(0, 6, 1, DType::kFloat32);
+  Tensor r = fn::reshape(a, {2, -1});
+  CHECK(r.shape() == Shape({2, 3}));
+  CHECK(r.storage() == a.storage());
+  Tensor t = fn::transpose(r, 0, 1);
+  CHECK(t.storage() == a.storage());
+  CHECK_FALSE(t.is_contiguous());
+  CheckClose(t, {0, 3, 1, 4, 2, 5});
+  Tensor s = fn::slice(r, 1, 0, 3, 2);
+  CheckClose(s, {0, 2, 3, 5});
+  CheckClose(fn::select(r, 0, -1), {3, 4, 5});
+  Tensor e = fn::expand(FromVector({1, 2}, {2, 1}), {2, 3});
+  CheckClose(e, {1, 1, 1, 2, 2, 2});
+  CheckClose(fn::reshape(t, {6}), {0, 3, 1, 4, 2, 5});  // reshape of a non-contiguous view copies
+  CheckClose(fn::flatten(fn::zeros({2, 3, 4}), 1).shape().dims() == std::vector<int64_t>{2, 12}
+                 ? FromVector({1}, {1}) : FromVector({0}, {1}), {1});
+  CHECK(fn::squeeze(fn::zeros({1, 3, 1})).shape() == Shape({3}));
+  CHECK(fn::unsqueeze(fn::zeros({3}), -1).shape() == Shape({3, 1}));
+  CheckClose(fn::cat({r, r}, 1), {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
+  CHECK(fn::stack({a, a}, 1).shape() == Shape({6, 2}));
+  REQUIRE_THROWS_WITH(fn::reshape(a, {4, 2}), "reshape: shape (4, 2) is invalid for input of size 6");
+  REQUIRE_THROWS_WITH(fn::view(t, {6}), Catch::Contains("view: the tensor of shape (3, 2) is not contiguous"));
+  REQUIRE_THROWS_WITH(fn::expand(fn::zeros({2}), {3}), Catch::Contains("expand: cannot expand dim 0 of size 2 to 3"));
+  REQUIRE_THROWS_WITH(fn::cat({fn::zeros({2, 3}), fn::zeros({2, 4})}, 0),
+                      Catch::Contains("cat: input 1 has shape (2, 4) but input 0 has (2, 3)"));
+  using V = const std::vector<Tensor>&;
+  Tensor x = RandLeaf({2, 3, 4});
+  CheckGradients([](V in) { return fn::permute(in[0], {2, 0, 1}); }, {x});
+  CheckGradients([](V in) { return fn::reshape(fn::transpose(in[0], 0, 2), {4, 6}); }, {x});
+  CheckGradients([](V in) { return fn::slice(in[0], 2, 1, 4, 2); }, {x});
+  CheckGradients([](V in) { return fn::expand(fn::slice(in[0], 1, 0, 1), {2, 5, 4}); }, {x});
+  CheckGradients([](V in) { return fn::cat({in[0], fn::mul(in[0], in[0])}, 1); }, {x});
+  CheckGradients([](V in) { return fn::stack({in[0], in[0]}, 0); }, {x});
+}
+
+TEST_CASE("index_select and gather") {
+  Tensor x = FromVector({0, 1, 2, 10, 11, 12, 20, 21, 22}, {3, 3});
+  Tensor idx = fn::from_blob_copy(std::vector<int64_t>{2, 0, 2}.data(), {3}, DType::kInt64);
+  CheckClose(fn::index_select(x, 0, idx), {20, 21, 22, 0, 1, 2, 20, 21, 22});
+  CheckClose(fn::index_select(x, 1, idx), {2, 0, 2, 12, 10, 12, 22, 20, 22});
+  Tensor gi = fn::from_blob_copy(std::vector<int64_t>{1, 0, 2}.data(), {3, 1}, DType::kInt64);
+  CheckClose(fn::gather(x, 1, gi), {1, 10, 22});
+  Tensor bad = fn::from_blob_copy(std::vector<int64_t>{3}.data(), {1}, DType::kInt64);
+  REQUIRE_THROWS_WITH(fn::index_select(x, 0, bad),
+                      "index_select: index 3 is out of bounds for dimension 0 with size 3");
+  using V = const std::vector<Tensor>&;
+  Tensor y = RandLeaf({3, 3});
+  CheckGradients([idx](V in) { return fn::index_select(in[0], 0, idx); }, {y});
+  CheckGradients([idx](V in) { return fn::index_select(in[0], 1, idx); }, {y});
+  CheckGradients([gi](V in) { return fn::gather(in[0], 1, gi); }, {y});
+}
+
+TEST_CASE("creation and random") {
+  CheckClose(fn::eye(2, 3), {1, 0, 0, 0, 1, 0});
+  CheckClose(fn::arange(1, 2, 0.25, DType::kFloat32), {1, 1.25, 1.5, 1.75});
+  CheckClose(fn::full({2}, 7.5), {7.5, 7.5});
+  fn::manual_seed(42);
+  std::vector<double> r1 = ToVector(fn::randn({1000}));
+  std::vector<double> u1 = ToVector(fn::rand({1000}));
+  fn::manual_seed(42);
+  CHECK(ToVector(fn::randn({1000})) == r1);
+  CHECK(ToVector(fn::rand({1000})) == u1);
+  double mean = 0, var = 0;
+  for (double v : r1) mean += v / r1.size();
+  for (double v : r1) var += (v - mean) * (v - mean) / r1.size();
+  CHECK(std::abs(mean) < 0.1);
+  CHECK(std::abs(var - 1) < 0.1);
+  for (double v : u1) CHECK((v >= 0 && v < 1));
+  std::vector<double> ri = ToVector(fn::randint(3, 7, {500}));
+  for (double v : ri) CHECK((v >= 3 && v < 7));
+  std::vector<double> p = ToVector(fn::randperm(50));
+  std::sort(p.begin(), p.end());
+  for (int i = 0; i < 50; ++i) CHECK(p[i] == i);
+  REQUIRE_THROWS_WITH(fn::randint(5, 5, {2}), "randint: expected low < high, got low=5, high=5");
+}
+
+TEST_CASE("half types are storage types with round-trip conversion") {
+  Tensor x = FromVector({1.5, -2.25, 65504, 1e-3}, {4});
+  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kFloat16), DType::kFloat32), {1.5, -2.25, 65504, 1e-3}, 1e-3);
+  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kBFloat16), DType::kFloat32), {1.5, -2.25, 65536, 1e-3}, 1e-2);
+  REQUIRE_THROWS_WITH(fn::add(fn::to_dtype(x, DType::kFloat16), fn::to_dtype(x, DType::kFloat16)),
+                      Catch::Contains("dtype float16 is a storage type on cpu"));
+}
+
+}  // namespace
+}  // namespace oneflow
