@@ -1,0 +1,87 @@
+// The autograd engine: accumulation, leaves, no_grad, shared subgraphs, and its errors.
+#include "core/autograd.h"
+#include "tests/test_util.h"
+
+namespace oneflow {
+namespace {
+
+using testing::CheckClose;
+using testing::FromVector;
+
+TEST_CASE("gradients accumulate across backward calls and through shared inputs") {
+  Tensor x = FromVector({1, 2, 3}, {3}).set_requires_grad(true);
+  Tensor y = fn::mul(x, x);                  // x used twice in one op
+  fn::sum(fn::add(y, x)).backward();         // and again in another
+  CheckClose(x.grad(), {3, 5, 7});           // 2x + 1
+  fn::sum(fn::mul_scalar(x, 3)).backward();  // accumulates
+  CheckClose(x.grad(), {6, 8, 10});
+  CHECK(x.is_leaf());
+  CHECK_FALSE(y.is_leaf());
+  CHECK_FALSE(y.grad().defined());  // non-leaves keep no grad
+}
+
+TEST_CASE("diamond graphs sum both paths") {
+  Tensor x = FromVector({2}, {1}).set_requires_grad(true);
+  Tensor a = fn::exp(x);
+  Tensor b = fn::mul(a, a);  // e^{2x}
+  Tensor c = fn::add(b, a);  // e^{2x} + e^x
+  c.backward(fn::ones_like(c));
+  CheckClose(x.grad(), {2 * std::exp(4.0) + std::exp(2.0)}, 1e-5);
+}
+
+TEST_CASE("no_grad records nothing and detach cuts the graph") {
+  Tensor x = FromVector({1, 2}, {2}).set_requires_grad(true);
+  {
+    NoGradGuard ng;
+    Tensor y = fn::mul(x, x);
+    CHECK_FALSE(y.requires_grad());
+  }
+  Tensor d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.storage() == x.storage());
+  Tensor z = fn::mul(fn::mul(x, d), fn::scalar_like(1, x));
+  fn::sum(z).backward();
+  CheckClose(x.grad(), {1, 2});  // d is a constant
+}
+
+TEST_CASE("integer outputs carry no gradient") {
+  Tensor x = FromVector({1, 5, 2}, {3}).set_requires_grad(true);
+  auto [v, i] = fn::max(x, 0);
+  CHECK(v.requires_grad());
+  CHECK_FALSE(i.requires_grad());
+  CHECK_FALSE(fn::gt(x, fn::scalar_like(1, x)).requires_grad());
+}
+
+TEST_CASE("autograd errors are one clear line") {
+  Tensor x = FromVector({1, 2}, {2}).set_requires_grad(true);
+  Tensor y = fn::sum(fn::mul(x, x));
+  y.backward();
+  REQUIRE_THROWS_WITH(y.backward(),
+                      Catch::Contains("backward: trying to backward through the graph a second time"));
+  Tensor z = fn::sum(fn::mul(x, x));
+  z.backward(Tensor(), /*retain_graph=*/true);
+  REQUIRE_NOTHROW(z.backward());
+  REQUIRE_THROWS_WITH(fn::mul(x, x).backward(),
+                      Catch::Contains("grad can be implicitly created only for outputs with one element"));
+  REQUIRE_THROWS_WITH(FromVector({1}, {1}).backward(),
+                      Catch::Contains("does not require grad and has no grad_fn"));
+  REQUIRE_THROWS_WITH(fn::mul(x, x).set_requires_grad(false),
+                      Catch::Contains("you can only change requires_grad of leaf tensors"));
+  REQUIRE_THROWS_WITH(fn::arange(0, 3, 1).set_requires_grad(true),
+                      Catch::Contains("only tensors of floating point dtype can require gradients"));
+}
+
+TEST_CASE("post-accumulate hooks run once per leaf gradient") {
+  Tensor w = FromVector({1, 2}, {2}).set_requires_grad(true);
+  int calls = 0;
+  w.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back(
+      [&](const Tensor& leaf) {
+        ++calls;
+        CHECK(leaf.grad().defined());
+      });
+  fn::sum(fn::mul(w, w)).backward();
+  CHECK(calls == 1);
+}
+
+}  // namespace
+}  // namespace oneflow
