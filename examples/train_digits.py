@@ -1,0 +1,98 @@
+"""Train a classifier on the UCI handwritten digits (1,797 8x8 images, 10 classes).
+
+The data is the copy Debian ships in python3-sklearn, read directly (no scikit-learn import).
+Its rows come grouped by writer, so they are shuffled with a fixed seed before a test set is
+held out.
+
+    tools/python examples/train_digits.py [--epochs 30] [--batch-size 32] [--lr 0.002]
+"""
+
+import argparse
+import gzip
+import os
+import random
+import time
+
+import oneflow as flow
+import oneflow.nn as nn
+
+DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+
+
+def load_digits(path, test_fraction, seed):
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"train_digits: {path} is missing; install it with `apt-get install python3-sklearn`")
+    with gzip.open(path, "rt") as f:
+        rows = [[int(v) for v in line.split(",")] for line in f if line.strip()]
+    random.Random(seed).shuffle(rows)
+    images = flow.tensor([r[:64] for r in rows], dtype=flow.float32) / 16.0
+    labels = flow.tensor([r[64] for r in rows], dtype=flow.int64)
+    n_test = int(len(rows) * test_fraction)
+    return (images[n_test:], labels[n_test:]), (images[:n_test], labels[:n_test])
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.1),
+            nn.Linear(128, 64), nn.ReLU(),
+            nn.Linear(64, 10),
+        )
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def evaluate(model, images, labels):
+    model.eval()
+    with flow.no_grad():
+        pred = model(images).argmax(1)
+    model.train()
+    return (pred == labels).sum().item() / len(labels)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=0.002)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", default=DIGITS)
+    args = parser.parse_args()
+
+    flow.manual_seed(args.seed)
+    (train_x, train_y), (test_x, test_y) = load_digits(args.data, test_fraction=0.2, seed=args.seed)
+    loader = flow.utils.data.DataLoader(
+        flow.utils.data.TensorDataset(train_x, train_y), batch_size=args.batch_size, shuffle=True)
+    model = Net()
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = flow.optim.Adam(model.parameters(), lr=args.lr)
+    print(f"digits: {len(train_y)} training and {len(test_y)} test images, "
+          f"{sum(p.numel() for p in model.parameters())} parameters")
+
+    for epoch in range(1, args.epochs + 1):
+        start = time.perf_counter()
+        total_loss, correct, seen = 0.0, 0, 0
+        for x, y in loader:
+            logits = model(x)
+            loss = loss_fn(logits, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            seen += len(y)
+        rate = seen / (time.perf_counter() - start)
+        print(f"epoch {epoch:3d}  loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
+              f"{rate:,.0f} samples/s")
+
+    acc = evaluate(model, test_x, test_y)
+    print(f"test accuracy: {acc:.4f}")
+    if acc < 0.95:
+        raise SystemExit(f"train_digits: test accuracy {acc:.4f} is below 0.95")
+
+
+if __name__ == "__main__":
+    main()

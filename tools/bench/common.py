@@ -1,0 +1,87 @@
+"""Helpers shared by the benchmarks in tools/bench/ (no framework imports here).
+
+    from common import pin_single_thread, median, save_results
+    tools/python tools/bench/common.py table RESULTS.json...   # the table run_all.sh prints
+
+Each benchmark saves a list of result rows as JSON:
+    {"metric", "unit", "ours", "torch", "higher_is_better", "target"}
+where "target" is {"op": ">=" | "<=" | "<", "value": float, "on": "ratio" | "ours"}:
+a ratio target compares ours/torch, an absolute one compares our own figure.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pin_single_thread():
+    """One thread for every BLAS/OpenMP pool. Call BEFORE importing oneflow or torch."""
+    for var in THREAD_VARS:
+        os.environ[var] = "1"
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def save_results(path, rows):
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def ratio(row):
+    """ours/torch, oriented so that > 1 always means we are better."""
+    if row["higher_is_better"]:
+        return row["ours"] / row["torch"]
+    return row["torch"] / row["ours"]
+
+
+def target_met(row):
+    t = row["target"]
+    value = ratio(row) if t["on"] == "ratio" else row["ours"]
+    return {">=": value >= t["value"], "<=": value <= t["value"], "<": value < t["value"]}[t["op"]]
+
+
+def target_text(row):
+    t = row["target"]
+    unit = "x" if t["on"] == "ratio" else " " + row["unit"]
+    return f"{t['op']} {t['value']:g}{unit}"
+
+
+def _fmt(value):
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def print_table(rows):
+    header = ("metric", "ours", "PyTorch", "ratio", "target", "")
+    lines = [header]
+    for row in rows:
+        lines.append((
+            f"{row['metric']} ({row['unit']})",
+            _fmt(row["ours"]),
+            _fmt(row["torch"]),
+            f"{ratio(row):.2f}x",
+            target_text(row),
+            "ok" if target_met(row) else "MISS",
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for i, line in enumerate(lines):
+        print("  ".join(cell.ljust(w) if j == 0 else cell.rjust(w)
+                        for j, (cell, w) in enumerate(zip(line, widths))).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print("ratio: ours vs PyTorch, > 1 means ours is better (faster / less time).")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "table":
+        sys.exit("usage: common.py table RESULTS.json...")
+    all_rows = []
+    for path in sys.argv[2:]:
+        with open(path) as f:
+            all_rows.extend(json.load(f))
+    print_table(all_rows)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every Debian package the build, the tests, the examples and the
+# benchmarks need. Nothing else is downloaded: this machine reaches only Debian's archive.
+set -euo pipefail
+PACKAGES=(
+  bazel-bootstrap             # Bazel 4.2.3 (offline, with third_party/bazel stubs)
+  g++ clang-format
+  libopenblas-dev             # CPU gemm
+  libdnnl-dev                 # oneDNN (CPU convolution)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # control plane
+  libgloo-dev                 # CPU collectives
+  catch2                      # C++ tests
+  pybind11-dev python3-dev    # the extension module
+  python3-numpy python3-pytest
+  python3-torch               # reference results in tests, and the benchmarks
+  python3-sklearn             # ships the UCI digits data the main job trains on
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "install_deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
