@@ -38,7 +38,9 @@ class Attrs {
   Attrs& Set(const char* name, double v) { return Set(name, AttrValue(v)); }
   Attrs& Set(const char* name, bool v) { return Set(name, AttrValue(v)); }
   Attrs& Set(const char* name, DType v) { return Set(name, AttrValue(v)); }
-  Attrs& Set(const char* name, std::vector<int64_t> v) { return Set(name, AttrValue(std::move(v))); }
+  Attrs& Set(const char* name, std::vector<int64_t> v) {
+    return Set(name, AttrValue(std::move(v)));
+  }
   Attrs& Set(const char* name, std::string v) { return Set(name, AttrValue(std::move(v))); }
   bool Has(const char* name) const { return Find(name) != nullptr; }
   template <typename T>

@@ -17,8 +17,8 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   Tensor g = grads[0];
   if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g);
   if (g.shape() != leaf.shape()) {
-    throw Error(StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ",
-                       leaf.shape()));
+    throw Error(
+        StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ", leaf.shape()));
   }
   AutogradMeta& am = leaf_->mutable_autograd();
   if (!am.grad) {
@@ -75,8 +75,8 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
       }
       g = Full(r.meta(), 1.0);
     } else if (g.shape() != r.shape()) {
-      throw Error(StrCat("backward: gradient of shape ", g.shape(), " for a tensor of shape ",
-                         r.shape()));
+      throw Error(
+          StrCat("backward: gradient of shape ", g.shape(), " for a tensor of shape ", r.shape()));
     }
     Edge e = GradientEdge(r);
     root_edges.push_back(e);

@@ -1,8 +1,8 @@
 #include "core/dispatch.h"
 
-#include "core/autograd.h"
-
 #include <cctype>
+
+#include "core/autograd.h"
 
 namespace oneflow {
 
@@ -58,7 +58,7 @@ class OpNode : public Node {
 
  private:
   const OpDef* op_;
-  std::vector<Tensor> inputs_;  // inputs never point back at this node: no cycle
+  std::vector<Tensor> inputs_;   // inputs never point back at this node: no cycle
   std::vector<Tensor> outputs_;  // detached: outputs do point at this node
   Attrs attrs_;
   std::vector<bool> needs_;
@@ -67,11 +67,12 @@ class OpNode : public Node {
 
 void CheckArity(const OpDef& op, const std::vector<Tensor>& inputs) {
   if (op.num_inputs >= 0 && static_cast<int>(inputs.size()) != op.num_inputs) {
-    throw Error(StrCat(op.name, ": expected ", op.num_inputs, " tensor inputs, got ",
-                       inputs.size()));
+    throw Error(
+        StrCat(op.name, ": expected ", op.num_inputs, " tensor inputs, got ", inputs.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) throw Error(StrCat(op.name, ": input ", i, " is an undefined tensor"));
+    if (!inputs[i].defined())
+      throw Error(StrCat(op.name, ": input ", i, " is an undefined tensor"));
   }
 }
 
@@ -92,7 +93,8 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
     }
   }
   std::vector<TensorMeta> out = op.infer(metas, attrs);
-  if (inputs.empty() && attrs.Has("device")) device = Device::Parse(attrs.Get<std::string>("device"));
+  if (inputs.empty() && attrs.Has("device"))
+    device = Device::Parse(attrs.Get<std::string>("device"));
   KernelFn kernel = op.kernels[static_cast<int>(device.type)];
   if (!kernel) {
     throw Error(StrCat(op.name, ": no kernel for device ", device.ToString(), " in this build"));
@@ -100,8 +102,7 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
   return kernel(inputs, attrs, out);
 }
 
-std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs,
-                           const Attrs& attrs) {
+std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   CheckArity(op, inputs);
   bool any_global = false;
   bool any_requires_grad = false;

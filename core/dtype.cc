@@ -37,7 +37,8 @@ uint16_t FloatToHalfBits(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
   uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);
@@ -81,28 +82,41 @@ size_t SizeOf(DType dtype) {
   switch (dtype) {
     case DType::kBool:
     case DType::kUInt8:
-    case DType::kInt8: return 1;
+    case DType::kInt8:
+      return 1;
     case DType::kFloat16:
-    case DType::kBFloat16: return 2;
+    case DType::kBFloat16:
+      return 2;
     case DType::kInt32:
-    case DType::kFloat32: return 4;
+    case DType::kFloat32:
+      return 4;
     case DType::kInt64:
-    case DType::kFloat64: return 8;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt8: return "int8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+    case DType::kBool:
+      return "bool";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
   }
   return "?";
 }
@@ -141,14 +155,41 @@ DType PromoteTypes(DType a, DType b) {
   return SizeOf(a) >= SizeOf(b) ? a : b;
 }
 
-template <> DType DTypeOf<bool>() { return DType::kBool; }
-template <> DType DTypeOf<uint8_t>() { return DType::kUInt8; }
-template <> DType DTypeOf<int8_t>() { return DType::kInt8; }
-template <> DType DTypeOf<int32_t>() { return DType::kInt32; }
-template <> DType DTypeOf<int64_t>() { return DType::kInt64; }
-template <> DType DTypeOf<Half>() { return DType::kFloat16; }
-template <> DType DTypeOf<BFloat16>() { return DType::kBFloat16; }
-template <> DType DTypeOf<float>() { return DType::kFloat32; }
-template <> DType DTypeOf<double>() { return DType::kFloat64; }
+template <>
+DType DTypeOf<bool>() {
+  return DType::kBool;
+}
+template <>
+DType DTypeOf<uint8_t>() {
+  return DType::kUInt8;
+}
+template <>
+DType DTypeOf<int8_t>() {
+  return DType::kInt8;
+}
+template <>
+DType DTypeOf<int32_t>() {
+  return DType::kInt32;
+}
+template <>
+DType DTypeOf<int64_t>() {
+  return DType::kInt64;
+}
+template <>
+DType DTypeOf<Half>() {
+  return DType::kFloat16;
+}
+template <>
+DType DTypeOf<BFloat16>() {
+  return DType::kBFloat16;
+}
+template <>
+DType DTypeOf<float>() {
+  return DType::kFloat32;
+}
+template <>
+DType DTypeOf<double>() {
+  return DType::kFloat64;
+}
 
 }  // namespace oneflow

@@ -60,13 +60,20 @@ DType DTypeOf();
 template <typename F>
 decltype(auto) DispatchAll(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kBool: return f(TypeTag<bool>{});
-    case DType::kUInt8: return f(TypeTag<uint8_t>{});
-    case DType::kInt8: return f(TypeTag<int8_t>{});
-    case DType::kInt32: return f(TypeTag<int32_t>{});
-    case DType::kInt64: return f(TypeTag<int64_t>{});
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kBool:
+      return f(TypeTag<bool>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
     default:
       throw Error(StrCat(op, ": dtype ", DTypeName(dtype),
                          " is a storage type on cpu; convert with .to(oneflow.float32) first"));
@@ -77,8 +84,10 @@ decltype(auto) DispatchAll(DType dtype, const char* op, F&& f) {
 template <typename F>
 decltype(auto) DispatchFloating(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
     default:
       throw Error(StrCat(op, ": expected a floating point tensor, got ", DTypeName(dtype)));
   }
@@ -88,9 +97,12 @@ decltype(auto) DispatchFloating(DType dtype, const char* op, F&& f) {
 template <typename F>
 decltype(auto) DispatchWithHalf(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::kFloat16: return f(TypeTag<Half>{});
-    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
-    default: return DispatchAll(dtype, op, std::forward<F>(f));
+    case DType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    default:
+      return DispatchAll(dtype, op, std::forward<F>(f));
   }
 }
 

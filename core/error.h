@@ -36,7 +36,7 @@ std::string StrCat(Args&&... args) {
 
 }  // namespace oneflow
 
-#define ONEFLOW_CHECK(cond, ...)                          \
-  do {                                                    \
+#define ONEFLOW_CHECK(cond, ...)                                         \
+  do {                                                                   \
     if (!(cond)) throw ::oneflow::Error(::oneflow::StrCat(__VA_ARGS__)); \
   } while (0)

@@ -115,7 +115,7 @@ Tensor permute(const Tensor& x, const IntList& dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);  // drops dim
-Tensor expand(const Tensor& x, const IntList& shape);         // -1 keeps a dim
+Tensor expand(const Tensor& x, const IntList& shape);        // -1 keeps a dim
 Tensor squeeze(const Tensor& x, std::optional<int64_t> dim = std::nullopt);
 Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
@@ -151,8 +151,8 @@ Tensor dropout(const Tensor& x, double p, bool training);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // reduction: "mean", "sum" or "none". target holds class indices (int64).
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction = "mean",
-                int64_t ignore_index = -100);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
+                const std::string& reduction = "mean", int64_t ignore_index = -100);
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const std::string& reduction = "mean", int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");

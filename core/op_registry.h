@@ -57,12 +57,30 @@ class OpBuilder {
   explicit OpBuilder(const char* name) : def_(&OpRegistry::Global().GetOrCreate(name)) {
     def_->name = name;
   }
-  OpBuilder& Inputs(int n) { def_->num_inputs = n; return *this; }
-  OpBuilder& Infer(InferFn f) { def_->infer = f; return *this; }
-  OpBuilder& Grad(GradFn f) { def_->grad = f; return *this; }
-  OpBuilder& NonDifferentiable() { def_->differentiable = false; return *this; }
-  OpBuilder& NonDiffInputs(std::vector<int> idx) { def_->nondiff_inputs = std::move(idx); return *this; }
-  OpBuilder& Kernel(DeviceType t, KernelFn f) { def_->kernels[static_cast<int>(t)] = f; return *this; }
+  OpBuilder& Inputs(int n) {
+    def_->num_inputs = n;
+    return *this;
+  }
+  OpBuilder& Infer(InferFn f) {
+    def_->infer = f;
+    return *this;
+  }
+  OpBuilder& Grad(GradFn f) {
+    def_->grad = f;
+    return *this;
+  }
+  OpBuilder& NonDifferentiable() {
+    def_->differentiable = false;
+    return *this;
+  }
+  OpBuilder& NonDiffInputs(std::vector<int> idx) {
+    def_->nondiff_inputs = std::move(idx);
+    return *this;
+  }
+  OpBuilder& Kernel(DeviceType t, KernelFn f) {
+    def_->kernels[static_cast<int>(t)] = f;
+    return *this;
+  }
 
  private:
   OpDef* def_;
@@ -70,10 +88,10 @@ class OpBuilder {
 
 #define ONEFLOW_CONCAT_INNER(a, b) a##b
 #define ONEFLOW_CONCAT(a, b) ONEFLOW_CONCAT_INNER(a, b)
-#define ONEFLOW_REGISTER_OP(name)                                                 \
+#define ONEFLOW_REGISTER_OP(name)                                                     \
   [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(op_reg_, __COUNTER__) = \
       ::oneflow::OpBuilder(#name)
-#define ONEFLOW_REGISTER_KERNEL(name, device, fn)                                     \
+#define ONEFLOW_REGISTER_KERNEL(name, device, fn)                                         \
   [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(kernel_reg_, __COUNTER__) = \
       ::oneflow::OpBuilder(#name).Kernel(::oneflow::DeviceType::device, fn)
 

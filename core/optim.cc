@@ -108,16 +108,22 @@ std::vector<Tensor> AdamCpu(const std::vector<Tensor>& in, const Attrs& a,
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(sgd_update).Inputs(-1).Infer(InferSgd).NonDifferentiable()
+ONEFLOW_REGISTER_OP(sgd_update)
+    .Inputs(-1)
+    .Infer(InferSgd)
+    .NonDifferentiable()
     .Kernel(DeviceType::kCPU, SgdCpu);
-ONEFLOW_REGISTER_OP(adam_update).Inputs(-1).Infer(InferAdam).NonDifferentiable()
+ONEFLOW_REGISTER_OP(adam_update)
+    .Inputs(-1)
+    .Infer(InferAdam)
+    .NonDifferentiable()
     .Kernel(DeviceType::kCPU, AdamCpu);
 
 void SgdUpdate(const Tensor& param, const Tensor& grad, const Tensor& buf, double lr,
                double momentum, double dampening, bool nesterov, double weight_decay,
                bool first_step, bool maximize) {
-  ONEFLOW_CHECK(momentum == 0 || buf.defined(),
-                "sgd_update: momentum ", momentum, " needs a momentum buffer");
+  ONEFLOW_CHECK(momentum == 0 || buf.defined(), "sgd_update: momentum ", momentum,
+                " needs a momentum buffer");
   ONEFLOW_CHECK(!nesterov || (momentum > 0 && dampening == 0),
                 "SGD: nesterov momentum requires a momentum and zero dampening");
   Attrs a;
@@ -185,7 +191,8 @@ void SGD::step() {
 Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
     : Optimizer(std::move(params)), options_(options), decoupled_(decoupled) {
   const char* name = decoupled ? "AdamW" : "Adam";
-  ONEFLOW_CHECK(options.lr >= 0, name, ": invalid learning rate ", options.lr, " (expected lr >= 0)");
+  ONEFLOW_CHECK(options.lr >= 0, name, ": invalid learning rate ", options.lr,
+                " (expected lr >= 0)");
   ONEFLOW_CHECK(options.beta1 >= 0 && options.beta1 < 1, name, ": invalid beta1 ", options.beta1,
                 " (expected 0 <= beta1 < 1)");
   ONEFLOW_CHECK(options.beta2 >= 0 && options.beta2 < 1, name, ": invalid beta2 ", options.beta2,

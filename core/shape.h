@@ -44,7 +44,8 @@ inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os <<
 // Row-major strides of a contiguous tensor of this shape, in elements.
 std::vector<int64_t> ContiguousStrides(const Shape& shape);
 
-// Maps a possibly negative dim into [0, ndim); throws "op: dim d out of range for a tensor of n dims".
+// Maps a possibly negative dim into [0, ndim); throws "op: dim d out of range for a tensor of n
+// dims".
 int64_t WrapDim(int64_t dim, int64_t ndim, const char* op);
 
 // The shape two shapes broadcast to, or an error naming op and both shapes.

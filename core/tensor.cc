@@ -51,8 +51,10 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
         "a leaf from a non-leaf");
   }
   if (requires_grad && !IsFloating(dtype())) {
-    throw Error(StrCat("requires_grad_: only tensors of floating point dtype can require "
-                       "gradients, got ", DTypeName(dtype())));
+    throw Error(
+        StrCat("requires_grad_: only tensors of floating point dtype can require "
+               "gradients, got ",
+               DTypeName(dtype())));
   }
   impl_->mutable_autograd().requires_grad = requires_grad;
   return *this;
@@ -70,8 +72,8 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined() && grad.shape() != shape()) {
-    throw Error(StrCat("grad: assigned grad of shape ", grad.shape(), " to a tensor of shape ",
-                       shape()));
+    throw Error(
+        StrCat("grad: assigned grad of shape ", grad.shape(), " to a tensor of shape ", shape()));
   }
   impl_->mutable_autograd().grad = grad.impl_ptr();
 }

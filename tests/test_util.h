@@ -6,7 +6,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <functional>
 #include <vector>

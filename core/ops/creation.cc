@@ -28,8 +28,8 @@ std::vector<Tensor> FullCpu(const std::vector<Tensor>&, const Attrs& a,
 int64_t ArangeLength(const Attrs& a) {
   double start = a.Get<double>("start"), end = a.Get<double>("end"), step = a.Get<double>("step");
   ONEFLOW_CHECK(step != 0, "arange: step must be nonzero");
-  ONEFLOW_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: range [",
-                start, ", ", end, ") is inconsistent with step ", step);
+  ONEFLOW_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: range [", start,
+                ", ", end, ") is inconsistent with step ", step);
   return static_cast<int64_t>(std::ceil((end - start) / step));
 }
 
@@ -75,9 +75,15 @@ Attrs CreationAttrs(const Shape& shape, DType dtype, const Device& device) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().Kernel(DeviceType::kCPU, FullCpu);
-ONEFLOW_REGISTER_OP(arange).Inputs(0).Infer(InferArange).NonDifferentiable().Kernel(DeviceType::kCPU, ArangeCpu);
-ONEFLOW_REGISTER_OP(eye).Inputs(0).Infer(InferEye).NonDifferentiable().Kernel(DeviceType::kCPU, EyeCpu);
+ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().Kernel(DeviceType::kCPU,
+                                                                                FullCpu);
+ONEFLOW_REGISTER_OP(arange)
+    .Inputs(0)
+    .Infer(InferArange)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, ArangeCpu);
+ONEFLOW_REGISTER_OP(eye).Inputs(0).Infer(InferEye).NonDifferentiable().Kernel(DeviceType::kCPU,
+                                                                              EyeCpu);
 
 namespace fn {
 

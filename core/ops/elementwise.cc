@@ -28,29 +28,31 @@ void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
     const T s = pa[0];
     for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(s, pb[i]));
   } else {
-    ForEachRow<3>(out.shape(),
-                  {ContiguousStrides(out.shape()), BroadcastStrides(a, out.shape()),
-                   BroadcastStrides(b, out.shape())},
-                  [&](const std::array<int64_t, 3>& off, int64_t len,
-                      const std::array<int64_t, 3>& st) {
-                    O* o = po + off[0];
-                    const T* x = pa + off[1];
-                    const T* y = pb + off[2];
-                    for (int64_t i = 0; i < len; ++i) {
-                      o[i] = static_cast<O>(f(x[i * st[1]], y[i * st[2]]));
-                    }
-                  });
+    ForEachRow<3>(
+        out.shape(),
+        {ContiguousStrides(out.shape()), BroadcastStrides(a, out.shape()),
+         BroadcastStrides(b, out.shape())},
+        [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+          O* o = po + off[0];
+          const T* x = pa + off[1];
+          const T* y = pb + off[2];
+          for (int64_t i = 0; i < len; ++i) {
+            o[i] = static_cast<O>(f(x[i * st[1]], y[i * st[2]]));
+          }
+        });
   }
 }
 
-#define DEFINE_BINARY_FUNCTOR(Name, expr)        \
-  struct Name {                                  \
-    template <typename T>                        \
-    auto operator()(T a, T b) const { return expr; } \
+#define DEFINE_BINARY_FUNCTOR(Name, expr) \
+  struct Name {                           \
+    template <typename T>                 \
+    auto operator()(T a, T b) const {     \
+      return expr;                        \
+    }                                     \
   };
 DEFINE_BINARY_FUNCTOR(AddF, a + b)
 DEFINE_BINARY_FUNCTOR(SubF, a - b)
-DEFINE_BINARY_FUNCTOR(MulF, a * b)
+DEFINE_BINARY_FUNCTOR(MulF, a* b)
 DEFINE_BINARY_FUNCTOR(DivF, a / b)
 DEFINE_BINARY_FUNCTOR(PowF, std::pow(a, b))
 DEFINE_BINARY_FUNCTOR(MaxF, (a != a || a > b) ? a : b)  // NaN propagates, as in PyTorch
@@ -108,9 +110,9 @@ std::vector<Tensor> MulGrad(const GradCtx& c) {
 std::vector<Tensor> DivGrad(const GradCtx& c) {
   const Tensor& g = c.grad_outputs[0];
   const Tensor &a = c.inputs[0], &b = c.inputs[1];
-  return {c.needs_input_grad[0] ? SumTo(fn::div(g, b), a) : Tensor(),
-          c.needs_input_grad[1] ? SumTo(fn::neg(fn::div(fn::mul(g, c.outputs[0]), b)), b)
-                                : Tensor()};
+  return {
+      c.needs_input_grad[0] ? SumTo(fn::div(g, b), a) : Tensor(),
+      c.needs_input_grad[1] ? SumTo(fn::neg(fn::div(fn::mul(g, c.outputs[0]), b)), b) : Tensor()};
 }
 std::vector<Tensor> PowGrad(const GradCtx& c) {
   const Tensor& g = c.grad_outputs[0];
@@ -135,8 +137,7 @@ std::vector<Tensor> MaxMinGrad(const GradCtx& c, bool is_max) {
   Tensor tie = fn::mul_scalar(fn::to_dtype(fn::eq(a, b), g.dtype()), 0.5);
   Tensor wa = fn::add(a_wins, tie);
   return {c.needs_input_grad[0] ? SumTo(fn::mul(g, wa), a) : Tensor(),
-          c.needs_input_grad[1] ? SumTo(fn::mul(g, fn::sub(fn::ones_like(wa), wa)), b)
-                                : Tensor()};
+          c.needs_input_grad[1] ? SumTo(fn::mul(g, fn::sub(fn::ones_like(wa), wa)), b) : Tensor()};
 }
 std::vector<Tensor> MaximumGrad(const GradCtx& c) { return MaxMinGrad(c, true); }
 std::vector<Tensor> MinimumGrad(const GradCtx& c) { return MaxMinGrad(c, false); }
@@ -146,10 +147,11 @@ std::vector<Tensor> MinimumGrad(const GradCtx& c) { return MaxMinGrad(c, false);
 std::vector<TensorMeta> InferWhere(const std::vector<TensorMeta>& in, const Attrs&) {
   ONEFLOW_CHECK(in[0].dtype == DType::kBool, "where: condition must be a bool tensor, got ",
                 DTypeName(in[0].dtype));
-  ONEFLOW_CHECK(in[1].dtype == in[2].dtype, "where: x and y dtypes differ: ",
-                DTypeName(in[1].dtype), " and ", DTypeName(in[2].dtype));
-  Shape s = BroadcastShapes(BroadcastShapes(in[0].shape, in[1].shape, "where"), in[2].shape,
-                            "where");
+  ONEFLOW_CHECK(in[1].dtype == in[2].dtype,
+                "where: x and y dtypes differ: ", DTypeName(in[1].dtype), " and ",
+                DTypeName(in[2].dtype));
+  Shape s =
+      BroadcastShapes(BroadcastShapes(in[0].shape, in[1].shape, "where"), in[2].shape, "where");
   return {{s, in[1].dtype, in[1].device}};
 }
 
@@ -163,16 +165,16 @@ std::vector<Tensor> WhereCpu(const std::vector<Tensor>& in, const Attrs&,
     const T* pa = in[1].data<T>();
     const T* pb = in[2].data<T>();
     T* po = o.data<T>();
-    ForEachRow<4>(s,
-                  {ContiguousStrides(s), BroadcastStrides(in[0], s), BroadcastStrides(in[1], s),
-                   BroadcastStrides(in[2], s)},
-                  [&](const std::array<int64_t, 4>& off, int64_t n,
-                      const std::array<int64_t, 4>& st) {
-                    for (int64_t i = 0; i < n; ++i) {
-                      po[off[0] + i] = pc[off[1] + i * st[1]] ? pa[off[2] + i * st[2]]
-                                                              : pb[off[3] + i * st[3]];
-                    }
-                  });
+    ForEachRow<4>(
+        s,
+        {ContiguousStrides(s), BroadcastStrides(in[0], s), BroadcastStrides(in[1], s),
+         BroadcastStrides(in[2], s)},
+        [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
+          for (int64_t i = 0; i < n; ++i) {
+            po[off[0] + i] =
+                pc[off[1] + i * st[1]] ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+          }
+        });
   });
   return {o};
 }
@@ -203,10 +205,12 @@ std::vector<Tensor> UnaryCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-#define DEFINE_UNARY_FUNCTOR(Name, expr)  \
-  struct Name {                           \
-    template <typename T>                 \
-    auto operator()(T x) const { return expr; } \
+#define DEFINE_UNARY_FUNCTOR(Name, expr) \
+  struct Name {                          \
+    template <typename T>                \
+    auto operator()(T x) const {         \
+      return expr;                       \
+    }                                    \
   };
 DEFINE_UNARY_FUNCTOR(NegF, -x)
 DEFINE_UNARY_FUNCTOR(ExpF, std::exp(x))
@@ -215,7 +219,7 @@ DEFINE_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
 DEFINE_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
 DEFINE_UNARY_FUNCTOR(AbsF, x < T(0) ? T(-x) : x)
 DEFINE_UNARY_FUNCTOR(SignF, T((T(0) < x) - (x < T(0))))
-DEFINE_UNARY_FUNCTOR(SquareF, x * x)
+DEFINE_UNARY_FUNCTOR(SquareF, x* x)
 DEFINE_UNARY_FUNCTOR(ReluF, x > T(0) ? x : T(0))
 DEFINE_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
 DEFINE_UNARY_FUNCTOR(TanhF, std::tanh(x))
@@ -335,33 +339,33 @@ std::vector<Tensor> ClampGrad(const GradCtx& c) {
   const Tensor& x = c.inputs[0];
   Tensor mask = fn::ones_like(x);
   if (c.attrs.Get<bool>("has_min")) {
-    mask = fn::mul(mask, fn::to_dtype(fn::ge(x, fn::scalar_like(c.attrs.Get<double>("min"), x)),
-                                      x.dtype()));
+    mask = fn::mul(
+        mask, fn::to_dtype(fn::ge(x, fn::scalar_like(c.attrs.Get<double>("min"), x)), x.dtype()));
   }
   if (c.attrs.Get<bool>("has_max")) {
-    mask = fn::mul(mask, fn::to_dtype(fn::le(x, fn::scalar_like(c.attrs.Get<double>("max"), x)),
-                                      x.dtype()));
+    mask = fn::mul(
+        mask, fn::to_dtype(fn::le(x, fn::scalar_like(c.attrs.Get<double>("max"), x)), x.dtype()));
   }
   return {fn::mul(c.grad_outputs[0], mask)};
 }
 
 }  // namespace
 
-#define REGISTER_BINARY(name, F, grad)                                                    \
-  ONEFLOW_REGISTER_OP(name)                                                                \
-      .Inputs(2)                                                                           \
-      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {                        \
-        return InferBinary(in, #name, false);                                              \
-      })                                                                                   \
-      .Grad(grad)                                                                          \
+#define REGISTER_BINARY(name, F, grad)                              \
+  ONEFLOW_REGISTER_OP(name)                                         \
+      .Inputs(2)                                                    \
+      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) { \
+        return InferBinary(in, #name, false);                       \
+      })                                                            \
+      .Grad(grad)                                                   \
       .Kernel(DeviceType::kCPU, BinaryCpu<F, false>)
-#define REGISTER_COMPARE(name, F)                                                         \
-  ONEFLOW_REGISTER_OP(name)                                                                \
-      .Inputs(2)                                                                           \
-      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {                        \
-        return InferBinary(in, #name, true);                                               \
-      })                                                                                   \
-      .NonDifferentiable()                                                                 \
+#define REGISTER_COMPARE(name, F)                                   \
+  ONEFLOW_REGISTER_OP(name)                                         \
+      .Inputs(2)                                                    \
+      .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) { \
+        return InferBinary(in, #name, true);                        \
+      })                                                            \
+      .NonDifferentiable()                                          \
       .Kernel(DeviceType::kCPU, BinaryCpu<F, true>)
 REGISTER_BINARY(add, AddF, AddGrad);
 REGISTER_BINARY(sub, SubF, SubGrad);
@@ -381,11 +385,19 @@ REGISTER_COMPARE(logical_or, OrF);
 #undef REGISTER_BINARY
 #undef REGISTER_COMPARE
 
-ONEFLOW_REGISTER_OP(where).Inputs(3).Infer(InferWhere).Grad(WhereGrad).NonDiffInputs({0})
+ONEFLOW_REGISTER_OP(where)
+    .Inputs(3)
+    .Infer(InferWhere)
+    .Grad(WhereGrad)
+    .NonDiffInputs({0})
     .Kernel(DeviceType::kCPU, WhereCpu);
 
 #define REGISTER_UNARY(name, kernel, grad) \
-  ONEFLOW_REGISTER_OP(name).Inputs(1).Infer(SameAsInput0).Grad(grad).Kernel(DeviceType::kCPU, kernel)
+  ONEFLOW_REGISTER_OP(name)                \
+      .Inputs(1)                           \
+      .Infer(SameAsInput0)                 \
+      .Grad(grad)                          \
+      .Kernel(DeviceType::kCPU, kernel)
 REGISTER_UNARY(neg, UnaryCpu<NegF>, NegGrad);
 REGISTER_UNARY(exp, FloatUnaryCpu<ExpF>, ExpGrad);
 REGISTER_UNARY(log, FloatUnaryCpu<LogF>, LogGrad);
@@ -400,11 +412,20 @@ REGISTER_UNARY(tanh, FloatUnaryCpu<TanhF>, TanhGrad);
 REGISTER_UNARY(gelu, FloatUnaryCpu<GeluF>, GeluGrad);
 REGISTER_UNARY(clamp, ClampCpu, ClampGrad);
 #undef REGISTER_UNARY
-ONEFLOW_REGISTER_OP(logical_not).Inputs(1).Infer(InferToBool).NonDifferentiable()
+ONEFLOW_REGISTER_OP(logical_not)
+    .Inputs(1)
+    .Infer(InferToBool)
+    .NonDifferentiable()
     .Kernel(DeviceType::kCPU, (UnaryCpu<NotF, true>));
-ONEFLOW_REGISTER_OP(relu_grad).Inputs(2).Infer(InferGradLike).Grad(NoDoubleBackward)
+ONEFLOW_REGISTER_OP(relu_grad)
+    .Inputs(2)
+    .Infer(InferGradLike)
+    .Grad(NoDoubleBackward)
     .Kernel(DeviceType::kCPU, ReluGradCpu);
-ONEFLOW_REGISTER_OP(gelu_grad).Inputs(2).Infer(InferGradLike).Grad(NoDoubleBackward)
+ONEFLOW_REGISTER_OP(gelu_grad)
+    .Inputs(2)
+    .Infer(InferGradLike)
+    .Grad(NoDoubleBackward)
     .Kernel(DeviceType::kCPU, GeluGradCpu);
 
 namespace fn {
@@ -463,9 +484,9 @@ Tensor logical_not(const Tensor& a) { return CallOp1(OP(logical_not), {a}); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DType t = ResultType(a, b);
-  return CallOp1(OP(where), {cond.dtype() == DType::kBool ? cond : to_dtype(cond, DType::kBool),
-                             a.dtype() == t ? a : to_dtype(a, t),
-                             b.dtype() == t ? b : to_dtype(b, t)});
+  return CallOp1(OP(where),
+                 {cond.dtype() == DType::kBool ? cond : to_dtype(cond, DType::kBool),
+                  a.dtype() == t ? a : to_dtype(a, t), b.dtype() == t ? b : to_dtype(b, t)});
 }
 
 Tensor neg(const Tensor& x) { return CallOp1(OP(neg), {x}); }

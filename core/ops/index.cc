@@ -31,8 +31,8 @@ std::vector<int64_t> IndexValues(const Tensor& idx, int64_t bound, const char* o
   for (int64_t i = 0; i < c.numel(); ++i) {
     int64_t k = c.dtype() == DType::kInt64 ? c.data<int64_t>()[i] : c.data<int32_t>()[i];
     if (k < -bound || k >= bound) {
-      throw IndexError(StrCat(op, ": index ", k, " is out of bounds for dimension ", dim,
-                              " with size ", bound));
+      throw IndexError(
+          StrCat(op, ": index ", k, " is out of bounds for dimension ", dim, " with size ", bound));
     }
     v[i] = k < 0 ? k + bound : k;
   }
@@ -164,12 +164,24 @@ std::vector<Tensor> IndexSelectGrad(const GradCtx& c) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(gather).Inputs(2).Infer(InferGather).Grad(GatherGrad).NonDiffInputs({1})
+ONEFLOW_REGISTER_OP(gather)
+    .Inputs(2)
+    .Infer(InferGather)
+    .Grad(GatherGrad)
+    .NonDiffInputs({1})
     .Kernel(DeviceType::kCPU, GatherCpu);
-ONEFLOW_REGISTER_OP(scatter_add).Inputs(2).Infer(InferScatterAdd).Grad(ScatterAddGrad)
-    .NonDiffInputs({0}).Kernel(DeviceType::kCPU, ScatterAddCpu);
-ONEFLOW_REGISTER_OP(index_select).Inputs(2).Infer(InferIndexSelect).Grad(IndexSelectGrad)
-    .NonDiffInputs({1}).Kernel(DeviceType::kCPU, IndexSelectCpu);
+ONEFLOW_REGISTER_OP(scatter_add)
+    .Inputs(2)
+    .Infer(InferScatterAdd)
+    .Grad(ScatterAddGrad)
+    .NonDiffInputs({0})
+    .Kernel(DeviceType::kCPU, ScatterAddCpu);
+ONEFLOW_REGISTER_OP(index_select)
+    .Inputs(2)
+    .Infer(InferIndexSelect)
+    .Grad(IndexSelectGrad)
+    .NonDiffInputs({1})
+    .Kernel(DeviceType::kCPU, IndexSelectCpu);
 
 namespace fn {
 

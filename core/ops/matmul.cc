@@ -11,8 +11,8 @@ namespace {
 
 std::vector<TensorMeta> InferMatmul(const std::vector<TensorMeta>& in, const Attrs&) {
   const Shape &a = in[0].shape, &b = in[1].shape;
-  ONEFLOW_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul: expected tensors with at least 2 dims, got ",
-                a, " and ", b);
+  ONEFLOW_CHECK(a.ndim() >= 2 && b.ndim() >= 2,
+                "matmul: expected tensors with at least 2 dims, got ", a, " and ", b);
   ONEFLOW_CHECK(in[0].dtype == in[1].dtype, "matmul: expected both inputs of one dtype, got ",
                 DTypeName(in[0].dtype), " and ", DTypeName(in[1].dtype));
   int64_t m = a[a.ndim() - 2], k = a[a.ndim() - 1], k2 = b[b.ndim() - 2], n = b[b.ndim() - 1];
@@ -129,7 +129,10 @@ std::vector<Tensor> MatmulGrad(const GradCtx& c) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(matmul).Inputs(2).Infer(InferMatmul).Grad(MatmulGrad)
+ONEFLOW_REGISTER_OP(matmul)
+    .Inputs(2)
+    .Infer(InferMatmul)
+    .Grad(MatmulGrad)
     .Kernel(DeviceType::kCPU, MatmulCpu);
 
 namespace fn {
@@ -165,9 +168,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   ONEFLOW_CHECK(weight.ndim() == 2, "linear: weight must be 2-D (out_features, in_features), got ",
                 weight.shape());
-  ONEFLOW_CHECK(x.ndim() >= 1 && x.shape()[x.ndim() - 1] == weight.shape()[1], "linear: input of shape ",
-                x.shape(), " has ", x.ndim() ? x.shape()[x.ndim() - 1] : 0,
-                " features but the layer expects ", weight.shape()[1]);
+  ONEFLOW_CHECK(x.ndim() >= 1 && x.shape()[x.ndim() - 1] == weight.shape()[1],
+                "linear: input of shape ", x.shape(), " has ",
+                x.ndim() ? x.shape()[x.ndim() - 1] : 0, " features but the layer expects ",
+                weight.shape()[1]);
   Tensor y = matmul(x, transpose(weight, 0, 1));
   return bias.defined() ? add(y, bias) : y;
 }

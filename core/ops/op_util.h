@@ -8,10 +8,10 @@
 #include "core/op_registry.h"
 
 // The registered op named `name`, looked up once per call site.
-#define OP(name)                                                                    \
-  ([]() -> const ::oneflow::OpDef& {                                                \
+#define OP(name)                                                                     \
+  ([]() -> const ::oneflow::OpDef& {                                                 \
     static const ::oneflow::OpDef& def = ::oneflow::OpRegistry::Global().Get(#name); \
-    return def;                                                                     \
+    return def;                                                                      \
   }())
 
 namespace oneflow {

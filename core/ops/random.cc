@@ -147,12 +147,32 @@ Attrs RandomAttrs(const Shape& shape, DType dtype, const Device& device, uint64_
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(uniform).Inputs(0).Infer(InferRandom).NonDifferentiable().Kernel(DeviceType::kCPU, UniformCpu);
-ONEFLOW_REGISTER_OP(normal).Inputs(0).Infer(InferRandom).NonDifferentiable().Kernel(DeviceType::kCPU, NormalCpu);
-ONEFLOW_REGISTER_OP(randint).Inputs(0).Infer(InferRandint).NonDifferentiable().Kernel(DeviceType::kCPU, RandintCpu);
-ONEFLOW_REGISTER_OP(randperm).Inputs(0).Infer(InferRandperm).NonDifferentiable().Kernel(DeviceType::kCPU, RandpermCpu);
+ONEFLOW_REGISTER_OP(uniform)
+    .Inputs(0)
+    .Infer(InferRandom)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, UniformCpu);
+ONEFLOW_REGISTER_OP(normal)
+    .Inputs(0)
+    .Infer(InferRandom)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, NormalCpu);
+ONEFLOW_REGISTER_OP(randint)
+    .Inputs(0)
+    .Infer(InferRandint)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, RandintCpu);
+ONEFLOW_REGISTER_OP(randperm)
+    .Inputs(0)
+    .Infer(InferRandperm)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, RandpermCpu);
 // The input only gives the mask its shape, dtype and device.
-ONEFLOW_REGISTER_OP(dropout_mask).Inputs(1).Infer(InferDropoutMask).NonDifferentiable().Kernel(DeviceType::kCPU, DropoutMaskCpu);
+ONEFLOW_REGISTER_OP(dropout_mask)
+    .Inputs(1)
+    .Infer(InferDropoutMask)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, DropoutMaskCpu);
 
 namespace fn {
 

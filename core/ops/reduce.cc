@@ -56,23 +56,23 @@ std::vector<Tensor> SumCpu(const std::vector<Tensor>& in, const Attrs& a,
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
     std::vector<Acc> acc(keep.numel(), Acc(0));
     const T* px = x.data<T>();
-    ForEachRow<2>(x.shape(), {acc_strides, x.strides()},
-                  [&](const std::array<int64_t, 2>& off, int64_t n,
-                      const std::array<int64_t, 2>& st) {
-                    const T* p = px + off[1];
-                    if (st[0] == 0) {
-                      Acc s = 0;
-                      if (st[1] == 1) {
-                        for (int64_t i = 0; i < n; ++i) s += p[i];
-                      } else {
-                        for (int64_t i = 0; i < n; ++i) s += p[i * st[1]];
-                      }
-                      acc[off[0]] += s;
-                    } else {
-                      Acc* q = acc.data() + off[0];
-                      for (int64_t i = 0; i < n; ++i) q[i * st[0]] += p[i * st[1]];
-                    }
-                  });
+    ForEachRow<2>(
+        x.shape(), {acc_strides, x.strides()},
+        [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+          const T* p = px + off[1];
+          if (st[0] == 0) {
+            Acc s = 0;
+            if (st[1] == 1) {
+              for (int64_t i = 0; i < n; ++i) s += p[i];
+            } else {
+              for (int64_t i = 0; i < n; ++i) s += p[i * st[1]];
+            }
+            acc[off[0]] += s;
+          } else {
+            Acc* q = acc.data() + off[0];
+            for (int64_t i = 0; i < n; ++i) q[i * st[0]] += p[i * st[1]];
+          }
+        });
     DispatchAll(o.dtype(), "sum", [&](auto otag) {
       using O = typename decltype(otag)::type;
       O* po = o.data<O>();
@@ -93,8 +93,8 @@ std::vector<Tensor> SumGrad(const GradCtx& c) {
 std::vector<TensorMeta> InferArgReduce(const std::vector<TensorMeta>& in, const Attrs& a) {
   const TensorMeta& x = in[0];
   int64_t dim = WrapDim(a.Get<int64_t>("dim"), x.shape.ndim(), "max");
-  ONEFLOW_CHECK(x.shape.ndim() == 0 || x.shape[dim] > 0,
-                "max: cannot reduce over dim ", dim, " of size 0 in a tensor of shape ", x.shape);
+  ONEFLOW_CHECK(x.shape.ndim() == 0 || x.shape[dim] > 0, "max: cannot reduce over dim ", dim,
+                " of size 0 in a tensor of shape ", x.shape);
   std::vector<bool> mask(x.shape.ndim(), false);
   if (x.shape.ndim()) mask[dim] = true;
   Shape s = ReducedShape(x.shape, mask, a.Get<bool>("keepdim"));
@@ -157,9 +157,15 @@ std::vector<Tensor> ArgReduceGrad(const GradCtx& c) {
 }  // namespace
 
 ONEFLOW_REGISTER_OP(sum).Inputs(1).Infer(InferSum).Grad(SumGrad).Kernel(DeviceType::kCPU, SumCpu);
-ONEFLOW_REGISTER_OP(max_dim).Inputs(1).Infer(InferArgReduce).Grad(ArgReduceGrad)
+ONEFLOW_REGISTER_OP(max_dim)
+    .Inputs(1)
+    .Infer(InferArgReduce)
+    .Grad(ArgReduceGrad)
     .Kernel(DeviceType::kCPU, ArgReduceCpu<true>);
-ONEFLOW_REGISTER_OP(min_dim).Inputs(1).Infer(InferArgReduce).Grad(ArgReduceGrad)
+ONEFLOW_REGISTER_OP(min_dim)
+    .Inputs(1)
+    .Infer(InferArgReduce)
+    .Grad(ArgReduceGrad)
     .Kernel(DeviceType::kCPU, ArgReduceCpu<false>);
 
 namespace fn {

@@ -36,8 +36,8 @@ Shape ResolveShape(const IntList& req, const Shape& in, const char* op) {
 }
 
 std::vector<TensorMeta> InferReshape(const std::vector<TensorMeta>& in, const Attrs& a) {
-  return {{ResolveShape(a.Get<IntList>("shape"), in[0].shape, "reshape"), in[0].dtype,
-           in[0].device}};
+  return {
+      {ResolveShape(a.Get<IntList>("shape"), in[0].shape, "reshape"), in[0].dtype, in[0].device}};
 }
 
 std::vector<Tensor> ReshapeCpu(const std::vector<Tensor>& in, const Attrs&,
@@ -159,8 +159,8 @@ std::vector<TensorMeta> InferExpand(const std::vector<TensorMeta>& in, const Att
   const Shape& s = in[0].shape;
   IntList req = a.Get<IntList>("shape");
   int64_t lead = static_cast<int64_t>(req.size()) - s.ndim();
-  ONEFLOW_CHECK(lead >= 0, "expand: the target shape ", Shape(req), " has fewer dims than the input ",
-                s);
+  ONEFLOW_CHECK(lead >= 0, "expand: the target shape ", Shape(req),
+                " has fewer dims than the input ", s);
   for (int64_t i = 0; i < static_cast<int64_t>(req.size()); ++i) {
     int64_t have = i < lead ? 1 : s[i - lead];
     if (req[i] == -1) {
@@ -257,14 +257,57 @@ std::vector<Tensor> CatGrad(const GradCtx& c) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(reshape).Inputs(1).Infer(InferReshape).Grad(ReshapeGrad).Kernel(DeviceType::kCPU, ReshapeCpu);
-ONEFLOW_REGISTER_OP(permute).Inputs(1).Infer(InferPermute).Grad(PermuteGrad).Kernel(DeviceType::kCPU, PermuteCpu);
-ONEFLOW_REGISTER_OP(slice).Inputs(1).Infer(InferSlice).Grad(SliceGrad).Kernel(DeviceType::kCPU, SliceCpu);
-ONEFLOW_REGISTER_OP(slice_grad).Inputs(1).Infer(InferSliceGrad).Grad(SliceGradGrad).Kernel(DeviceType::kCPU, SliceGradCpu);
-ONEFLOW_REGISTER_OP(expand).Inputs(1).Infer(InferExpand).Grad(ExpandGrad).Kernel(DeviceType::kCPU, ExpandCpu);
-ONEFLOW_REGISTER_OP(copy).Inputs(1).Infer(SameAsInput0).Grad(IdentityGrad).Kernel(DeviceType::kCPU, CopyCpu);
-ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).Kernel(DeviceType::kCPU, CopyCpu);
+ONEFLOW_REGISTER_OP(reshape)
+    .Inputs(1)
+    .Infer(InferReshape)
+    .Grad(ReshapeGrad)
+    .Kernel(DeviceType::kCPU, ReshapeCpu);
+ONEFLOW_REGISTER_OP(permute)
+    .Inputs(1)
+    .Infer(InferPermute)
+    .Grad(PermuteGrad)
+    .Kernel(DeviceType::kCPU, PermuteCpu);
+ONEFLOW_REGISTER_OP(slice)
+    .Inputs(1)
+    .Infer(InferSlice)
+    .Grad(SliceGrad)
+    .Kernel(DeviceType::kCPU, SliceCpu);
+ONEFLOW_REGISTER_OP(slice_grad)
+    .Inputs(1)
+    .Infer(InferSliceGrad)
+    .Grad(SliceGradGrad)
+    .Kernel(DeviceType::kCPU, SliceGradCpu);
+ONEFLOW_REGISTER_OP(expand)
+    .Inputs(1)
+    .Infer(InferExpand)
+    .Grad(ExpandGrad)
+    .Kernel(DeviceType::kCPU, ExpandCpu);
+ONEFLOW_REGISTER_OP(copy)
+    .Inputs(1)
+    .Infer(SameAsInput0)
+    .Grad(IdentityGrad)
+    .Kernel(DeviceType::kCPU, CopyCpu);
+ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).Kernel(DeviceType::kCPU,
+                                                                           CopyCpu);
 ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).Kernel(DeviceType::kCPU, CatCpu);
+
+namespace {
+
+// One element from S to D; the half types convert through float.
+template <typename D, typename S>
+D ConvertValue(S v) {
+  constexpr bool kHalfS = std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
+  constexpr bool kHalfD = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>;
+  if constexpr (std::is_same_v<S, D>) {
+    return v;
+  } else if constexpr (kHalfS || kHalfD) {
+    return static_cast<D>(static_cast<float>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+}  // namespace
 
 namespace fn {
 
@@ -309,7 +352,8 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   int64_t d = WrapDim(dim, x.ndim(), "select");
   int64_t n = x.shape()[d];
   if (index < -n || index >= n) {
-    throw IndexError(StrCat("index ", index, " is out of bounds for dimension ", d, " with size ", n));
+    throw IndexError(
+        StrCat("index ", index, " is out of bounds for dimension ", d, " with size ", n));
   }
   if (index < 0) index += n;
   return squeeze(slice(x, d, index, index + 1), d);
@@ -409,14 +453,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
       using S = typename decltype(stag)::type;
       D* pd = dst.data<D>();
       const S* ps = src.data<S>();
-      auto conv = [](S v) -> D {
-        constexpr bool kHalfS = std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-        constexpr bool kHalfD = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>;
-        if constexpr (std::is_same_v<S, D>) return v;
-        if constexpr (!std::is_same_v<S, D> && kHalfS) return static_cast<D>(static_cast<float>(v));
-        if constexpr (!std::is_same_v<S, D> && !kHalfS && kHalfD) return D(static_cast<float>(v));
-        if constexpr (!std::is_same_v<S, D> && !kHalfS && !kHalfD) return static_cast<D>(v);
-      };
+      auto conv = [](S v) { return ConvertValue<D>(v); };
       if (dst.is_contiguous() && src.is_contiguous() && src.shape() == dst.shape()) {
         if constexpr (std::is_same_v<S, D>) {
           std::memcpy(pd, ps, dst.numel() * sizeof(D));
@@ -425,13 +462,13 @@ void copy_(const Tensor& dst, const Tensor& src) {
         }
         return;
       }
-      ForEachRow<2>(s, {dst.strides(), BroadcastStrides(src, s)},
-                    [&](const std::array<int64_t, 2>& off, int64_t n,
-                        const std::array<int64_t, 2>& st) {
-                      for (int64_t i = 0; i < n; ++i) {
-                        pd[off[0] + i * st[0]] = conv(ps[off[1] + i * st[1]]);
-                      }
-                    });
+      ForEachRow<2>(
+          s, {dst.strides(), BroadcastStrides(src, s)},
+          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+            for (int64_t i = 0; i < n; ++i) {
+              pd[off[0] + i * st[0]] = conv(ps[off[1] + i * st[1]]);
+            }
+          });
     });
   });
 }
@@ -451,11 +488,11 @@ void fill_(const Tensor& dst, double value) {
       for (int64_t i = 0, n = dst.numel(); i < n; ++i) p[i] = v;
       return;
     }
-    ForEachRow<1>(dst.shape(), {dst.strides()},
-                  [&](const std::array<int64_t, 1>& off, int64_t n,
-                      const std::array<int64_t, 1>& st) {
-                    for (int64_t i = 0; i < n; ++i) p[off[0] + i * st[0]] = v;
-                  });
+    ForEachRow<1>(
+        dst.shape(), {dst.strides()},
+        [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
+          for (int64_t i = 0; i < n; ++i) p[off[0] + i * st[0]] = v;
+        });
   });
 }
 

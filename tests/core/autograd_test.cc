@@ -1,5 +1,6 @@
 // The autograd engine: accumulation, leaves, no_grad, shared subgraphs, and its errors.
 #include "core/autograd.h"
+
 #include "tests/test_util.h"
 
 namespace oneflow {
@@ -56,29 +57,31 @@ TEST_CASE("autograd errors are one clear line") {
   Tensor x = FromVector({1, 2}, {2}).set_requires_grad(true);
   Tensor y = fn::sum(fn::mul(x, x));
   y.backward();
-  REQUIRE_THROWS_WITH(y.backward(),
-                      Catch::Contains("backward: trying to backward through the graph a second time"));
+  REQUIRE_THROWS_WITH(
+      y.backward(),
+      Catch::Contains("backward: trying to backward through the graph a second time"));
   Tensor z = fn::sum(fn::mul(x, x));
   z.backward(Tensor(), /*retain_graph=*/true);
   REQUIRE_NOTHROW(z.backward());
-  REQUIRE_THROWS_WITH(fn::mul(x, x).backward(),
-                      Catch::Contains("grad can be implicitly created only for outputs with one element"));
+  REQUIRE_THROWS_WITH(
+      fn::mul(x, x).backward(),
+      Catch::Contains("grad can be implicitly created only for outputs with one element"));
   REQUIRE_THROWS_WITH(FromVector({1}, {1}).backward(),
                       Catch::Contains("does not require grad and has no grad_fn"));
   REQUIRE_THROWS_WITH(fn::mul(x, x).set_requires_grad(false),
                       Catch::Contains("you can only change requires_grad of leaf tensors"));
-  REQUIRE_THROWS_WITH(fn::arange(0, 3, 1).set_requires_grad(true),
-                      Catch::Contains("only tensors of floating point dtype can require gradients"));
+  REQUIRE_THROWS_WITH(
+      fn::arange(0, 3, 1).set_requires_grad(true),
+      Catch::Contains("only tensors of floating point dtype can require gradients"));
 }
 
 TEST_CASE("post-accumulate hooks run once per leaf gradient") {
   Tensor w = FromVector({1, 2}, {2}).set_requires_grad(true);
   int calls = 0;
-  w.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back(
-      [&](const Tensor& leaf) {
-        ++calls;
-        CHECK(leaf.grad().defined());
-      });
+  w.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back([&](const Tensor& leaf) {
+    ++calls;
+    CHECK(leaf.grad().defined());
+  });
   fn::sum(fn::mul(w, w)).backward();
   CHECK(calls == 1);
 }

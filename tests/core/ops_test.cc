@@ -11,12 +11,6 @@ using testing::CheckGradients;
 using testing::FromVector;
 using testing::ToVector;
 
-Tensor Leaf(const std::vector<double>& v, const Shape& s) {
-  Tensor t = FromVector(v, s, DType::kFloat64);
-  t.set_requires_grad(true);
-  return t;
-}
-
 Tensor RandLeaf(const Shape& s, double lo = -1, double hi = 1) {
   Tensor t = fn::uniform(s, lo, hi, DType::kFloat64);
   t.set_requires_grad(true);
@@ -47,7 +41,7 @@ TEST_CASE("type promotion follows PyTorch for tensors and scalars") {
   Tensor f = fn::ones({3});
   CHECK(fn::add(i, f).dtype() == DType::kFloat32);
   CHECK(fn::add(f, fn::scalar_like(2.5, fn::to_dtype(f, DType::kFloat64))).dtype() ==
-        DType::kFloat32);  // 0-dim float64 does not widen float32
+        DType::kFloat32);                           // 0-dim float64 does not widen float32
   CHECK(fn::div(i, i).dtype() == DType::kFloat32);  // true division
   CHECK(fn::sum(fn::ones({2}, DType::kBool)).dtype() == DType::kInt64);
 }
@@ -63,7 +57,8 @@ TEST_CASE("unary ops match std math") {
   CheckClose(fn::exp(x), each([](double e) { return std::exp(e); }));
   CheckClose(fn::tanh(x), each([](double e) { return std::tanh(e); }));
   CheckClose(fn::sigmoid(x), each([](double e) { return 1 / (1 + std::exp(-e)); }));
-  CheckClose(fn::gelu(x), each([](double e) { return 0.5 * e * (1 + std::erf(e / std::sqrt(2))); }));
+  CheckClose(fn::gelu(x),
+             each([](double e) { return 0.5 * e * (1 + std::erf(e / std::sqrt(2))); }));
   CheckClose(fn::relu(x), {0, 0, 0.25, 1.5});
   CheckClose(fn::relu6(fn::mul_scalar(x, 5)), {0, 0, 1.25, 6});
   CheckClose(fn::abs(x), {2, 0.5, 0.25, 1.5});
@@ -85,15 +80,19 @@ TEST_CASE("gradients of elementwise ops agree with finite differences") {
   CheckGradients([](V in) { return fn::minimum(in[0], in[1]); }, {a, c});
   Tensor x = RandLeaf({5}, -2, 2);
   Tensor pos = RandLeaf({5}, 0.5, 3);
-  for (auto f : {fn::exp, fn::neg, fn::sigmoid, fn::tanh, fn::gelu, fn::square, fn::relu, fn::abs}) {
+  for (auto f :
+       {fn::exp, fn::neg, fn::sigmoid, fn::tanh, fn::gelu, fn::square, fn::relu, fn::abs}) {
     CheckGradients([f](V in) { return f(in[0]); }, {x});
   }
   for (auto f : {fn::log, fn::sqrt, fn::rsqrt}) {
     CheckGradients([f](V in) { return f(in[0]); }, {pos});
   }
   CheckGradients([](V in) { return fn::clamp(in[0], -0.5, 0.7); }, {x});
-  CheckGradients([](V in) { return fn::where(fn::gt(in[0], fn::scalar_like(0, in[0])), in[0],
-                                             fn::mul(in[0], in[0])); }, {x});
+  CheckGradients(
+      [](V in) {
+        return fn::where(fn::gt(in[0], fn::scalar_like(0, in[0])), in[0], fn::mul(in[0], in[0]));
+      },
+      {x});
 }
 
 TEST_CASE("reductions") {
@@ -118,7 +117,8 @@ TEST_CASE("reductions") {
   CheckGradients([](V in) { return fn::mean(in[0]); }, {x});
   CheckGradients([](V in) { return fn::max(in[0], 1).first; }, {x});
   CheckGradients([](V in) { return fn::min(in[0], 0, true).first; }, {x});
-  REQUIRE_THROWS_WITH(fn::sum(a, {2}), Catch::Contains("sum: dim 2 out of range for a tensor of 2 dims"));
+  REQUIRE_THROWS_WITH(fn::sum(a, {2}),
+                      Catch::Contains("sum: dim 2 out of range for a tensor of 2 dims"));
   REQUIRE_THROWS_WITH(fn::mean(fn::arange(0, 4, 1)),
                       Catch::Contains("mean: expected a floating point tensor, got int64"));
 }
@@ -141,7 +141,8 @@ TEST_CASE("matmul against a naive loop, incl. transposed views and batches") {
   CheckClose(fn::matmul(a, b), NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-10);
   // Transposed operands are read by gemm without a copy; the values must not change.
   Tensor bt = fn::contiguous(fn::transpose(b, 1, 2));  // (2, 5, 4)
-  CheckClose(fn::matmul(a, fn::transpose(bt, 1, 2)), NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-10);
+  CheckClose(fn::matmul(a, fn::transpose(bt, 1, 2)),
+             NaiveMatmul(ToVector(a), ToVector(b), 2, 3, 4, 5), 1e-10);
   // Broadcast batch: (2,3,4) @ (4,5).
   Tensor w = fn::randn({4, 5}, DType::kFloat64);
   std::vector<double> wv = ToVector(w), w2 = wv;
@@ -180,14 +181,19 @@ TEST_CASE("views share storage; reshape, permute, slice, expand") {
   CheckClose(e, {1, 1, 1, 2, 2, 2});
   CheckClose(fn::reshape(t, {6}), {0, 3, 1, 4, 2, 5});  // reshape of a non-contiguous view copies
   CheckClose(fn::flatten(fn::zeros({2, 3, 4}), 1).shape().dims() == std::vector<int64_t>{2, 12}
-                 ? FromVector({1}, {1}) : FromVector({0}, {1}), {1});
+                 ? FromVector({1}, {1})
+                 : FromVector({0}, {1}),
+             {1});
   CHECK(fn::squeeze(fn::zeros({1, 3, 1})).shape() == Shape({3}));
   CHECK(fn::unsqueeze(fn::zeros({3}), -1).shape() == Shape({3, 1}));
   CheckClose(fn::cat({r, r}, 1), {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
   CHECK(fn::stack({a, a}, 1).shape() == Shape({6, 2}));
-  REQUIRE_THROWS_WITH(fn::reshape(a, {4, 2}), "reshape: shape (4, 2) is invalid for input of size 6");
-  REQUIRE_THROWS_WITH(fn::view(t, {6}), Catch::Contains("view: the tensor of shape (3, 2) is not contiguous"));
-  REQUIRE_THROWS_WITH(fn::expand(fn::zeros({2}), {3}), Catch::Contains("expand: cannot expand dim 0 of size 2 to 3"));
+  REQUIRE_THROWS_WITH(fn::reshape(a, {4, 2}),
+                      "reshape: shape (4, 2) is invalid for input of size 6");
+  REQUIRE_THROWS_WITH(fn::view(t, {6}),
+                      Catch::Contains("view: the tensor of shape (3, 2) is not contiguous"));
+  REQUIRE_THROWS_WITH(fn::expand(fn::zeros({2}), {3}),
+                      Catch::Contains("expand: cannot expand dim 0 of size 2 to 3"));
   REQUIRE_THROWS_WITH(fn::cat({fn::zeros({2, 3}), fn::zeros({2, 4})}, 0),
                       Catch::Contains("cat: input 1 has shape (2, 4) but input 0 has (2, 3)"));
   using V = const std::vector<Tensor>&;
@@ -243,8 +249,10 @@ TEST_CASE("creation and random") {
 
 TEST_CASE("half types are storage types with round-trip conversion") {
   Tensor x = FromVector({1.5, -2.25, 65504, 1e-3}, {4});
-  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kFloat16), DType::kFloat32), {1.5, -2.25, 65504, 1e-3}, 1e-3);
-  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kBFloat16), DType::kFloat32), {1.5, -2.25, 65536, 1e-3}, 1e-2);
+  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kFloat16), DType::kFloat32),
+             {1.5, -2.25, 65504, 1e-3}, 1e-3);
+  CheckClose(fn::to_dtype(fn::to_dtype(x, DType::kBFloat16), DType::kFloat32),
+             {1.5, -2.25, 65536, 1e-3}, 1e-2);
   REQUIRE_THROWS_WITH(fn::add(fn::to_dtype(x, DType::kFloat16), fn::to_dtype(x, DType::kFloat16)),
                       Catch::Contains("dtype float16 is a storage type on cpu"));
 }

@@ -1,5 +1,6 @@
 // Optimizers against their update rules written out by hand (PyTorch's formulas).
 #include "core/optim.h"
+
 #include "tests/test_util.h"
 
 namespace oneflow {

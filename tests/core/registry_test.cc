@@ -17,16 +17,54 @@ TEST_CASE("every op in the registry is complete") {
 }
 
 TEST_CASE("ops the tutorial models need are registered") {
-  for (const char* name :
-       {"add", "sub", "mul", "div", "pow", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh",
-        "gelu", "where", "eq", "sum", "max_dim", "matmul", "conv2d", "max_pool2d", "avg_pool2d",
-        "adaptive_avg_pool2d", "batch_norm_train", "softmax", "log_softmax", "nll_loss", "cat",
-        "index_select", "reshape", "permute", "slice", "expand", "copy", "cast", "full", "arange",
-        "eye", "uniform", "normal", "randint", "dropout_mask", "sgd_update", "adam_update"}) {
+  for (const char* name : {"add",
+                           "sub",
+                           "mul",
+                           "div",
+                           "pow",
+                           "exp",
+                           "log",
+                           "sqrt",
+                           "abs",
+                           "relu",
+                           "sigmoid",
+                           "tanh",
+                           "gelu",
+                           "where",
+                           "eq",
+                           "sum",
+                           "max_dim",
+                           "matmul",
+                           "conv2d",
+                           "max_pool2d",
+                           "avg_pool2d",
+                           "adaptive_avg_pool2d",
+                           "batch_norm_train",
+                           "softmax",
+                           "log_softmax",
+                           "nll_loss",
+                           "cat",
+                           "index_select",
+                           "reshape",
+                           "permute",
+                           "slice",
+                           "expand",
+                           "copy",
+                           "cast",
+                           "full",
+                           "arange",
+                           "eye",
+                           "uniform",
+                           "normal",
+                           "randint",
+                           "dropout_mask",
+                           "sgd_update",
+                           "adam_update"}) {
     INFO("op " << name);
     CHECK(OpRegistry::Global().ops().count(name) == 1);
   }
-  REQUIRE_THROWS_WITH(OpRegistry::Global().Get("no_such_op"), "op registry: no op named 'no_such_op'");
+  REQUIRE_THROWS_WITH(OpRegistry::Global().Get("no_such_op"),
+                      "op registry: no op named 'no_such_op'");
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ def run_case(case, warmup, windows, steps):
     spread = {name: (min(r), max(r)) for name, r in rates.items()}
     print(f"{case:6s} samples/s  ours {result['ours']:8.0f} [{spread['ours'][0]:.0f}..{spread['ours'][1]:.0f}]"
           f"  torch {result['torch']:8.0f} [{spread['torch'][0]:.0f}..{spread['torch'][1]:.0f}]"
-          f"  ratio {result['ours'] / result['torch']:.2f}x"
+          f"  speedup {result['ours'] / result['torch']:.2f}x"
           f"  (loss@1 ours {first['ours']:.4f} torch {first['torch']:.4f})")
     return result
 

@@ -21,16 +21,17 @@ Tensor Contig(const Tensor& x) {
   size_t es = SizeOf(x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  ForEachRow<2>(x.shape(), {ContiguousStrides(x.shape()), x.strides()},
-                [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-                  char* d = dst + off[0] * es;
-                  const char* s = src + off[1] * es;
-                  if (st[1] == 1) {
-                    std::memcpy(d, s, n * es);
-                  } else {
-                    for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * es, s + i * st[1] * es, es);
-                  }
-                });
+  ForEachRow<2>(
+      x.shape(), {ContiguousStrides(x.shape()), x.strides()},
+      [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+        char* d = dst + off[0] * es;
+        const char* s = src + off[1] * es;
+        if (st[1] == 1) {
+          std::memcpy(d, s, n * es);
+        } else {
+          for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * es, s + i * st[1] * es, es);
+        }
+      });
   return out;
 }
 

@@ -9,9 +9,9 @@ namespace oneflow {
 namespace python {
 
 const PyDType& DTypeObject(DType t) {
-  static PyDType objs[kNumDTypes] = {
-      {DType::kBool},    {DType::kUInt8},    {DType::kInt8},    {DType::kInt32}, {DType::kInt64},
-      {DType::kFloat16}, {DType::kBFloat16}, {DType::kFloat32}, {DType::kFloat64}};
+  static PyDType objs[kNumDTypes] = {{DType::kBool},     {DType::kUInt8},   {DType::kInt8},
+                                     {DType::kInt32},    {DType::kInt64},   {DType::kFloat16},
+                                     {DType::kBFloat16}, {DType::kFloat32}, {DType::kFloat64}};
   return objs[static_cast<int>(t)];
 }
 
@@ -42,16 +42,16 @@ Device ToDevice(py::handle obj) {
 std::vector<int64_t> ToIntList(py::handle obj, const char* what) {
   if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
-    throw TypeError(StrCat(what, ": expected a sequence of ints, got ",
-                           py::repr(obj).cast<std::string>()));
+    throw TypeError(
+        StrCat(what, ": expected a sequence of ints, got ", py::repr(obj).cast<std::string>()));
   }
   std::vector<int64_t> out;
   for (py::handle h : obj) {
     if (py::isinstance<Tensor>(h)) {
       out.push_back(Item(h.cast<const Tensor&>()).cast<int64_t>());
     } else if (!py::isinstance<py::int_>(h) && !py::hasattr(h, "__index__")) {
-      throw TypeError(StrCat(what, ": expected ints, got ", py::repr(h).cast<std::string>(),
-                             " in ", py::repr(obj).cast<std::string>()));
+      throw TypeError(StrCat(what, ": expected ints, got ", py::repr(h).cast<std::string>(), " in ",
+                             py::repr(obj).cast<std::string>()));
     } else {
       out.push_back(h.attr("__index__")().cast<int64_t>());
     }
@@ -109,9 +109,8 @@ void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& 
     return;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
-    throw TypeError(StrCat("tensor: could not convert ", py::repr(obj).cast<std::string>(),
-                           " (", py::str(obj.get_type()).cast<std::string>(),
-                           ") to a tensor element"));
+    throw TypeError(StrCat("tensor: could not convert ", py::repr(obj).cast<std::string>(), " (",
+                           py::str(obj.get_type()).cast<std::string>(), ") to a tensor element"));
   }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   int64_t n = static_cast<int64_t>(seq.size());
@@ -244,8 +243,10 @@ py::object ToList(const Tensor& t) {
 
 py::object Item(const Tensor& t) {
   if (t.numel() != 1) {
-    throw Error(StrCat("item: only a tensor with one element can be converted to a Python number, "
-                       "got shape ", t.shape()));
+    throw Error(
+        StrCat("item: only a tensor with one element can be converted to a Python number, "
+               "got shape ",
+               t.shape()));
   }
   return ElementAt(HostReadable(t), 0);
 }

@@ -60,13 +60,13 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
         throw IndexError("__setitem__: only ints, slices, None and ... are supported as indices");
       }
       Tensor idx = py::isinstance<Tensor>(h) ? h.cast<Tensor>()
-                                              : TensorFromData(h, py::none(), Device::CPU());
+                                             : TensorFromData(h, py::none(), Device::CPU());
       if (idx.dtype() == DType::kBool) {
         throw IndexError("indexing with a bool mask is not supported; use oneflow.where");
       }
       if (!IsIntegral(idx.dtype())) {
-        throw IndexError(StrCat("tensors used as indices must be long or int, got ",
-                                DTypeName(idx.dtype())));
+        throw IndexError(
+            StrCat("tensors used as indices must be long or int, got ", DTypeName(idx.dtype())));
       }
       // Rows named by an index tensor of any shape: select on the flattened index, then put
       // the index's shape in place of the dim.
@@ -118,14 +118,30 @@ py::array ToNumpy(const Tensor& t) {
   if (!c.is_cpu()) c = fn::to_device(c, Device::CPU());
   std::string fmt;
   switch (c.dtype()) {
-    case DType::kBool: fmt = "?"; break;
-    case DType::kUInt8: fmt = "B"; break;
-    case DType::kInt8: fmt = "b"; break;
-    case DType::kInt32: fmt = "i"; break;
-    case DType::kInt64: fmt = "q"; break;
-    case DType::kFloat16: fmt = "e"; break;
-    case DType::kFloat32: fmt = "f"; break;
-    case DType::kFloat64: fmt = "d"; break;
+    case DType::kBool:
+      fmt = "?";
+      break;
+    case DType::kUInt8:
+      fmt = "B";
+      break;
+    case DType::kInt8:
+      fmt = "b";
+      break;
+    case DType::kInt32:
+      fmt = "i";
+      break;
+    case DType::kInt64:
+      fmt = "q";
+      break;
+    case DType::kFloat16:
+      fmt = "e";
+      break;
+    case DType::kFloat32:
+      fmt = "f";
+      break;
+    case DType::kFloat64:
+      fmt = "d";
+      break;
     case DType::kBFloat16:
       c = fn::to_dtype(c, DType::kFloat32);
       fmt = "f";
@@ -150,12 +166,15 @@ PYBIND11_MODULE(_oneflow_internal, m) {
 
   py::class_<PyDType>(m, "dtype")
       .def_property_readonly("name", [](const PyDType& d) { return DTypeName(d.dtype); })
-      .def_property_readonly("is_floating_point", [](const PyDType& d) { return IsFloating(d.dtype); })
+      .def_property_readonly("is_floating_point",
+                             [](const PyDType& d) { return IsFloating(d.dtype); })
       .def_property_readonly("itemsize", [](const PyDType& d) { return SizeOf(d.dtype); })
-      .def("__repr__", [](const PyDType& d) { return std::string("oneflow.") + DTypeName(d.dtype); })
-      .def("__eq__", [](const PyDType& a, py::handle b) {
-        return py::isinstance<PyDType>(b) && b.cast<const PyDType&>().dtype == a.dtype;
-      })
+      .def("__repr__",
+           [](const PyDType& d) { return std::string("oneflow.") + DTypeName(d.dtype); })
+      .def("__eq__",
+           [](const PyDType& a, py::handle b) {
+             return py::isinstance<PyDType>(b) && b.cast<const PyDType&>().dtype == a.dtype;
+           })
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.dtype); })
       .def("__reduce__", [](const PyDType& d) {
         return py::make_tuple(py::module_::import("oneflow").attr("_dtype_from_name"),
@@ -174,19 +193,23 @@ PYBIND11_MODULE(_oneflow_internal, m) {
            }),
            py::arg("type"), py::arg("index") = py::none())
       .def_property_readonly("type", [](const Device& d) { return DeviceTypeName(d.type); })
-      .def_property_readonly("index", [](const Device& d) -> py::object {
-        return d.type == DeviceType::kCPU ? py::object(py::none()) : py::int_(d.index);
-      })
+      .def_property_readonly("index",
+                             [](const Device& d) -> py::object {
+                               return d.type == DeviceType::kCPU ? py::object(py::none())
+                                                                 : py::int_(d.index);
+                             })
       .def("__str__", &Device::ToString)
-      .def("__repr__", [](const Device& d) {
-        return d.type == DeviceType::kCPU ? std::string("device(type='cpu', index=0)")
-                                          : StrCat("device(type='cuda', index=", d.index, ")");
-      })
-      .def("__eq__", [](const Device& a, py::handle b) {
-        if (py::isinstance<Device>(b)) return a == b.cast<Device>();
-        if (py::isinstance<py::str>(b)) return a == Device::Parse(b.cast<std::string>());
-        return false;
-      })
+      .def("__repr__",
+           [](const Device& d) {
+             return d.type == DeviceType::kCPU ? std::string("device(type='cpu', index=0)")
+                                               : StrCat("device(type='cuda', index=", d.index, ")");
+           })
+      .def("__eq__",
+           [](const Device& a, py::handle b) {
+             if (py::isinstance<Device>(b)) return a == b.cast<Device>();
+             if (py::isinstance<py::str>(b)) return a == Device::Parse(b.cast<std::string>());
+             return false;
+           })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1000 + d.index; });
 
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")
@@ -194,26 +217,29 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
 
   py::class_<Tensor> tensor(m, "Tensor", py::dynamic_attr());
-  tensor
-      .def(py::init([](const Tensor& t) { return t; }))
-      .def_property_readonly("_shape", [](const Tensor& t) {
-        py::tuple s(t.ndim());
-        for (int64_t i = 0; i < t.ndim(); ++i) s[i] = t.shape()[i];
-        return s;
-      })
-      .def_property_readonly("dtype", [](const Tensor& t) {
-        return py::cast(&DTypeObject(t.dtype()), py::return_value_policy::reference);
-      })
+  tensor.def(py::init([](const Tensor& t) { return t; }))
+      .def_property_readonly("_shape",
+                             [](const Tensor& t) {
+                               py::tuple s(t.ndim());
+                               for (int64_t i = 0; i < t.ndim(); ++i) s[i] = t.shape()[i];
+                               return s;
+                             })
+      .def_property_readonly("dtype",
+                             [](const Tensor& t) {
+                               return py::cast(&DTypeObject(t.dtype()),
+                                               py::return_value_policy::reference);
+                             })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", &Tensor::ndim)
       .def("dim", &Tensor::ndim)
       .def("numel", &Tensor::numel)
       .def("nelement", &Tensor::numel)
       .def("element_size", [](const Tensor& t) { return SizeOf(t.dtype()); })
-      .def("__len__", [](const Tensor& t) {
-        if (t.ndim() == 0) throw py::type_error("len() of a 0-d tensor");
-        return t.shape()[0];
-      })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.ndim() == 0) throw py::type_error("len() of a 0-d tensor");
+             return t.shape()[0];
+           })
       .def("stride", [](const Tensor& t) { return py::tuple(py::cast(t.strides())); })
       .def("storage_offset", &Tensor::offset)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
@@ -223,82 +249,113 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& t, bool b) { t.set_requires_grad(b); })
-      .def("requires_grad_", [](py::object self, bool b) {
-        self.cast<Tensor&>().set_requires_grad(b);
-        return self;
-      }, py::arg("requires_grad") = true)
-      .def_property("grad", [](const Tensor& t) { return TensorOrNone(t.grad()); },
-                    [](Tensor& t, py::object g) { t.set_grad(OptTensor(g)); })
+      .def(
+          "requires_grad_",
+          [](py::object self, bool b) {
+            self.cast<Tensor&>().set_requires_grad(b);
+            return self;
+          },
+          py::arg("requires_grad") = true)
+      .def_property(
+          "grad", [](const Tensor& t) { return TensorOrNone(t.grad()); },
+          [](Tensor& t, py::object g) { t.set_grad(OptTensor(g)); })
       .def_property_readonly("grad_fn", &NodeOrNone)
-      .def("_register_post_accumulate_grad_hook", [](Tensor& t, py::function f) {
-        ONEFLOW_CHECK(t.is_leaf() && t.requires_grad(),
-                      "register_post_accumulate_grad_hook: only leaves that require grad take it");
-        t.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back(
-            [f](const Tensor& leaf) {
-              py::gil_scoped_acquire gil;
-              f(leaf);
-            });
-      })
-      .def("backward", [](const Tensor& t, py::object gradient, bool retain_graph) {
-        t.backward(OptTensor(gradient), retain_graph);
-      }, py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
+      .def("_register_post_accumulate_grad_hook",
+           [](Tensor& t, py::function f) {
+             ONEFLOW_CHECK(
+                 t.is_leaf() && t.requires_grad(),
+                 "register_post_accumulate_grad_hook: only leaves that require grad take it");
+             t.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back(
+                 [f](const Tensor& leaf) {
+                   py::gil_scoped_acquire gil;
+                   f(leaf);
+                 });
+           })
+      .def(
+          "backward",
+          [](const Tensor& t, py::object gradient, bool retain_graph) {
+            t.backward(OptTensor(gradient), retain_graph);
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
       .def("detach", &Tensor::detach)
-      .def_property("data", &Tensor::detach, [](Tensor& t, const Tensor& v) {
-        // Replace this tensor's data in place of identity (Module.to keeps Parameters).
-        TensorImpl* impl = t.impl();
-        impl->storage = v.storage();
-        impl->shape = v.shape();
-        impl->strides = v.strides();
-        impl->offset = v.offset();
-        impl->dtype = v.dtype();
-      })
+      .def_property("data", &Tensor::detach,
+                    [](Tensor& t, const Tensor& v) {
+                      // Replace this tensor's data in place of identity (Module.to keeps
+                      // Parameters).
+                      TensorImpl* impl = t.impl();
+                      impl->storage = v.storage();
+                      impl->shape = v.shape();
+                      impl->strides = v.strides();
+                      impl->offset = v.offset();
+                      impl->dtype = v.dtype();
+                    })
       .def("item", &Item)
       .def("tolist", &ToList)
       .def("numpy", &ToNumpy)
-      .def("_raw_bytes", [](const Tensor& t) {
-        Tensor c = fn::contiguous(t.detach());
-        return py::bytes(static_cast<const char*>(c.raw_data()), c.numel() * SizeOf(c.dtype()));
-      })
+      .def("_raw_bytes",
+           [](const Tensor& t) {
+             Tensor c = fn::contiguous(t.detach());
+             return py::bytes(static_cast<const char*>(c.raw_data()),
+                              c.numel() * SizeOf(c.dtype()));
+           })
       .def("__float__", [](const Tensor& t) { return py::float_(Item(t)); })
       .def("__int__", [](const Tensor& t) { return py::int_(Item(t)); })
-      .def("__index__", [](const Tensor& t) {
-        ONEFLOW_CHECK(IsIntegral(t.dtype()), "__index__: only integer tensors can be used as an index");
-        return py::int_(Item(t));
-      })
-      .def("__bool__", [](const Tensor& t) {
-        if (t.numel() != 1) {
-          throw Error(StrCat("bool: the truth value of a tensor with ", t.numel(),
-                             " elements is ambiguous"));
-        }
-        return py::bool_(Item(t));
-      })
+      .def("__index__",
+           [](const Tensor& t) {
+             ONEFLOW_CHECK(IsIntegral(t.dtype()),
+                           "__index__: only integer tensors can be used as an index");
+             return py::int_(Item(t));
+           })
+      .def("__bool__",
+           [](const Tensor& t) {
+             if (t.numel() != 1) {
+               throw Error(StrCat("bool: the truth value of a tensor with ", t.numel(),
+                                  " elements is ambiguous"));
+             }
+             return py::bool_(Item(t));
+           })
       .def("__getitem__", [](const Tensor& t, py::handle idx) { return ApplyIndex(t, idx, false); })
-      .def("__setitem__", [](Tensor& t, py::handle idx, py::handle value) {
-        CheckInPlace(t, "__setitem__");
-        Tensor view = ApplyIndex(t, idx, true);
-        fn::copy_(view, ScalarOrTensor(value, view).detach());
-      })
+      .def("__setitem__",
+           [](Tensor& t, py::handle idx, py::handle value) {
+             CheckInPlace(t, "__setitem__");
+             Tensor view = ApplyIndex(t, idx, true);
+             fn::copy_(view, ScalarOrTensor(value, view).detach());
+           })
       .def("contiguous", &fn::contiguous)
       .def("clone", &fn::clone)
-      .def("_to_dtype", [](const Tensor& t, py::handle d) { return fn::to_dtype(t, ToDType(d, t.dtype())); })
-      .def("_to_device", [](const Tensor& t, py::handle d) { return fn::to_device(t, ToDevice(d)); })
+      .def("_to_dtype",
+           [](const Tensor& t, py::handle d) { return fn::to_dtype(t, ToDType(d, t.dtype())); })
+      .def("_to_device",
+           [](const Tensor& t, py::handle d) { return fn::to_device(t, ToDevice(d)); })
       // Operators (hot path: kept in C++).
-      .def("__add__", [](const Tensor& a, py::handle b) { return fn::add(a, ScalarOrTensor(b, a)); })
-      .def("__radd__", [](const Tensor& a, py::handle b) { return fn::add(ScalarOrTensor(b, a), a); })
-      .def("__sub__", [](const Tensor& a, py::handle b) { return fn::sub(a, ScalarOrTensor(b, a)); })
-      .def("__rsub__", [](const Tensor& a, py::handle b) { return fn::sub(ScalarOrTensor(b, a), a); })
-      .def("__mul__", [](const Tensor& a, py::handle b) { return fn::mul(a, ScalarOrTensor(b, a)); })
-      .def("__rmul__", [](const Tensor& a, py::handle b) { return fn::mul(ScalarOrTensor(b, a), a); })
-      .def("__truediv__", [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); })
-      .def("__rtruediv__", [](const Tensor& a, py::handle b) { return fn::div(ScalarOrTensor(b, a), a); })
-      .def("__pow__", [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); })
-      .def("__rpow__", [](const Tensor& a, py::handle b) { return fn::pow(ScalarOrTensor(b, a), a); })
+      .def("__add__",
+           [](const Tensor& a, py::handle b) { return fn::add(a, ScalarOrTensor(b, a)); })
+      .def("__radd__",
+           [](const Tensor& a, py::handle b) { return fn::add(ScalarOrTensor(b, a), a); })
+      .def("__sub__",
+           [](const Tensor& a, py::handle b) { return fn::sub(a, ScalarOrTensor(b, a)); })
+      .def("__rsub__",
+           [](const Tensor& a, py::handle b) { return fn::sub(ScalarOrTensor(b, a), a); })
+      .def("__mul__",
+           [](const Tensor& a, py::handle b) { return fn::mul(a, ScalarOrTensor(b, a)); })
+      .def("__rmul__",
+           [](const Tensor& a, py::handle b) { return fn::mul(ScalarOrTensor(b, a), a); })
+      .def("__truediv__",
+           [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); })
+      .def("__rtruediv__",
+           [](const Tensor& a, py::handle b) { return fn::div(ScalarOrTensor(b, a), a); })
+      .def("__pow__",
+           [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); })
+      .def("__rpow__",
+           [](const Tensor& a, py::handle b) { return fn::pow(ScalarOrTensor(b, a), a); })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return fn::matmul(a, b); })
       .def("__neg__", &fn::neg)
       .def("__abs__", &fn::abs)
       .def("__invert__", &fn::logical_not)
-      .def("__and__", [](const Tensor& a, py::handle b) { return fn::logical_and(a, ScalarOrTensor(b, a)); })
-      .def("__or__", [](const Tensor& a, py::handle b) { return fn::logical_or(a, ScalarOrTensor(b, a)); })
+      .def("__and__",
+           [](const Tensor& a, py::handle b) { return fn::logical_and(a, ScalarOrTensor(b, a)); })
+      .def("__or__",
+           [](const Tensor& a, py::handle b) { return fn::logical_or(a, ScalarOrTensor(b, a)); })
       .def("__eq__", [](const Tensor& a, py::handle b) { return fn::eq(a, ScalarOrTensor(b, a)); })
       .def("__ne__", [](const Tensor& a, py::handle b) { return fn::ne(a, ScalarOrTensor(b, a)); })
       .def("__lt__", [](const Tensor& a, py::handle b) { return fn::lt(a, ScalarOrTensor(b, a)); })
@@ -307,28 +364,32 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def("__ge__", [](const Tensor& a, py::handle b) { return fn::ge(a, ScalarOrTensor(b, a)); })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); })
       // In-place updates (outside autograd, like PyTorch's under no_grad).
-      .def("_assign_", [](py::object self, const Tensor& v, const char* op) {
-        AssignInPlace(self.cast<Tensor&>(), v, op);
-        return self;
-      })
-      .def("zero_", [](py::object self) {
-        Tensor& t = self.cast<Tensor&>();
-        CheckInPlace(t, "zero_");
-        fn::fill_(t, 0.0);
-        return self;
-      })
-      .def("fill_", [](py::object self, double v) {
-        Tensor& t = self.cast<Tensor&>();
-        CheckInPlace(t, "fill_");
-        fn::fill_(t, v);
-        return self;
-      })
-      .def("copy_", [](py::object self, py::handle src) {
-        Tensor& t = self.cast<Tensor&>();
-        CheckInPlace(t, "copy_");
-        fn::copy_(t, ScalarOrTensor(src, t).detach());
-        return self;
-      })
+      .def("_assign_",
+           [](py::object self, const Tensor& v, const char* op) {
+             AssignInPlace(self.cast<Tensor&>(), v, op);
+             return self;
+           })
+      .def("zero_",
+           [](py::object self) {
+             Tensor& t = self.cast<Tensor&>();
+             CheckInPlace(t, "zero_");
+             fn::fill_(t, 0.0);
+             return self;
+           })
+      .def("fill_",
+           [](py::object self, double v) {
+             Tensor& t = self.cast<Tensor&>();
+             CheckInPlace(t, "fill_");
+             fn::fill_(t, v);
+             return self;
+           })
+      .def("copy_",
+           [](py::object self, py::handle src) {
+             Tensor& t = self.cast<Tensor&>();
+             CheckInPlace(t, "copy_");
+             fn::copy_(t, ScalarOrTensor(src, t).detach());
+             return self;
+           })
       .def("relu", &fn::relu)
       .def("sigmoid", &fn::sigmoid)
       .def("tanh", &fn::tanh)
@@ -342,19 +403,22 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("is_grad_enabled", &GradModeEnabled);
   m.def("manual_seed", [](uint64_t s) { fn::manual_seed(s); });
   m.def("initial_seed", &fn::initial_seed);
-  m.def("tensor", [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
-    Tensor t = TensorFromData(data, dtype, ToDevice(device));
-    if (requires_grad) t.set_requires_grad(true);
-    return t;
-  }, py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
+  m.def(
+      "tensor",
+      [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
+        Tensor t = TensorFromData(data, dtype, ToDevice(device));
+        if (requires_grad) t.set_requires_grad(true);
+        return t;
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
   m.def("from_bytes", [](py::bytes b, py::handle shape, py::handle dtype) {
     std::string_view v = b;
     Shape s(ToIntList(shape, "from_bytes"));
     DType t = ToDType(dtype, DType::kFloat32);
     ONEFLOW_CHECK(static_cast<int64_t>(v.size()) == s.numel() * static_cast<int64_t>(SizeOf(t)),
-                  "from_bytes: ", v.size(), " bytes do not hold a ", DTypeName(t), " tensor of shape ",
-                  s);
+                  "from_bytes: ", v.size(), " bytes do not hold a ", DTypeName(t),
+                  " tensor of shape ", s);
     return fn::from_blob_copy(v.data(), s, t);
   });
   m.def("full", [](py::handle shape, double v, py::handle dtype, py::handle device) {
@@ -372,15 +436,18 @@ PYBIND11_MODULE(_oneflow_internal, m) {
     return fn::eye(n, mm, ToDType(dtype, DType::kFloat32), ToDevice(device));
   });
   m.def("rand", [](py::handle shape, py::handle dtype, py::handle device) {
-    return fn::rand(Shape(ToIntList(shape, "rand")), ToDType(dtype, DType::kFloat32), ToDevice(device));
+    return fn::rand(Shape(ToIntList(shape, "rand")), ToDType(dtype, DType::kFloat32),
+                    ToDevice(device));
   });
   m.def("randn", [](py::handle shape, py::handle dtype, py::handle device) {
-    return fn::randn(Shape(ToIntList(shape, "randn")), ToDType(dtype, DType::kFloat32), ToDevice(device));
+    return fn::randn(Shape(ToIntList(shape, "randn")), ToDType(dtype, DType::kFloat32),
+                     ToDevice(device));
   });
-  m.def("randint", [](int64_t lo, int64_t hi, py::handle shape, py::handle dtype, py::handle device) {
-    return fn::randint(lo, hi, Shape(ToIntList(shape, "randint")), ToDType(dtype, DType::kInt64),
-                       ToDevice(device));
-  });
+  m.def("randint",
+        [](int64_t lo, int64_t hi, py::handle shape, py::handle dtype, py::handle device) {
+          return fn::randint(lo, hi, Shape(ToIntList(shape, "randint")),
+                             ToDType(dtype, DType::kInt64), ToDevice(device));
+        });
   m.def("randperm", [](int64_t n, py::handle device) { return fn::randperm(n, ToDevice(device)); });
   m.def("uniform_", [](Tensor& t, double lo, double hi) {
     CheckInPlace(t, "uniform_");
@@ -404,14 +471,21 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("le", [](const Tensor& a, py::handle b) { return fn::le(a, ScalarOrTensor(b, a)); });
   m.def("gt", [](const Tensor& a, py::handle b) { return fn::gt(a, ScalarOrTensor(b, a)); });
   m.def("ge", [](const Tensor& a, py::handle b) { return fn::ge(a, ScalarOrTensor(b, a)); });
-  m.def("logical_and", [](const Tensor& a, py::handle b) { return fn::logical_and(a, ScalarOrTensor(b, a)); });
-  m.def("logical_or", [](const Tensor& a, py::handle b) { return fn::logical_or(a, ScalarOrTensor(b, a)); });
+  m.def("logical_and",
+        [](const Tensor& a, py::handle b) { return fn::logical_and(a, ScalarOrTensor(b, a)); });
+  m.def("logical_or",
+        [](const Tensor& a, py::handle b) { return fn::logical_or(a, ScalarOrTensor(b, a)); });
   m.def("logical_not", &fn::logical_not);
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
     Tensor ta = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : Tensor();
     Tensor tb = py::isinstance<Tensor>(b) ? b.cast<Tensor>() : Tensor();
     const Tensor& like = ta.defined() ? ta : tb.defined() ? tb : c;
-    if (!ta.defined()) ta = ScalarOrTensor(a, tb.defined() ? tb : fn::scalar_like(0, fn::to_dtype(like, IsFloating(like.dtype()) ? like.dtype() : DType::kFloat32)));
+    if (!ta.defined())
+      ta = ScalarOrTensor(a, tb.defined()
+                                 ? tb
+                                 : fn::scalar_like(0, fn::to_dtype(like, IsFloating(like.dtype())
+                                                                             ? like.dtype()
+                                                                             : DType::kFloat32)));
     if (!tb.defined()) tb = ScalarOrTensor(b, ta);
     return fn::where(c, ta, tb);
   });
@@ -431,16 +505,24 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
     return fn::clamp(x, lo, hi);
   });
-  m.def("sum", [](const Tensor& x, const IntList& dims, bool keepdim) { return fn::sum(x, dims, keepdim); });
-  m.def("mean", [](const Tensor& x, const IntList& dims, bool keepdim) { return fn::mean(x, dims, keepdim); });
-  m.def("max_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return fn::max(x, dim, keepdim); });
-  m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return fn::min(x, dim, keepdim); });
+  m.def("sum", [](const Tensor& x, const IntList& dims, bool keepdim) {
+    return fn::sum(x, dims, keepdim);
+  });
+  m.def("mean", [](const Tensor& x, const IntList& dims, bool keepdim) {
+    return fn::mean(x, dims, keepdim);
+  });
+  m.def("max_dim",
+        [](const Tensor& x, int64_t dim, bool keepdim) { return fn::max(x, dim, keepdim); });
+  m.def("min_dim",
+        [](const Tensor& x, int64_t dim, bool keepdim) { return fn::min(x, dim, keepdim); });
   m.def("max_all", &fn::max_all);
   m.def("min_all", &fn::min_all);
   m.def("argmax", &fn::argmax);
   m.def("argmin", &fn::argmin);
   m.def("matmul", &fn::matmul);
-  m.def("linear", [](const Tensor& x, const Tensor& w, py::object b) { return fn::linear(x, w, OptTensor(b)); });
+  m.def("linear", [](const Tensor& x, const Tensor& w, py::object b) {
+    return fn::linear(x, w, OptTensor(b));
+  });
   m.def("reshape", &fn::reshape);
   m.def("view", &fn::view);
   m.def("permute", &fn::permute);
@@ -474,15 +556,19 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("nll_loss", &fn::nll_loss);
   m.def("cross_entropy", &fn::cross_entropy);
   m.def("mse_loss", &fn::mse_loss);
-  m.def("sgd_update_", [](const Tensor& p, const Tensor& g, py::object buf, double lr, double momentum,
-                          double dampening, bool nesterov, double wd, bool first_step, bool maximize) {
-    optim::SgdUpdate(p, g, OptTensor(buf), lr, momentum, dampening, nesterov, wd, first_step, maximize);
-  }, py::arg("param"), py::arg("grad"), py::arg("buf"), py::arg("lr"), py::arg("momentum"),
-        py::arg("dampening"), py::arg("nesterov"), py::arg("weight_decay"), py::arg("first_step"),
-        py::arg("maximize") = false);
+  m.def(
+      "sgd_update_",
+      [](const Tensor& p, const Tensor& g, py::object buf, double lr, double momentum,
+         double dampening, bool nesterov, double wd, bool first_step, bool maximize) {
+        optim::SgdUpdate(p, g, OptTensor(buf), lr, momentum, dampening, nesterov, wd, first_step,
+                         maximize);
+      },
+      py::arg("param"), py::arg("grad"), py::arg("buf"), py::arg("lr"), py::arg("momentum"),
+      py::arg("dampening"), py::arg("nesterov"), py::arg("weight_decay"), py::arg("first_step"),
+      py::arg("maximize") = false);
   m.def("adam_update_", [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2,
-                           py::object vmax, int64_t step, double lr, double b1, double b2, double eps,
-                           double wd, bool amsgrad, bool decoupled) {
+                           py::object vmax, int64_t step, double lr, double b1, double b2,
+                           double eps, double wd, bool amsgrad, bool decoupled) {
     optim::AdamUpdate(p, g, m1, m2, OptTensor(vmax), step, lr, b1, b2, eps, wd, amsgrad, decoupled);
   });
   m.def("registered_ops", []() {

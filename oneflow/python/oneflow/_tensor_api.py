@@ -48,14 +48,41 @@ def _finish(t, requires_grad):
 
 # ---------------------------------------------------------------- creation
 
+def _has_tensor_or_numpy(data):
+    if isinstance(data, (list, tuple)):
+        return any(_has_tensor_or_numpy(d) for d in data)
+    return isinstance(data, Tensor) or type(data).__module__ == "numpy"
+
+
+def _plain(data):
+    """Nested lists with their tensors and numpy scalars/arrays turned into Python values."""
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    if isinstance(data, Tensor):
+        return data.detach().tolist()
+    if type(data).__module__ == "numpy" and hasattr(data, "tolist"):
+        return data.tolist()
+    return data
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
-    return _C.tensor(data, dtype, device, requires_grad)
+    try:
+        t = _C.tensor(data, dtype, device, False)
+    except Exception:
+        # The binding cannot walk lists holding tensors (flow.tensor([loss1, loss2])) or numpy
+        # scalars: retry on their Python values.
+        if not (isinstance(data, (list, tuple)) and _has_tensor_or_numpy(data)):
+            raise
+        t = _C.tensor(_plain(data), dtype, device, False)
+    if dtype is None and isinstance(data, (list, tuple)) and t.numel() == 0:
+        t = t._to_dtype(_C.float32)  # flow.tensor([]) is float32, as in PyTorch
+    return _finish(t, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor) and (dtype is None or data.dtype == dtype):
         return data if device is None else data.to(device)
-    return _C.tensor(data, dtype, device, False)
+    return tensor(data, dtype, device)
 
 
 def from_numpy(array):
@@ -246,8 +273,14 @@ sigmoid = _C.sigmoid
 tanh = _C.tanh
 gelu = _C.gelu
 matmul = mm = bmm = _C.matmul
-index_select = _C.index_select
-gather = _C.gather
+
+
+def index_select(input, dim, index):
+    return _C.index_select(input, dim, index)
+
+
+def gather(input, dim, index):
+    return _C.gather(input, dim, index)
 
 
 def pow(x, exponent):
@@ -409,6 +442,16 @@ def _to(self, *args, **kwargs):
     return t
 
 
+def _method(fn):
+    """A Tensor method over a binding function. Functions of the extension module are builtins,
+    which are not descriptors: assigned to the class as they are, x.add(y) would call add(y)."""
+    def method(self, *args):
+        return fn(self, *args)
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _inplace(op_name, fn):
     def method(self, *args, **kwargs):
         return self._assign_(fn(self, *args, **kwargs).detach(), op_name)
@@ -457,33 +500,33 @@ def _setup_tensor():
     T.min = min
     T.argmax = argmax
     T.argmin = argmin
-    T.matmul = _C.matmul
-    T.mm = _C.matmul
-    T.add = _C.add
-    T.sub = _C.sub
-    T.mul = _C.mul
-    T.div = _C.div
+    T.matmul = _method(_C.matmul)
+    T.mm = _method(_C.matmul)
+    T.add = _method(_C.add)
+    T.sub = _method(_C.sub)
+    T.mul = _method(_C.mul)
+    T.div = _method(_C.div)
     T.pow = pow
-    T.neg = _C.neg
-    T.rsqrt = _C.rsqrt
-    T.sign = _C.sign
-    T.square = _C.square
-    T.gelu = _C.gelu
+    T.neg = _method(_C.neg)
+    T.rsqrt = _method(_C.rsqrt)
+    T.sign = _method(_C.sign)
+    T.square = _method(_C.square)
+    T.gelu = _method(_C.gelu)
     T.clamp = clamp
     T.clip = clamp
     T.softmax = softmax
     T.log_softmax = log_softmax
-    T.index_select = _C.index_select
-    T.gather = _C.gather
-    T.eq = _C.eq
-    T.ne = _C.ne
-    T.lt = _C.lt
-    T.le = _C.le
-    T.gt = _C.gt
-    T.ge = _C.ge
-    T.logical_not = _C.logical_not
-    T.maximum = _C.maximum
-    T.minimum = _C.minimum
+    T.index_select = index_select
+    T.gather = gather
+    T.eq = _method(_C.eq)
+    T.ne = _method(_C.ne)
+    T.lt = _method(_C.lt)
+    T.le = _method(_C.le)
+    T.gt = _method(_C.gt)
+    T.ge = _method(_C.ge)
+    T.logical_not = _method(_C.logical_not)
+    T.maximum = _method(_C.maximum)
+    T.minimum = _method(_C.minimum)
     T.all = lambda self: _C.min_all(self.bool().long()).bool() if self.numel() else _C.tensor(True, None, None, False)
     T.any = lambda self: _C.max_all(self.bool().long()).bool() if self.numel() else _C.tensor(False, None, None, False)
     T.add_ = _inplace("add_", lambda self, other, alpha=1: _C.add(self, other if alpha == 1 else other * alpha))
@@ -505,6 +548,74 @@ def _setup_tensor():
         return self
     T.uniform_ = uniform_
     T.normal_ = normal_
+
+    _c_setitem = T.__setitem__
+
+    def __setitem__(self, index, value):
+        # The binding writes through x[index] as a view, but an int index on a strided view (a
+        # column, x[:, 1]) yields a copy: the write would be lost. Write through length-1
+        # slices instead, which are always views, reshaping the value to match.
+        items = index if isinstance(index, tuple) else (index,)
+        is_int = [isinstance(i, builtins.int) and not isinstance(i, builtins.bool) for i in items]
+        special = [i is None or i is Ellipsis or isinstance(i, slice) or k for i, k in zip(items, is_int)]
+        if not builtins.all(special) or not builtins.any(k or i is None for i, k in zip(items, is_int)):
+            return _c_setitem(self, index, value)  # no int or None, or an index tensor/list
+        if self.is_contiguous() and None not in items and builtins.all(is_int[:builtins.sum(is_int)]):
+            return _c_setitem(self, index, value)  # leading ints of a contiguous tensor: views
+        shape = self._shape
+        consumed = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
+        if consumed > len(shape):
+            raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+        write_index, dim = [], 0
+        for i, k in zip(items, is_int):
+            if i is Ellipsis:
+                write_index.append(i)
+                dim += len(shape) - consumed
+            elif k:
+                n = shape[dim]
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+                i %= n
+                write_index.append(slice(i, i + 1))
+                dim += 1
+            elif i is not None:
+                write_index.append(i)
+                dim += 1
+        write_index = tuple(write_index)
+        if isinstance(value, Tensor):
+            view_shape = _C.Tensor.__getitem__(self.detach(), write_index)._shape
+            # The shape x[index] has: the int dims dropped, a 1 for each None.
+            target, dim = [], 0
+            for i, k in zip(items, is_int):
+                if i is Ellipsis:
+                    target.extend(view_shape[dim:dim + len(shape) - consumed])
+                    dim += len(shape) - consumed
+                elif i is None:
+                    target.append(1)
+                else:
+                    if not k:
+                        target.append(view_shape[dim])
+                    dim += 1
+            target.extend(view_shape[dim:])
+            with no_grad():
+                v = value.detach()
+                lead = 0
+                while v.ndim - lead > len(target) and v._shape[lead] == 1:
+                    lead += 1  # PyTorch drops leading size-1 dims of the value
+                if lead:
+                    v = _C.reshape(v, list(v._shape[lead:]))
+                v = _C.reshape(_C.expand(v, target), list(view_shape))
+            value = v
+        return _c_setitem(self, write_index, value)
+    T.__setitem__ = __setitem__
+
+    _c_requires_grad_ = T.requires_grad_
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and self.requires_grad and not self.is_leaf:
+            return self  # already requires grad: a no-op on non-leaves too, as in PyTorch
+        return _c_requires_grad_(self, requires_grad)
+    T.requires_grad_ = requires_grad_
 
     def __iter__(self):
         if self.ndim == 0:

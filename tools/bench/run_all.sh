@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the oneflow-vs-PyTorch benchmarks and prints one table with the targets:
+#
+#   tools/bench/run_all.sh           # full run (~1 min on 2 cores)
+#   tools/bench/run_all.sh --quick   # shorter windows (~15 s)
+#
+# Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
+# import time (bench_eager.py). Each script can also be run alone; see their docstrings.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PY="$HERE/../python"
+
+QUICK=()
+case "${1:-}" in
+  --quick) QUICK=(--quick) ;;
+  "") ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+"$PY" "$HERE/bench_train.py" "${QUICK[@]}" --json "$TMP/train.json"
+"$PY" "$HERE/bench_eager.py" "${QUICK[@]}" --json "$TMP/eager.json"
+echo
+"$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json"
