@@ -204,14 +204,19 @@ std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
   return {out[0], out[1]};
 }
 
-Tensor max_all(const Tensor& x) {
-  ONEFLOW_CHECK(x.numel() > 0, "max: cannot reduce an empty tensor");
-  return max(reshape(x, {-1}), 0).first;
+// The gradient of a full max/min is shared evenly by all elements that reach it (PyTorch's
+// rule): value m plus sum((x - x.detach()) * w), which is exactly m with gradient w.
+Tensor ExtremeAll(const Tensor& x, bool is_max) {
+  ONEFLOW_CHECK(x.numel() > 0, is_max ? "max" : "min", ": cannot reduce an empty tensor");
+  Tensor flat = reshape(x, {-1});
+  Tensor m = is_max ? max(flat.detach(), 0).first : min(flat.detach(), 0).first;
+  if (!x.requires_grad() || !GradModeEnabled()) return m;
+  Tensor mask = to_dtype(eq(flat.detach(), m), x.dtype());
+  Tensor w = div(mask, sum(mask));
+  return add(m, sum(mul(sub(flat, flat.detach()), w)));
 }
-Tensor min_all(const Tensor& x) {
-  ONEFLOW_CHECK(x.numel() > 0, "min: cannot reduce an empty tensor");
-  return min(reshape(x, {-1}), 0).first;
-}
+Tensor max_all(const Tensor& x) { return ExtremeAll(x, true); }
+Tensor min_all(const Tensor& x) { return ExtremeAll(x, false); }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   if (!dim) return max(reshape(x, {-1}), 0).second;

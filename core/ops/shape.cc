@@ -40,10 +40,44 @@ std::vector<TensorMeta> InferReshape(const std::vector<TensorMeta>& in, const At
       {ResolveShape(a.Get<IntList>("shape"), in[0].shape, "reshape"), in[0].dtype, in[0].device}};
 }
 
+// Strides that view (old_shape, old_strides) as new_shape without a copy, or false when the
+// memory layout does not allow it (PyTorch's rule: each run of merged dims must be contiguous).
+bool ViewStrides(const Shape& old_shape, const IntList& old_strides, const Shape& new_shape,
+                 IntList* new_strides) {
+  new_strides->assign(new_shape.ndim(), 0);
+  if (old_shape.numel() == 0 || old_shape.ndim() == 0) return false;
+  int64_t view_d = new_shape.ndim() - 1;
+  int64_t chunk_base_stride = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = old_shape.ndim() - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+        (*new_strides)[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
 std::vector<Tensor> ReshapeCpu(const std::vector<Tensor>& in, const Attrs&,
                                const std::vector<TensorMeta>& out) {
-  Tensor x = Contig(in[0]);  // x itself when contiguous: then the result is a view
-  return {Tensor::MakeView(x, out[0].shape, ContiguousStrides(out[0].shape), x.offset())};
+  const Tensor& x = in[0];
+  IntList strides;
+  if (!x.is_contiguous() && ViewStrides(x.shape(), x.strides(), out[0].shape, &strides)) {
+    return {Tensor::MakeView(x, out[0].shape, strides, x.offset())};
+  }
+  Tensor c = Contig(x);  // x itself when contiguous: then the result is a view
+  return {Tensor::MakeView(c, out[0].shape, ContiguousStrides(out[0].shape), c.offset())};
 }
 
 std::vector<Tensor> ReshapeGrad(const GradCtx& c) {
@@ -318,7 +352,9 @@ Tensor reshape(const Tensor& x, const IntList& shape) {
 }
 
 Tensor view(const Tensor& x, const IntList& shape) {
-  if (!x.is_contiguous()) {
+  IntList strides;
+  Shape target = ResolveShape(shape, x.shape(), "view");
+  if (!x.is_contiguous() && !ViewStrides(x.shape(), x.strides(), target, &strides)) {
     throw Error(StrCat("view: the tensor of shape ", x.shape(),
                        " is not contiguous, so it cannot be viewed as ", Shape(shape),
                        "; use .reshape(...) instead"));

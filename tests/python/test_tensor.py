@@ -642,9 +642,6 @@ def test_reductions_by_hand():
     assert flow.tensor([[1, 2], [3, 4]]).sum(dim=0).tolist() == [4, 6]
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: max()/min() over all elements (core/ops/reduce.cc max_all -> "
-                   "max_dim) sends the whole gradient to the first maximum; PyTorch splits it evenly "
-                   "between ties")
 def test_max_all_gradient_splits_ties_evenly_as_in_torch(torch):
     x = flow.tensor([1.0, 3.0, 3.0], requires_grad=True)
     x.max().backward()
@@ -1054,9 +1051,6 @@ def test_detach_and_expand_share_storage():
     assert e.tolist() == [[1.0, 1.0], [1.0, 1.0]]
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: select/squeeze/unsqueeze go through reshape, which copies "
-                   "any non-contiguous input (core/ops/shape.cc ReshapeCpu), so x[:, 1] and "
-                   "x.t().unsqueeze(0) are copies, not views of x")
 def test_column_views_share_storage():
     x = flow.zeros(2, 3)
     col = x[:, 1]
@@ -1213,9 +1207,6 @@ def test_reshape_invalid_size_message():
         flow.ones(6).view(-1, -1)
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: oneflow::IndexError reaches Python as RuntimeError "
-                   "(oneflow/api/python/module.cc registers the base Error translator after IndexError, "
-                   "and pybind11 tries the last registered first)")
 def test_index_out_of_range_raises_index_error():
     x = flow.ones(2, 3)
     with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0 with size 2"):
@@ -1234,8 +1225,6 @@ def test_index_out_of_range_raises_index_error():
         x[flow.tensor([0.0])]
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: oneflow::IndexError reaches Python as RuntimeError "
-                   "(exception translator registration order in oneflow/api/python/module.cc)")
 def test_dim_out_of_range_message():
     with pytest.raises(IndexError, match=r"sum: dim 2 out of range for a tensor of 2 dims"):
         flow.ones(2, 3).sum(dim=2)
@@ -1292,8 +1281,6 @@ def test_mean_of_an_integer_tensor_message():
         flow.tensor([1, 2]).mean()
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: oneflow::TypeError reaches Python as RuntimeError "
-                   "(exception translator registration order in oneflow/api/python/module.cc)")
 def test_type_errors_raise_type_error():
     with pytest.raises(TypeError, match="unsupported operand type"):
         flow.ones(2) + "a"

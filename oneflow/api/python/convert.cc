@@ -109,6 +109,15 @@ void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& 
     return;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    // Number-like objects (numpy scalars): integers through __index__, reals through __float__.
+    if (py::hasattr(obj, "__index__")) {
+      kind = std::max(kind, 1);
+      return;
+    }
+    if (py::hasattr(obj, "__float__")) {
+      kind = 2;
+      return;
+    }
     throw TypeError(StrCat("tensor: could not convert ", py::repr(obj).cast<std::string>(), " (",
                            py::str(obj.get_type()).cast<std::string>(), ") to a tensor element"));
   }
@@ -124,24 +133,26 @@ void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& 
 }
 
 void FillNested(py::handle obj, double*& out) {
-  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
-    for (py::handle h : obj) FillNested(h, out);
-  } else if (py::isinstance<Tensor>(obj)) {
+  // Tensors first: a tensor also looks like a sequence.
+  if (py::isinstance<Tensor>(obj)) {
     Tensor c = fn::contiguous(fn::to_dtype(obj.cast<Tensor>().detach(), DType::kFloat64));
     std::memcpy(out, c.data<double>(), c.numel() * sizeof(double));
     out += c.numel();
+  } else if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle h : obj) FillNested(h, out);
   } else {
     *out++ = obj.cast<double>();
   }
 }
 
 void FillNestedInt(py::handle obj, int64_t*& out) {
-  if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
-    for (py::handle h : obj) FillNestedInt(h, out);
-  } else if (py::isinstance<Tensor>(obj)) {
+  // Tensors first: a tensor also looks like a sequence.
+  if (py::isinstance<Tensor>(obj)) {
     Tensor c = fn::contiguous(fn::to_dtype(obj.cast<Tensor>().detach(), DType::kInt64));
     std::memcpy(out, c.data<int64_t>(), c.numel() * sizeof(int64_t));
     out += c.numel();
+  } else if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle h : obj) FillNestedInt(h, out);
   } else {
     *out++ = obj.cast<int64_t>();
   }

@@ -36,8 +36,12 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
     throw IndexError(StrCat("too many indices for tensor of dimension ", x.ndim()));
   }
   Tensor y = x;
-  int64_t dim = 0;
+  int64_t dim = 0;    // dim of y the next index applies to
+  int64_t x_dim = 0;  // dims of x named so far, this index included
   for (py::handle h : items) {
+    if (!h.is_none()) {
+      x_dim = py::isinstance<py::ellipsis>(h) ? x_dim + x.ndim() - consumed : x_dim + 1;
+    }
     if (py::isinstance<py::ellipsis>(h)) {
       dim += x.ndim() - consumed;
     } else if (h.is_none()) {
@@ -45,7 +49,12 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
     } else if (py::isinstance<py::bool_>(h)) {
       throw IndexError("indexing with a Python bool is not supported");
     } else if (py::isinstance<py::int_>(h)) {
-      y = fn::select(y, dim, h.cast<int64_t>());
+      int64_t i = h.cast<int64_t>(), n = y.shape()[dim];
+      if (i < -n || i >= n) {  // name the dim of x, as PyTorch does
+        throw IndexError(StrCat("index ", i, " is out of bounds for dimension ", x_dim - 1,
+                                " with size ", n));
+      }
+      y = fn::select(y, dim, i);
     } else if (py::isinstance<py::slice>(h)) {
       py::slice s = py::reinterpret_borrow<py::slice>(h);
       py::object start = s.attr("start"), stop = s.attr("stop"), step = s.attr("step");
@@ -160,9 +169,10 @@ py::array ToNumpy(const Tensor& t) {
 PYBIND11_MODULE(_oneflow_internal, m) {
   m.doc() = "oneflow C++ core";
 
+  // pybind11 tries the translator registered last first: the base class goes first.
+  py::register_exception<oneflow::Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<oneflow::IndexError>(m, "IndexError", PyExc_IndexError);
   py::register_exception<oneflow::TypeError>(m, "TypeError", PyExc_TypeError);
-  py::register_exception<oneflow::Error>(m, "Error", PyExc_RuntimeError);
 
   py::class_<PyDType>(m, "dtype")
       .def_property_readonly("name", [](const PyDType& d) { return DTypeName(d.dtype); })
