@@ -15,9 +15,27 @@ class OpNode : public Node {
  public:
   OpNode(const OpDef* op, std::vector<Tensor> inputs, const Attrs& attrs,
          std::vector<bool> needs_input_grad)
-      : op_(op), inputs_(std::move(inputs)), attrs_(attrs), needs_(std::move(needs_input_grad)) {}
+      : op_(op), inputs_(std::move(inputs)), attrs_(attrs), needs_(std::move(needs_input_grad)) {
+    for (const Tensor& t : inputs_) input_versions_.push_back(t.storage()->version());
+  }
 
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      uint64_t now = inputs_[i].storage()->version();
+      if (now != input_versions_[i]) {
+        throw Error(StrCat("backward: input ", i, " of '", op_->name,
+                           "', which its gradient needs, was modified by an in-place operation "
+                           "(version ", now, ", saved at version ", input_versions_[i], ")"));
+      }
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      uint64_t now = outputs_[i].storage()->version();
+      if (now != output_versions_[i]) {
+        throw Error(StrCat("backward: output ", i, " of '", op_->name,
+                           "', which its gradient needs, was modified by an in-place operation "
+                           "(version ", now, ", saved at version ", output_versions_[i], ")"));
+      }
+    }
     if (released_) {
       throw Error(StrCat("backward: trying to backward through the graph a second time: the ",
                          "saved tensors of '", op_->name, "' were freed by the first backward; ",
@@ -53,7 +71,10 @@ class OpNode : public Node {
   }
   void SaveOutputs(const std::vector<Tensor>& outputs) {
     outputs_.reserve(outputs.size());
-    for (const Tensor& t : outputs) outputs_.push_back(t.detach());
+    for (const Tensor& t : outputs) {
+      outputs_.push_back(t.detach());
+      output_versions_.push_back(t.storage()->version());
+    }
   }
 
  private:
@@ -62,6 +83,7 @@ class OpNode : public Node {
   std::vector<Tensor> outputs_;  // detached: outputs do point at this node
   Attrs attrs_;
   std::vector<bool> needs_;
+  std::vector<uint64_t> input_versions_, output_versions_;
   bool released_ = false;
 };
 

@@ -52,6 +52,7 @@ std::vector<Tensor> SgdCpu(const std::vector<Tensor>& in, const Attrs& a,
       pp[i] -= tlr * d;
     }
   });
+  p.storage()->bump_version();
   return {p};
 }
 
@@ -103,6 +104,7 @@ std::vector<Tensor> AdamCpu(const std::vector<Tensor>& in, const Attrs& a,
       pp[i] -= static_cast<T>(step_size) * m[i] / denom;
     }
   });
+  p.storage()->bump_version();
   return {p};
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/device.h"
@@ -33,6 +34,9 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
+  // Bumped by every in-place write, so autograd can tell when a tensor it saved was modified.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
   size_t nbytes() const { return nbytes_; }
   const Device& device() const { return device_; }
 
@@ -41,6 +45,7 @@ class Storage {
   size_t nbytes_;
   Device device_;
   Allocator* allocator_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace oneflow

@@ -30,6 +30,7 @@ Tensor Tensor::MakeView(const Tensor& base, Shape shape, std::vector<int64_t> st
   impl->offset = offset;
   impl->dtype = base.dtype();
   impl->extension = base.impl()->extension;
+  impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
   return Tensor(std::move(impl));
 }
 

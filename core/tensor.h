@@ -47,6 +47,8 @@ class TensorImpl {
   DType dtype = DType::kFloat32;
   std::unique_ptr<AutogradMeta> autograd;  // created on first use
   std::shared_ptr<TensorExtension> extension;
+  // The tensor this one is a view of (the root, never itself a view); null for non-views.
+  std::shared_ptr<TensorImpl> view_base;
 
   AutogradMeta& mutable_autograd() {
     if (!autograd) autograd = std::make_unique<AutogradMeta>();
@@ -116,6 +118,8 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  // The tensor this is a view of; undefined when it is not a view.
+  Tensor view_base() const { return Tensor(impl_->view_base); }
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -483,6 +483,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
   ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
                 " into destination of shape ", dst.shape());
   ONEFLOW_CHECK(dst.is_cpu() && src.is_cpu(), "copy_: cpu tensors expected in this build");
+  dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     DispatchWithHalf(src.dtype(), "copy_", [&](auto stag) {
@@ -511,6 +512,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
 
 void fill_(const Tensor& dst, double value) {
   ONEFLOW_CHECK(dst.is_cpu(), "fill_: cpu tensors expected in this build");
+  dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v;

@@ -94,9 +94,13 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
 }
 
 void CheckInPlace(const Tensor& t, const char* op) {
-  if (GradModeEnabled() && t.requires_grad() && t.is_leaf()) {
-    throw Error(StrCat(op, ": a leaf tensor that requires grad cannot be modified in place; ",
-                       "wrap the update in `with oneflow.no_grad():`"));
+  if (!GradModeEnabled()) return;
+  Tensor base = t.view_base();
+  for (const Tensor& u : {t, base}) {
+    if (u.defined() && u.requires_grad() && u.is_leaf()) {
+      throw Error(StrCat(op, ": a leaf tensor that requires grad", u.is_same(t) ? "" : " (or a view of one)",
+                         " cannot be modified in place; wrap the update in `with oneflow.no_grad():`"));
+    }
   }
 }
 
