@@ -75,6 +75,20 @@ TEST_CASE("autograd errors are one clear line") {
       Catch::Contains("only tensors of floating point dtype can require gradients"));
 }
 
+TEST_CASE("modifying a saved tensor in place is caught at backward") {
+  Tensor x = FromVector({1, 2}, {2}).set_requires_grad(true);
+  Tensor y = fn::exp(x);
+  fn::fill_(y.detach(), 0.0);  // the saved output shares y's storage
+  REQUIRE_THROWS_WITH(fn::sum(y).backward(),
+                      "backward: output 0 of 'exp', which its gradient needs, was modified by an "
+                      "in-place operation (version 1, saved at version 0)");
+  Tensor a = FromVector({1, 2}, {2}).set_requires_grad(true);
+  Tensor b = FromVector({3, 4}, {2});
+  Tensor c = fn::mul(a, b);
+  fn::fill_(b, 1.0);
+  REQUIRE_THROWS_WITH(fn::sum(c).backward(), Catch::Contains("input 1 of 'mul'"));
+}
+
 TEST_CASE("post-accumulate hooks run once per leaf gradient") {
   Tensor w = FromVector({1, 2}, {2}).set_requires_grad(true);
   int calls = 0;
