@@ -14,7 +14,7 @@ void SetLeafGradHook(LeafGradHook hook) { g_leaf_grad_hook = hook; }
 
 std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   Tensor leaf(leaf_);
-  Tensor g = grads[0];
+  Tensor g = std::move(grads[0]);
   if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g);
   if (g.shape() != leaf.shape()) {
     throw Error(
@@ -22,8 +22,11 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   }
   AutogradMeta& am = leaf_->mutable_autograd();
   if (!am.grad) {
-    // Keep our own contiguous copy: g may alias another leaf's gradient or a user tensor.
-    am.grad = CopyGrad(g).impl_ptr();
+    // Keep g itself only when nothing else can see its memory (one handle on one storage);
+    // otherwise a contiguous copy: g may alias another leaf's gradient or a user tensor.
+    bool sole_owner = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1;
+    am.grad = (sole_owner && g.is_contiguous() && g.offset() == 0) ? g.impl_ptr()
+                                                                    : CopyGrad(g).impl_ptr();
   } else {
     am.grad = AddGrads(Tensor(am.grad), g).impl_ptr();  // out of place: grads may alias
   }

@@ -123,7 +123,16 @@ std::vector<Tensor> MatmulGrad(const GradCtx& c) {
   const Tensor &a = c.inputs[0], &b = c.inputs[1];
   Tensor ga, gb;
   if (c.needs_input_grad[0]) ga = fn::sum_to(fn::matmul(g, fn::transpose(b, -1, -2)), a.shape());
-  if (c.needs_input_grad[1]) gb = fn::sum_to(fn::matmul(fn::transpose(a, -1, -2), g), b.shape());
+  if (c.needs_input_grad[1]) {
+    if (a.ndim() == 2 && b.ndim() == 2 && g.ndim() == 2 && b.strides()[0] == 1 &&
+        b.shape()[0] > 1 && b.shape()[1] > 1) {
+      // b is a transposed view (x @ w.T in linear): give its gradient the same layout, so the
+      // transpose's own gradient, which reaches w, comes out contiguous and needs no copy.
+      gb = fn::transpose(fn::matmul(fn::transpose(g, 0, 1), a), 0, 1);
+    } else {
+      gb = fn::sum_to(fn::matmul(fn::transpose(a, -1, -2), g), b.shape());
+    }
+  }
   return {ga, gb};
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the oneflow-vs-PyTorch benchmarks and prints one table with the targets:
 #
-#   tools/bench/run_all.sh           # full run (~1 min on 2 cores)
+#   tools/bench/run_all.sh           # full run (~30 s)
 #   tools/bench/run_all.sh --quick   # shorter windows (~15 s)
 #
 # Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
