@@ -24,7 +24,10 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   if (!am.grad) {
     // Keep g itself only when nothing else can see its memory (one handle on one storage);
     // otherwise a contiguous copy: g may alias another leaf's gradient or a user tensor.
-    bool sole_owner = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1;
+    // (A view's base holds the storage too; it counts only if reachable otherwise.)
+    long owners = g.storage().use_count();
+    if (g.impl()->view_base && g.impl()->view_base.use_count() == 1) --owners;
+    bool sole_owner = g.impl_ptr().use_count() == 1 && owners == 1;
     am.grad = (sole_owner && g.is_contiguous() && g.offset() == 0) ? g.impl_ptr()
                                                                     : CopyGrad(g).impl_ptr();
   } else {

@@ -1,7 +1,10 @@
 #include "core/storage.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 
@@ -9,16 +12,66 @@ namespace oneflow {
 
 namespace {
 
-// 64-byte aligned so vectorised kernels and BLAS get aligned rows.
+// 64-byte aligned so vectorised kernels and BLAS get aligned rows. Freed blocks are kept in
+// exact-size free lists: a training loop allocates the same sizes every step, and reusing a
+// block avoids the page faults a fresh large allocation costs (glibc maps each one anew).
 class CpuAllocator : public Allocator {
  public:
   void* Allocate(size_t nbytes, const Device&) override {
     if (nbytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+    size_t size = Round(nbytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
+    if (!p) {
+      ReleaseCache();
+      p = std::aligned_alloc(64, size);
+    }
     if (!p) throw Error(StrCat("cpu allocator: out of memory allocating ", nbytes, " bytes"));
     return p;
   }
-  void Deallocate(void* ptr, size_t, const Device&) override { std::free(ptr); }
+
+  void Deallocate(void* ptr, size_t nbytes, const Device&) override {
+    size_t size = Round(nbytes);
+    if (size >= kMinCached && size <= kMaxCachedBlock) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_bytes_ + size <= kMaxCachedTotal) {
+        free_[size].push_back(ptr);
+        cached_bytes_ += size;
+        return;
+      }
+    }
+    std::free(ptr);
+  }
+
+ private:
+  // Small blocks are cheap for malloc; very large ones are rare and would hog the cache.
+  static constexpr size_t kMinCached = 4096;
+  static constexpr size_t kMaxCachedBlock = size_t{256} << 20;
+  static constexpr size_t kMaxCachedTotal = size_t{2} << 30;
+
+  static size_t Round(size_t n) { return (n + 63) / 64 * 64; }
+
+  void ReleaseCache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [size, blocks] : free_) {
+      for (void* p : blocks) std::free(p);
+    }
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_bytes_ = 0;
 };
 
 Allocator*& Slot(DeviceType type) {

@@ -36,8 +36,20 @@ void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
           O* o = po + off[0];
           const T* x = pa + off[1];
           const T* y = pb + off[2];
-          for (int64_t i = 0; i < len; ++i) {
-            o[i] = static_cast<O>(f(x[i * st[1]], y[i * st[2]]));
+          // Rows of a broadcast are mostly contiguous against a contiguous row or a repeated
+          // scalar (bias adds): give the compiler loops it can vectorise.
+          if (st[1] == 1 && st[2] == 1) {
+            for (int64_t i = 0; i < len; ++i) o[i] = static_cast<O>(f(x[i], y[i]));
+          } else if (st[1] == 1 && st[2] == 0) {
+            const T yv = y[0];
+            for (int64_t i = 0; i < len; ++i) o[i] = static_cast<O>(f(x[i], yv));
+          } else if (st[1] == 0 && st[2] == 1) {
+            const T xv = x[0];
+            for (int64_t i = 0; i < len; ++i) o[i] = static_cast<O>(f(xv, y[i]));
+          } else {
+            for (int64_t i = 0; i < len; ++i) {
+              o[i] = static_cast<O>(f(x[i * st[1]], y[i * st[2]]));
+            }
           }
         });
   }

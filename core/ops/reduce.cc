@@ -70,7 +70,11 @@ std::vector<Tensor> SumCpu(const std::vector<Tensor>& in, const Attrs& a,
             acc[off[0]] += s;
           } else {
             Acc* q = acc.data() + off[0];
-            for (int64_t i = 0; i < n; ++i) q[i * st[0]] += p[i * st[1]];
+            if (st[0] == 1 && st[1] == 1) {  // summing rows into a row (bias gradients)
+              for (int64_t i = 0; i < n; ++i) q[i] += p[i];
+            } else {
+              for (int64_t i = 0; i < n; ++i) q[i * st[0]] += p[i * st[1]];
+            }
           }
         });
     DispatchAll(o.dtype(), "sum", [&](auto otag) {
