@@ -81,8 +81,43 @@ void CheckGradOutput(const TensorMeta& dy, const Shape& want, const char* op) {
 
 // ---- max_pool2d(x) -> (y, indices) ----
 
+// The common 2x2, stride 2, unpadded, undilated case with every window inside the input: same
+// visiting order and NaN rule as the general loop below, without its bounds checks.
+template <typename T>
+void MaxPool2x2Forward(const PoolGeom& g, const T* x, T* y, int64_t* idx) {
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* xp = x + p * g.h * g.w;
+    T* yp = y + p * g.oh * g.ow;
+    int64_t* ip = idx + p * g.oh * g.ow;
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      const int64_t base = 2 * oh * g.w;
+      const T* r0 = xp + base;
+      const T* r1 = r0 + g.w;
+      T* yr = yp + oh * g.ow;
+      int64_t* ir = ip + oh * g.ow;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t c = 2 * ow;
+        T best = r0[c];
+        int64_t bi = base + c;
+        T v = r0[c + 1];
+        if (v > best || v != v) best = v, bi = base + c + 1;
+        v = r1[c];
+        if (v > best || v != v) best = v, bi = base + g.w + c;
+        v = r1[c + 1];
+        if (v > best || v != v) best = v, bi = base + g.w + c + 1;
+        yr[ow] = best;
+        ir[ow] = bi;
+      }
+    }
+  }
+}
+
 template <typename T>
 void MaxPoolForward(const PoolGeom& g, const T* x, T* y, int64_t* idx) {
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 &&
+      g.dw == 1 && 2 * g.oh <= g.h && 2 * g.ow <= g.w) {
+    return MaxPool2x2Forward(g, x, y, idx);
+  }
   for (int64_t p = 0; p < g.planes; ++p) {
     const T* xp = x + p * g.h * g.w;
     for (int64_t oh = 0; oh < g.oh; ++oh) {
