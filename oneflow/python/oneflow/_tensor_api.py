@@ -500,33 +500,20 @@ def _setup_tensor():
     T.min = min
     T.argmax = argmax
     T.argmin = argmin
-    T.matmul = _method(_C.matmul)
+    # Methods that are the functional op with self first.
+    for name in (
+        "matmul", "add", "sub", "mul", "div", "neg", "rsqrt", "sign", "square", "gelu", "eq",
+        "ne", "lt", "le", "gt", "ge", "logical_not", "maximum", "minimum",
+    ):
+        setattr(T, name, _method(getattr(_C, name)))
     T.mm = _method(_C.matmul)
-    T.add = _method(_C.add)
-    T.sub = _method(_C.sub)
-    T.mul = _method(_C.mul)
-    T.div = _method(_C.div)
     T.pow = pow
-    T.neg = _method(_C.neg)
-    T.rsqrt = _method(_C.rsqrt)
-    T.sign = _method(_C.sign)
-    T.square = _method(_C.square)
-    T.gelu = _method(_C.gelu)
     T.clamp = clamp
     T.clip = clamp
     T.softmax = softmax
     T.log_softmax = log_softmax
     T.index_select = index_select
     T.gather = gather
-    T.eq = _method(_C.eq)
-    T.ne = _method(_C.ne)
-    T.lt = _method(_C.lt)
-    T.le = _method(_C.le)
-    T.gt = _method(_C.gt)
-    T.ge = _method(_C.ge)
-    T.logical_not = _method(_C.logical_not)
-    T.maximum = _method(_C.maximum)
-    T.minimum = _method(_C.minimum)
     T.all = lambda self: _C.min_all(self.bool().long()).bool() if self.numel() else _C.tensor(True, None, None, False)
     T.any = lambda self: _C.max_all(self.bool().long()).bool() if self.numel() else _C.tensor(False, None, None, False)
     T.add_ = _inplace("add_", lambda self, other, alpha=1: _C.add(self, other if alpha == 1 else other * alpha))
