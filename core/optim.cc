@@ -101,24 +101,27 @@ std::vector<Tensor> AdamCpu(const std::vector<Tensor>& in, const Attrs& a,
     T* m = in[2].data<T>();
     T* v = in[3].data<T>();
     T* vmax = in.size() == 5 ? in[4].data<T>() : nullptr;
-    for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-      T d = pg[i];
-      if (wd != 0) {
-        if (decoupled) {
-          pp[i] *= static_cast<T>(1 - lr * wd);
-        } else {
-          d += static_cast<T>(wd) * pp[i];
-        }
-      }
-      m[i] = static_cast<T>(b1) * m[i] + static_cast<T>(1 - b1) * d;
-      v[i] = static_cast<T>(b2) * v[i] + static_cast<T>(1 - b2) * d * d;
+    const int64_t n = p.numel();
+    // Flags are hoisted out of the loops; arithmetic in T, in PyTorch's order.
+    if (decoupled && wd != 0) {
+      const T keep = static_cast<T>(1 - lr * wd);
+      for (int64_t i = 0; i < n; ++i) pp[i] *= keep;
+    }
+    const T coupled_wd = decoupled ? T(0) : static_cast<T>(wd);
+    const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
+    const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
+    const T tbc2 = static_cast<T>(bc2_sqrt), teps = static_cast<T>(eps);
+    const T neg_step = static_cast<T>(-step_size);
+    for (int64_t i = 0; i < n; ++i) {
+      T d = pg[i] + coupled_wd * pp[i];
+      m[i] = tb1 * m[i] + c1 * d;
+      v[i] = tb2 * v[i] + c2 * d * d;
       T vv = v[i];
       if (vmax) {
         vmax[i] = std::max(vmax[i], v[i]);
         vv = vmax[i];
       }
-      T denom = static_cast<T>(std::sqrt(static_cast<double>(vv)) / bc2_sqrt + eps);
-      pp[i] -= static_cast<T>(step_size) * m[i] / denom;
+      pp[i] += neg_step * (m[i] / (std::sqrt(vv) / tbc2 + teps));
     }
   });
   p.storage()->bump_version();
