@@ -7,8 +7,15 @@
 
 #include <cblas.h>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "core/kernels/cpu/cpu_util.h"
@@ -391,6 +398,248 @@ void ConvGradWeight(const ConvGeom& g, const T* dy, const T* x, T* dw) {
   }
 }
 
+// ---- oneDNN path (float32) ----
+// Forward, backward-data and backward-weights of non-depthwise float32 convolutions go through
+// oneDNN (what PyTorch uses on CPU). Primitives are built once per geometry and cached; the
+// user tensors are plain NCHW / (G)OIHW. The im2col path stays for float64, for depthwise
+// convolutions (the direct loops are faster there) and for anything oneDNN refuses.
+
+// Set to false to route every convolution through the im2col / depthwise kernels.
+constexpr bool kUseOneDnn = true;
+// true: let oneDNN pick blocked layouts ("any") and reorder to and from the plain tensors;
+// false: run the primitives on the plain layouts directly.
+constexpr bool kOneDnnAnyLayout = true;
+
+// Backward-data through oneDNN only from this many input channels per group (see GradInput).
+constexpr int64_t kOneDnnMinGradInputChannels = 4;
+
+namespace dnn {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+struct Runtime {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+};
+Runtime& Rt() {
+  static Runtime* rt = new Runtime();  // never destroyed: outlives the static primitive cache
+  return *rt;
+}
+
+// One primitive argument: the user's plain memory (its handle set per call) and, when oneDNN
+// wants another layout, an internal buffer with the reorder between the two.
+struct Arg {
+  memory user, inner;
+  bool reordered = false;
+  dnnl::reorder reorder;  // user -> inner for inputs, inner -> user for outputs
+  void Init(const memory::desc& user_md, const memory::desc& prim_md, bool output) {
+    auto& eng = Rt().eng;
+    user = memory(user_md, eng, DNNL_MEMORY_NONE);
+    if (prim_md != user_md) {
+      reordered = true;
+      inner = memory(prim_md, eng);
+      reorder = output ? dnnl::reorder(inner, user) : dnnl::reorder(user, inner);
+    } else {
+      inner = user;
+    }
+  }
+  void In(const void* p, dnnl::stream& s) {
+    user.set_data_handle(const_cast<void*>(p));
+    if (reordered) reorder.execute(s, user, inner);
+  }
+  void Out(void* p) { user.set_data_handle(p); }
+  void Finish(dnnl::stream& s) {
+    if (reordered) reorder.execute(s, inner, user);
+  }
+};
+
+enum Kind : int64_t { kFwd = 0, kBwdData = 1, kBwdWeights = 2 };
+
+struct Entry {
+  std::mutex mu;  // the memories hold per-call handles
+  dnnl::primitive prim;
+  Arg a, b, c;  // fwd: src, weights, dst; bwd_data: diff_dst, weights, diff_src;
+                // bwd_weights: src, diff_dst, diff_weights
+  Arg bias;     // fwd only, when has_bias
+  bool has_bias = false;
+};
+
+using Key = std::array<int64_t, 18>;
+
+struct Descs {
+  memory::desc src, wei, dst, bias;
+  memory::desc src_any, wei_any, dst_any, bias_any;
+  memory::dims strides, dil, padl, padr;
+};
+
+Descs MakeDescs(const ConvGeom& g) {
+  Descs d;
+  const auto f32 = memory::data_type::f32;
+  memory::dims src{g.n, g.c, g.h, g.w}, dst{g.n, g.o, g.oh, g.ow};
+  memory::dims wei = g.groups > 1 ? memory::dims{g.groups, g.og(), g.cg(), g.kh, g.kw}
+                                  : memory::dims{g.o, g.c, g.kh, g.kw};
+  d.src = memory::desc(src, f32, Tag::nchw);
+  d.dst = memory::desc(dst, f32, Tag::nchw);
+  d.wei = memory::desc(wei, f32, g.groups > 1 ? Tag::goihw : Tag::oihw);
+  d.bias = memory::desc({g.o}, f32, Tag::x);
+  if (kOneDnnAnyLayout) {
+    d.src_any = memory::desc(src, f32, Tag::any);
+    d.dst_any = memory::desc(dst, f32, Tag::any);
+    d.wei_any = memory::desc(wei, f32, Tag::any);
+  } else {
+    d.src_any = d.src, d.dst_any = d.dst, d.wei_any = d.wei;
+  }
+  d.bias_any = d.bias;
+  d.strides = {g.sh, g.sw};
+  d.dil = {g.dh - 1, g.dw - 1};
+  d.padl = {g.ph, g.pw};
+  d.padr = {(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+            (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+  return d;
+}
+
+dnnl::convolution_forward::primitive_desc FwdPd(const Descs& d, bool bias) {
+  auto& eng = Rt().eng;
+  const auto prop = dnnl::prop_kind::forward_training;
+  const auto algo = dnnl::algorithm::convolution_direct;
+  if (bias) {
+    return {{prop, algo, d.src_any, d.wei_any, d.bias_any, d.dst_any, d.strides, d.dil, d.padl,
+             d.padr},
+            eng};
+  }
+  return {{prop, algo, d.src_any, d.wei_any, d.dst_any, d.strides, d.dil, d.padl, d.padr}, eng};
+}
+
+std::shared_ptr<Entry> Build(const ConvGeom& g, Kind kind, bool bias) {
+  auto& eng = Rt().eng;
+  Descs d = MakeDescs(g);
+  auto e = std::make_shared<Entry>();
+  const auto algo = dnnl::algorithm::convolution_direct;
+  if (kind == kFwd) {
+    auto pd = FwdPd(d, bias);
+    e->prim = dnnl::convolution_forward(pd);
+    e->a.Init(d.src, pd.src_desc(), false);
+    e->b.Init(d.wei, pd.weights_desc(), false);
+    e->c.Init(d.dst, pd.dst_desc(), true);
+    if (bias) e->bias.Init(d.bias, pd.bias_desc(), false);
+    e->has_bias = bias;
+  } else if (kind == kBwdData) {
+    auto hint = FwdPd(d, false);
+    dnnl::convolution_backward_data::primitive_desc pd(
+        {algo, d.src_any, d.wei_any, d.dst_any, d.strides, d.dil, d.padl, d.padr}, eng, hint);
+    e->prim = dnnl::convolution_backward_data(pd);
+    e->a.Init(d.dst, pd.diff_dst_desc(), false);
+    e->b.Init(d.wei, pd.weights_desc(), false);
+    e->c.Init(d.src, pd.diff_src_desc(), true);
+  } else {
+    auto hint = FwdPd(d, false);
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        {algo, d.src_any, d.wei_any, d.dst_any, d.strides, d.dil, d.padl, d.padr}, eng, hint);
+    e->prim = dnnl::convolution_backward_weights(pd);
+    e->a.Init(d.src, pd.src_desc(), false);
+    e->b.Init(d.dst, pd.diff_dst_desc(), false);
+    e->c.Init(d.wei, pd.diff_weights_desc(), true);
+  }
+  return e;
+}
+
+// The cached primitive for (g, kind, bias), or null where oneDNN does not take the case.
+std::shared_ptr<Entry> Get(const ConvGeom& g, Kind kind, bool bias) {
+  if (!kUseOneDnn || g.depthwise()) return nullptr;
+  const Key key = {g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw,   g.sh, g.sw,
+                   g.ph, g.pw, g.dh, g.dw, g.groups, kind, bias, 0, 0};
+  static std::mutex mu;
+  static auto* cache = new std::map<Key, std::shared_ptr<Entry>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  std::shared_ptr<Entry> e;
+  try {
+    e = Build(g, kind, bias);
+  } catch (const dnnl::error&) {
+    e = nullptr;  // remembered: the fallback handles this geometry from now on
+  }
+  cache->emplace(key, e);
+  return e;
+}
+
+bool Forward(const ConvGeom& g, const float* x, const float* w, const float* b, float* y) {
+  auto e = Get(g, kFwd, b != nullptr);
+  if (!e) return false;
+  std::lock_guard<std::mutex> lock(e->mu);
+  auto& s = Rt().strm;
+  e->a.In(x, s);
+  e->b.In(w, s);
+  if (b) e->bias.In(b, s);
+  e->c.Out(y);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, e->a.inner}, {DNNL_ARG_WEIGHTS, e->b.inner}, {DNNL_ARG_DST, e->c.inner}};
+  if (b) args[DNNL_ARG_BIAS] = e->bias.inner;
+  e->prim.execute(s, args);
+  e->c.Finish(s);
+  s.wait();
+  return true;
+}
+
+bool GradInput(const ConvGeom& g, const float* dy, const float* w, float* dx) {
+  // With few input channels per group oneDNN's backward-data pads them to a full vector block
+  // (5.7 ms vs about 3 ms for col2im on 64x3x32x32, k5 -> 6): keep the im2col path there.
+  if (g.cg() < kOneDnnMinGradInputChannels) return false;
+  auto e = Get(g, kBwdData, false);
+  if (!e) return false;
+  std::lock_guard<std::mutex> lock(e->mu);
+  auto& s = Rt().strm;
+  e->a.In(dy, s);
+  e->b.In(w, s);
+  e->c.Out(dx);
+  e->prim.execute(s, {{DNNL_ARG_DIFF_DST, e->a.inner},
+                      {DNNL_ARG_WEIGHTS, e->b.inner},
+                      {DNNL_ARG_DIFF_SRC, e->c.inner}});
+  e->c.Finish(s);
+  s.wait();
+  return true;
+}
+
+bool GradWeight(const ConvGeom& g, const float* dy, const float* x, float* dw) {
+  auto e = Get(g, kBwdWeights, false);
+  if (!e) return false;
+  std::lock_guard<std::mutex> lock(e->mu);
+  auto& s = Rt().strm;
+  e->a.In(x, s);
+  e->b.In(dy, s);
+  e->c.Out(dw);
+  e->prim.execute(s, {{DNNL_ARG_SRC, e->a.inner},
+                      {DNNL_ARG_DIFF_DST, e->b.inner},
+                      {DNNL_ARG_DIFF_WEIGHTS, e->c.inner}});
+  e->c.Finish(s);
+  s.wait();
+  return true;
+}
+
+}  // namespace dnn
+
+// Type dispatch: oneDNN for float32 where it takes the case, im2col otherwise.
+template <typename T>
+bool TryOneDnnForward(const ConvGeom&, const T*, const T*, const T*, T*) { return false; }
+template <>
+bool TryOneDnnForward<float>(const ConvGeom& g, const float* x, const float* w, const float* b,
+                             float* y) {
+  return dnn::Forward(g, x, w, b, y);
+}
+template <typename T>
+bool TryOneDnnGradInput(const ConvGeom&, const T*, const T*, T*) { return false; }
+template <>
+bool TryOneDnnGradInput<float>(const ConvGeom& g, const float* dy, const float* w, float* dx) {
+  return dnn::GradInput(g, dy, w, dx);
+}
+template <typename T>
+bool TryOneDnnGradWeight(const ConvGeom&, const T*, const T*, T*) { return false; }
+template <>
+bool TryOneDnnGradWeight<float>(const ConvGeom& g, const float* dy, const float* x, float* dw) {
+  return dnn::GradWeight(g, dy, x, dw);
+}
+
 // ---- conv2d: inputs (x, weight) or (x, weight, bias) ----
 
 std::vector<TensorMeta> InferConv2d(const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -420,7 +669,9 @@ std::vector<Tensor> Conv2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
   Tensor y = Tensor::Empty(out[0]);
   DispatchFloating(x.dtype(), "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ConvForward<T>(g, x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>());
+    const T* bp = b.defined() ? b.data<T>() : nullptr;
+    if (TryOneDnnForward<T>(g, x.data<T>(), w.data<T>(), bp, y.data<T>())) return;
+    ConvForward<T>(g, x.data<T>(), w.data<T>(), bp, y.data<T>());
   });
   return {y};
 }
@@ -469,6 +720,7 @@ std::vector<Tensor> Conv2dGradInputCpu(const std::vector<Tensor>& in, const Attr
   Tensor dx = Tensor::Empty(out[0]);
   DispatchFloating(dy.dtype(), "conv2d_grad_input", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (TryOneDnnGradInput<T>(g, dy.data<T>(), w.data<T>(), dx.data<T>())) return;
     ConvGradInput<T>(g, dy.data<T>(), w.data<T>(), dx.data<T>());
   });
   return {dx};
@@ -491,6 +743,7 @@ std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Att
   Tensor dw = Tensor::Empty(out[0]);
   DispatchFloating(dy.dtype(), "conv2d_grad_weight", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (TryOneDnnGradWeight<T>(g, dy.data<T>(), x.data<T>(), dw.data<T>())) return;
     ConvGradWeight<T>(g, dy.data<T>(), x.data<T>(), dw.data<T>());
   });
   return {dw};
