@@ -2,6 +2,8 @@
 // passed to gemm as transposes, so x @ w.T and the gradients of matmul copy nothing.
 #include <cblas.h>
 
+#include <cstring>
+
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
 
@@ -136,8 +138,81 @@ std::vector<Tensor> MatmulGrad(const GradCtx& c) {
   return {ga, gb};
 }
 
+// linear(x, w[, b]) = x @ w.T + b for 2-D x: one gemm whose output starts as the bias rows
+// (beta = 1), so the bias costs no extra pass and the weight gradient g.T @ x comes out in
+// w's own layout.
+std::vector<TensorMeta> InferLinear(const std::vector<TensorMeta>& in, const Attrs&) {
+  ONEFLOW_CHECK(in.size() == 2 || in.size() == 3, "linear: expected 2 or 3 tensors, got ",
+                in.size());
+  const Shape &x = in[0].shape, &w = in[1].shape;
+  ONEFLOW_CHECK(w.ndim() == 2, "linear: weight must be 2-D (out_features, in_features), got ", w);
+  ONEFLOW_CHECK(x.ndim() == 2 && x[1] == w[1], "linear: input of shape ", x, " has ",
+                x.ndim() ? x[x.ndim() - 1] : 0, " features but the layer expects ", w[1]);
+  for (size_t i = 1; i < in.size(); ++i) {
+    ONEFLOW_CHECK(in[i].dtype == in[0].dtype, "linear: expected one dtype, got ",
+                  DTypeName(in[0].dtype), " and ", DTypeName(in[i].dtype));
+  }
+  if (in.size() == 3) {
+    ONEFLOW_CHECK(in[2].shape == Shape({w[0]}), "linear: bias of shape ", in[2].shape,
+                  " does not match out_features ", w[0]);
+  }
+  return {{Shape({x[0], w[0]}), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor x = in[0], w = in[1];
+  if (!ViewOf(x).ld) x = Contig(x);
+  if (!ViewOf(w).ld) w = Contig(w);
+  MatView vx = ViewOf(x), vw = ViewOf(w);
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t m = o.shape()[0], n = o.shape()[1], k = x.shape()[1];
+  if (o.numel() == 0) return {o};
+  const bool has_bias = in.size() == 3;
+  DispatchFloating(o.dtype(), "linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* po = o.data<T>();
+    if (has_bias) {
+      Tensor b = Contig(in[2]);
+      const T* pb = b.data<T>();
+      for (int64_t i = 0; i < m; ++i) std::memcpy(po + i * n, pb, n * sizeof(T));
+    }
+    if (k == 0) {
+      if (!has_bias) fn::fill_(o, 0.0);
+      return;
+    }
+    // w is (n, k): reading it transposed gives the (k, n) operand.
+    auto A = vx.trans ? CblasTrans : CblasNoTrans;
+    auto B = vw.trans ? CblasNoTrans : CblasTrans;
+    const T beta = has_bias ? T(1) : T(0);
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, A, B, m, n, k, 1.0f, x.data<T>(), vx.ld, w.data<T>(), vw.ld, beta,
+                  po, n);
+    } else {
+      cblas_dgemm(CblasRowMajor, A, B, m, n, k, 1.0, x.data<T>(), vx.ld, w.data<T>(), vw.ld, beta,
+                  po, n);
+    }
+  });
+  return {o};
+}
+
+std::vector<Tensor> LinearGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &x = c.inputs[0], &w = c.inputs[1];
+  std::vector<Tensor> grads(c.inputs.size());
+  if (c.needs_input_grad[0]) grads[0] = fn::matmul(g, w);
+  if (c.needs_input_grad[1]) grads[1] = fn::matmul(fn::transpose(g, 0, 1), x);
+  if (c.inputs.size() == 3 && c.needs_input_grad[2]) grads[2] = fn::sum(g, {0});
+  return grads;
+}
+
 }  // namespace
 
+ONEFLOW_REGISTER_OP(linear)
+    .Inputs(-1)
+    .Infer(InferLinear)
+    .Grad(LinearGrad)
+    .Kernel(DeviceType::kCPU, LinearCpu);
 ONEFLOW_REGISTER_OP(matmul)
     .Inputs(2)
     .Infer(InferMatmul)
@@ -181,8 +256,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 "linear: input of shape ", x.shape(), " has ",
                 x.ndim() ? x.shape()[x.ndim() - 1] : 0, " features but the layer expects ",
                 weight.shape()[1]);
-  Tensor y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  if (!IsFloating(x.dtype()) || x.dtype() != weight.dtype() ||
+      (bias.defined() && bias.dtype() != x.dtype())) {
+    Tensor y = matmul(x, transpose(weight, 0, 1));  // promotes dtypes
+    return bias.defined() ? add(y, bias) : y;
+  }
+  std::vector<Tensor> in = {x.ndim() == 2 ? x : reshape(x, {-1, weight.shape()[1]}), weight};
+  if (bias.defined()) in.push_back(bias);
+  Tensor y = CallOp1(OP(linear), in);
+  if (x.ndim() == 2) return y;
+  std::vector<int64_t> out = x.shape().dims();
+  out.back() = weight.shape()[0];
+  return reshape(y, out);
 }
 
 }  // namespace fn

@@ -163,6 +163,17 @@ TEST_CASE("matmul against a naive loop, incl. transposed views and batches") {
   CheckGradients([](V in) { return fn::matmul(in[0], in[1]); }, {x, z});
   Tensor wl = RandLeaf({5, 4}), bl = RandLeaf({5});
   CheckGradients([](V in) { return fn::linear(in[0], in[1], in[2]); }, {x, wl, bl});
+  // The fused op (bias rows + one gemm) against matmul + add, with and without bias.
+  Tensor x2 = RandLeaf({3, 4});
+  CheckGradients([](V in) { return fn::linear(in[0], in[1], Tensor()); }, {x2, wl});
+  CheckGradients([](V in) { return fn::linear(in[0], in[1], in[2]); }, {x2, wl, bl});
+  Tensor xf = fn::randn({5, 4}), wf = fn::randn({3, 4}), bias = fn::randn({3});
+  CheckClose(fn::linear(xf, wf, bias), fn::add(fn::matmul(xf, fn::transpose(wf, 0, 1)), bias),
+             1e-5);
+  Tensor xt = fn::transpose(fn::randn({4, 5}), 0, 1);  // a transposed input reaches gemm as is
+  CheckClose(fn::linear(xt, wf, Tensor()), fn::matmul(xt, fn::transpose(wf, 0, 1)), 1e-5);
+  REQUIRE_THROWS_WITH(fn::linear(fn::ones({2, 3}), fn::ones({4, 5}), Tensor()),
+                      "linear: input of shape (2, 3) has 3 features but the layer expects 5");
 }
 
 TEST_CASE("views share storage; reshape, permute, slice, expand") {
