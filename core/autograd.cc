@@ -124,7 +124,12 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
     std::vector<Tensor> in = std::move(buffers[node.get()]);
     buffers.erase(node.get());
     in.resize(node->output_metas.size());
-    std::vector<Tensor> out = node->Apply(std::move(in));
+    bool any_grad = false;
+    for (const Tensor& t : in) any_grad |= t.defined();
+    // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to
+    // pass on; its successors are still released from waiting on it below.
+    std::vector<Tensor> out;
+    if (any_grad) out = node->Apply(std::move(in));
     if (!retain_graph) node->Release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
