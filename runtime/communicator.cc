@@ -1,0 +1,454 @@
+#include "runtime/communicator.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+#include "core/functional.h"
+
+namespace oneflow {
+namespace runtime {
+
+// ---- GlooStore ----
+
+GlooStore::GlooStore(ControlClient& client, std::string prefix, double timeout_s)
+    : client_(client), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}
+
+std::vector<std::string> GlooStore::Prefixed(const std::vector<std::string>& keys) const {
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) out.push_back(prefix_ + k);
+  return out;
+}
+
+void GlooStore::set(const std::string& key, const std::vector<char>& data) {
+  client_.Set(prefix_ + key, std::string(data.begin(), data.end()));
+}
+
+std::vector<char> GlooStore::get(const std::string& key) {
+  client_.Wait({prefix_ + key}, timeout_s_);
+  std::optional<std::string> v = client_.Get(prefix_ + key);
+  if (!v) throw Error(StrCat("gloo store: key '", prefix_, key, "' vanished after a wait"));
+  return std::vector<char>(v->begin(), v->end());
+}
+
+void GlooStore::wait(const std::vector<std::string>& keys) {
+  client_.Wait(Prefixed(keys), timeout_s_);
+}
+
+void GlooStore::wait(const std::vector<std::string>& keys,
+                     const std::chrono::milliseconds& timeout) {
+  double t = timeout.count() > 0 ? timeout.count() / 1000.0 : timeout_s_;
+  client_.Wait(Prefixed(keys), std::min(t, timeout_s_));
+}
+
+// ---- helpers ----
+
+namespace {
+
+template <typename F>
+void DispatchDType(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      f(TypeTag<float>{});
+      return;
+    case DType::kFloat64:
+      f(TypeTag<double>{});
+      return;
+    case DType::kInt32:
+      f(TypeTag<int32_t>{});
+      return;
+    case DType::kInt64:
+      f(TypeTag<int64_t>{});
+      return;
+    case DType::kInt8:
+      f(TypeTag<int8_t>{});
+      return;
+    case DType::kUInt8:
+      f(TypeTag<uint8_t>{});
+      return;
+    default:
+      throw Error(
+          StrCat(op, ": dtype ", DTypeName(dtype), " is not supported by the CPU communicator"));
+  }
+}
+
+template <typename T>
+gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
+  using Fn = void (*)(void*, const void*, const void*, size_t);
+  switch (op) {
+    case ReduceOp::kMax:
+      return static_cast<Fn>(&gloo::max<T>);
+    case ReduceOp::kMin:
+      return static_cast<Fn>(&gloo::min<T>);
+    default:
+      return static_cast<Fn>(&gloo::sum<T>);  // kSum, kAvg (divided afterwards)
+  }
+}
+
+void CheckTensor(const Tensor& t, const char* op, const char* what) {
+  if (!t.defined()) throw Error(StrCat(op, ": ", what, " is an undefined tensor"));
+  if (!t.is_cpu()) throw Error(StrCat(op, ": ", what, " must be a CPU tensor"));
+  if (!t.is_contiguous()) throw Error(StrCat(op, ": ", what, " must be contiguous"));
+}
+
+// Elements per row (product of dims 1..); 1 for a 0-d tensor.
+int64_t RowSize(const Tensor& t) {
+  int64_t n = 1;
+  for (int64_t d = 1; d < t.ndim(); ++d) n *= t.size(d);
+  return n;
+}
+
+int64_t Rows(const Tensor& t) { return t.ndim() == 0 ? 1 : t.size(0); }
+
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+std::string FormatSeconds(double s) {
+  std::string out = StrCat(s);
+  return out;
+}
+
+}  // namespace
+
+// ---- Communicator ----
+
+Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my_rank,
+                           double timeout_s, const std::string& name)
+    : client_(client), ranks_(std::move(ranks)), my_rank_(my_rank), timeout_s_(timeout_s) {
+  desc_ = "cpu:[";
+  for (size_t i = 0; i < ranks_.size(); ++i) desc_ += (i ? "," : "") + std::to_string(ranks_[i]);
+  desc_ += "]";
+  if (!name.empty()) desc_ += "/" + name;
+  if (ranks_.empty()) throw Error("communicator: empty group");
+  if (std::set<int>(ranks_.begin(), ranks_.end()).size() != ranks_.size()) {
+    throw Error(StrCat("communicator: group ", desc_, " lists a rank twice"));
+  }
+  if (timeout_s_ <= 0) throw Error(StrCat("communicator: timeout must be positive"));
+  auto it = std::find(ranks_.begin(), ranks_.end(), my_rank_);
+  if (it == ranks_.end()) {
+    throw Error(StrCat("communicator: rank ", my_rank_, " is not in group ", desc_));
+  }
+  group_rank_ = static_cast<int>(it - ranks_.begin());
+
+  store_ = std::make_unique<GlooStore>(client_, "gloo/" + desc_ + "/", timeout_s_);
+  gloo::transport::tcp::attr attr;
+  if (const char* ifname = std::getenv("ONEFLOW_IFNAME"); ifname && *ifname) {
+    attr.iface = ifname;
+  } else if (const char* host = std::getenv("ONEFLOW_HOSTNAME"); host && *host) {
+    attr.hostname = host;
+  } else {
+    attr.hostname = "127.0.0.1";
+  }
+  try {
+    auto dev = gloo::transport::tcp::CreateDevice(attr);
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(group_rank_, size());
+    ctx->setTimeout(Timeout());
+    ctx->connectFullMesh(*store_, dev);
+    context_ = std::move(ctx);
+  } catch (const Error& e) {
+    throw Error(StrCat("communicator: rank ", my_rank_, " could not connect group ", desc_, ": ",
+                       OneLine(e.what())));
+  } catch (const std::exception& e) {
+    Rethrow("connect", e);
+  }
+}
+
+Communicator::~Communicator() = default;
+
+std::chrono::milliseconds Communicator::Timeout() const {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s_ * 1000)));
+}
+
+int Communicator::GroupRankOf(int global_rank, const char* op) const {
+  auto it = std::find(ranks_.begin(), ranks_.end(), global_rank);
+  if (it == ranks_.end()) {
+    throw Error(StrCat(op, ": rank ", global_rank, " is not in group ", desc_));
+  }
+  return static_cast<int>(it - ranks_.begin());
+}
+
+void Communicator::Rethrow(const char* op, const std::exception& e) const {
+  std::string msg = OneLine(e.what());
+  std::string lower = msg;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
+    throw Error(StrCat(op, ": rank ", my_rank_, " timed out after ", FormatSeconds(timeout_s_),
+                       " s in group ", desc_, " (is another rank dead or stuck?)"));
+  }
+  throw Error(StrCat(op, ": rank ", my_rank_, " failed in group ", desc_, ": ", msg));
+}
+
+#define OF_GLOO_TRY(op, ...)            \
+  do {                                  \
+    try {                               \
+      __VA_ARGS__;                      \
+    } catch (const ::oneflow::Error&) { \
+      throw;                            \
+    } catch (const std::exception& e) { \
+      Rethrow(op, e);                   \
+    }                                   \
+  } while (0)
+
+void Communicator::AllReduce(Tensor& t, ReduceOp op) {
+  const char* name = "all_reduce";
+  CheckTensor(t, name, "tensor");
+  if (op == ReduceOp::kAvg && !IsFloating(t.dtype())) {
+    throw Error(
+        StrCat(name, ": average needs a floating point tensor, got ", DTypeName(t.dtype())));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (t.numel() == 0) return;
+  DispatchDType(t.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.data<T>();
+    size_t n = static_cast<size_t>(t.numel());
+    OF_GLOO_TRY(name, {
+      gloo::AllreduceOptions opts(context_);
+      opts.setOutput(p, n);
+      opts.setReduceFunction(ReduceFunc<T>(op));
+      opts.setTimeout(Timeout());
+      gloo::allreduce(opts);
+    });
+    if constexpr (std::is_floating_point<T>::value) {
+      if (op == ReduceOp::kAvg) {
+        T k = static_cast<T>(size());
+        for (size_t i = 0; i < n; ++i) p[i] /= k;
+      }
+    }
+  });
+}
+
+void Communicator::Broadcast(Tensor& t, int root) {
+  const char* name = "broadcast";
+  CheckTensor(t, name, "tensor");
+  int groot = GroupRankOf(root, name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (t.numel() == 0) return;
+  DispatchDType(t.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    OF_GLOO_TRY(name, {
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput(t.data<T>(), static_cast<size_t>(t.numel()));
+      opts.setRoot(groot);
+      opts.setTimeout(Timeout());
+      gloo::broadcast(opts);
+    });
+  });
+}
+
+void Communicator::AllGather(const Tensor& in, Tensor& out) {
+  const char* name = "all_gather";
+  CheckTensor(in, name, "input");
+  CheckTensor(out, name, "output");
+  if (in.dtype() != out.dtype()) {
+    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
+                       DTypeName(out.dtype())));
+  }
+  if (out.numel() != in.numel() * size()) {
+    throw Error(StrCat(name, ": output has ", out.numel(), " elements, expected ", size(), " x ",
+                       in.numel(), " in group ", desc_));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in.numel() == 0) return;
+  DispatchDType(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    OF_GLOO_TRY(name, {
+      gloo::AllgatherOptions opts(context_);
+      opts.setInput(in.data<T>(), static_cast<size_t>(in.numel()));
+      opts.setOutput(out.data<T>(), static_cast<size_t>(out.numel()));
+      opts.setTimeout(Timeout());
+      gloo::allgather(opts);
+    });
+  });
+}
+
+void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) {
+  const char* name = "all_gather_v";
+  CheckTensor(in, name, "input");
+  CheckTensor(out, name, "output");
+  if (in.dtype() != out.dtype()) {
+    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
+                       DTypeName(out.dtype())));
+  }
+  if (static_cast<int>(counts.size()) != size()) {
+    throw Error(
+        StrCat(name, ": got ", counts.size(), " counts for group ", desc_, " of size ", size()));
+  }
+  int64_t row = RowSize(out);
+  int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (Rows(out) != total || in.numel() != counts[group_rank_] * row) {
+    throw Error(StrCat(name, ": output has ", Rows(out), " rows and input ", in.numel(),
+                       " elements, expected ", total, " rows and ", counts[group_rank_] * row,
+                       " elements"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (out.numel() == 0) return;
+  std::vector<size_t> elements;
+  for (int64_t c : counts) elements.push_back(static_cast<size_t>(c * row));
+  DispatchDType(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    OF_GLOO_TRY(name, {
+      gloo::AllgathervOptions opts(context_);
+      opts.setInput(in.data<T>(), static_cast<size_t>(in.numel()));
+      opts.setOutput(out.data<T>(), elements);
+      opts.setTimeout(Timeout());
+      gloo::allgatherv(opts);
+    });
+  });
+}
+
+void Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
+  if (Rows(in) % size() != 0) {
+    throw Error(StrCat("reduce_scatter: input has ", Rows(in), " rows, not a multiple of ", size(),
+                       " in group ", desc_));
+  }
+  ReduceScatterV(in, out, std::vector<int64_t>(size(), Rows(in) / size()), op);
+}
+
+void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts,
+                                  ReduceOp op) {
+  const char* name = "reduce_scatter";
+  CheckTensor(in, name, "input");
+  CheckTensor(out, name, "output");
+  if (in.dtype() != out.dtype()) {
+    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
+                       DTypeName(out.dtype())));
+  }
+  if (static_cast<int>(counts.size()) != size()) {
+    throw Error(
+        StrCat(name, ": got ", counts.size(), " counts for group ", desc_, " of size ", size()));
+  }
+  int64_t row = RowSize(in);
+  int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (Rows(in) != total || out.numel() != counts[group_rank_] * row) {
+    throw Error(StrCat(name, ": input has ", Rows(in), " rows and output ", out.numel(),
+                       " elements, expected ", total, " rows and ", counts[group_rank_] * row,
+                       " elements"));
+  }
+  Tensor tmp = fn::contiguous_copy(in);
+  AllReduce(tmp, op);
+  int64_t start = std::accumulate(counts.begin(), counts.begin() + group_rank_, int64_t{0});
+  size_t es = SizeOf(in.dtype());
+  std::memcpy(out.raw_data(), static_cast<char*>(tmp.raw_data()) + start * row * es,
+              static_cast<size_t>(out.numel()) * es);
+}
+
+void Communicator::AllToAll(const Tensor& in, Tensor& out) {
+  if (Rows(in) % size() != 0 || Rows(out) % size() != 0) {
+    throw Error(StrCat("all_to_all: input has ", Rows(in), " rows and output ", Rows(out),
+                       ", not multiples of ", size(), " in group ", desc_));
+  }
+  AllToAllV(in, out, std::vector<int64_t>(size(), Rows(in) / size()),
+            std::vector<int64_t>(size(), Rows(out) / size()));
+}
+
+void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<int64_t>& in_counts,
+                             const std::vector<int64_t>& out_counts) {
+  const char* name = "all_to_all";
+  CheckTensor(in, name, "input");
+  CheckTensor(out, name, "output");
+  if (in.dtype() != out.dtype()) {
+    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
+                       DTypeName(out.dtype())));
+  }
+  if (static_cast<int>(in_counts.size()) != size() ||
+      static_cast<int>(out_counts.size()) != size()) {
+    throw Error(StrCat(name, ": counts must have ", size(), " entries for group ", desc_));
+  }
+  int64_t row = in.ndim() > 0 ? RowSize(in) : 1;
+  if (out.ndim() > 0 && RowSize(out) != row) {
+    throw Error(
+        StrCat(name, ": input rows have ", row, " elements but output rows ", RowSize(out)));
+  }
+  int64_t in_total = std::accumulate(in_counts.begin(), in_counts.end(), int64_t{0});
+  int64_t out_total = std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0});
+  if (in.numel() != in_total * row || out.numel() != out_total * row) {
+    throw Error(StrCat(name, ": input has ", Rows(in), " rows and output ", Rows(out),
+                       ", counts say ", in_total, " and ", out_total));
+  }
+  std::vector<int64_t> in_elems, out_elems;
+  for (int64_t c : in_counts) in_elems.push_back(c * row);
+  for (int64_t c : out_counts) out_elems.push_back(c * row);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Gloo refuses null buffers; an empty side gets a one-element scratch buffer. A rank with
+  // nothing to send or receive still takes part (the others may be mid-operation with it).
+  DispatchDType(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T scratch_in{}, scratch_out{};
+    T* pin = in.numel() ? in.data<T>() : &scratch_in;
+    T* pout = out.numel() ? out.data<T>() : &scratch_out;
+    OF_GLOO_TRY(name, {
+      gloo::AlltoallvOptions opts(context_);
+      opts.setInput(pin, in_elems);
+      opts.setOutput(pout, out_elems);
+      opts.setTimeout(Timeout());
+      gloo::alltoallv(opts);
+    });
+  });
+}
+
+namespace {
+// Gloo builds collective slots from small prefixes in the high bits; keep user tags apart.
+constexpr uint64_t kP2PSlotBase = uint64_t{0x6f66} << 40;  // "of"
+}  // namespace
+
+void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
+  const char* name = "send";
+  CheckTensor(t, name, "tensor");
+  int gpeer = GroupRankOf(peer, name);
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
+  if (nbytes == 0) return;
+  OF_GLOO_TRY(name, {
+    auto buf = context_->createUnboundBuffer(t.raw_data(), nbytes);
+    buf->send(gpeer, kP2PSlotBase | tag);
+    buf->waitSend(Timeout());
+  });
+}
+
+void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
+  const char* name = "recv";
+  CheckTensor(t, name, "tensor");
+  int gpeer = GroupRankOf(peer, name);
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
+  if (nbytes == 0) return;
+  OF_GLOO_TRY(name, {
+    auto buf = context_->createUnboundBuffer(t.raw_data(), nbytes);
+    buf->recv(gpeer, kP2PSlotBase | tag);
+    buf->waitRecv(Timeout());
+  });
+}
+
+void Communicator::Barrier() {
+  std::lock_guard<std::mutex> lock(mu_);
+  OF_GLOO_TRY("barrier", {
+    gloo::BarrierOptions opts(context_);
+    opts.setTimeout(Timeout());
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace runtime
+}  // namespace oneflow

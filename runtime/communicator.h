@@ -1,0 +1,127 @@
+// CPU collectives for a group of ranks, on Gloo over TCP.
+//
+// The ranks of a group rendezvous through the control plane (GlooStore: Gloo's Store interface
+// over a ControlClient, keys prefixed per group), connect a full mesh of TCP pairs, and then
+// run collectives on contiguous CPU tensors in place. Every operation has the communicator's
+// timeout; a Gloo timeout or I/O error becomes a one-line oneflow::Error naming the rank, the
+// operation and the group:
+//   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
+//
+//   ControlClient client(addr, port, rank, token);
+//   Communicator comm(client, {0, 1, 2, 3}, rank, /*timeout_s=*/300);
+//   comm.AllReduce(grad, ReduceOp::kSum);
+//
+// Ranks are global ranks everywhere (my_rank, Broadcast's root, Send/Recv's peer); counts
+// vectors are indexed by position in the group's ranks vector and count rows (dim 0).
+// Supported dtypes: float32, float64, int32, int64, int8, uint8 (kAvg: floating only).
+// The TCP device listens on $ONEFLOW_IFNAME when set (an interface name), else on the address
+// $ONEFLOW_HOSTNAME names, else on 127.0.0.1 (single node).
+//
+// Calls from several threads are serialized by a mutex
+// and run synchronously. After a timeout the communicator should be considered broken.
+// Destroying it closes its TCP pairs: peers still inside an operation with this rank then fail
+// with a connection error, so end with Barrier() before tearing a group down.
+#pragma once
+
+#include <gloo/rendezvous/store.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "runtime/control_plane.h"
+
+namespace gloo {
+class Context;
+}  // namespace gloo
+
+namespace oneflow {
+namespace runtime {
+
+enum class ReduceOp { kSum, kMax, kMin, kAvg };
+
+// Gloo's rendezvous store over the control plane. Every key is prefixed with `prefix`; get()
+// waits for the key (like Gloo's own stores) and every wait is bounded by timeout_s.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(ControlClient& client, std::string prefix, double timeout_s);
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const;
+
+  ControlClient& client_;
+  std::string prefix_;
+  double timeout_s_;
+};
+
+class Communicator {
+ public:
+  // Collective over the members of `ranks` (global ranks, each once; my_rank among them): every
+  // member must construct it with the same ranks and name. `name` tells apart several
+  // communicators over the same ranks in one job (their rendezvous keys would collide
+  // otherwise). Throws oneflow::Error when the peers do not show up within timeout_s.
+  Communicator(ControlClient& client, std::vector<int> ranks, int my_rank, double timeout_s,
+               const std::string& name = "");
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return my_rank_; }           // global rank
+  int group_rank() const { return group_rank_; }  // position in ranks()
+  int size() const { return static_cast<int>(ranks_.size()); }
+  const std::vector<int>& ranks() const { return ranks_; }
+  const std::string& description() const { return desc_; }  // "cpu:[0,1]"
+
+  // In place on every rank.
+  void AllReduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
+  // t of the root (a global rank) overwrites t everywhere; shapes must agree.
+  void Broadcast(Tensor& t, int root);
+  // out = cat(in of every rank, dim 0); out has size() * in.shape[0] rows.
+  void AllGather(const Tensor& in, Tensor& out);
+  // Uneven: rank i contributes counts[i] rows; out has sum(counts) rows.
+  void AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts);
+  // out = rows [r*k, (r+1)*k) of the reduction of in over ranks, k = in.shape[0] / size().
+  // Gloo 0.5 has no reduce_scatter: implemented as an all-reduce of a copy and a local slice
+  // (size() times the traffic of a real reduce-scatter).
+  void ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op = ReduceOp::kSum);
+  // Uneven: rank i receives counts[i] rows; in has sum(counts) rows.
+  void ReduceScatterV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts,
+                      ReduceOp op = ReduceOp::kSum);
+  // Rows [i*k, (i+1)*k) of in go to rank i; out's rows [j*k, (j+1)*k) come from rank j.
+  void AllToAll(const Tensor& in, Tensor& out);
+  // Uneven: in_counts[i] rows go to rank i, out_counts[j] rows come from rank j.
+  void AllToAllV(const Tensor& in, Tensor& out, const std::vector<int64_t>& in_counts,
+                 const std::vector<int64_t>& out_counts);
+  // Point to point (peer is a global rank); a Send matches the Recv with the same tag.
+  void Send(const Tensor& t, int peer, uint32_t tag = 0);
+  void Recv(Tensor& t, int peer, uint32_t tag = 0);
+  void Barrier();
+
+ private:
+  int GroupRankOf(int global_rank, const char* op) const;
+  [[noreturn]] void Rethrow(const char* op, const std::exception& e) const;
+  std::chrono::milliseconds Timeout() const;
+
+  ControlClient& client_;
+  std::vector<int> ranks_;
+  int my_rank_;
+  int group_rank_ = -1;
+  double timeout_s_;
+  std::string desc_;
+  std::unique_ptr<GlooStore> store_;
+  std::shared_ptr<gloo::Context> context_;
+  std::mutex mu_;
+};
+
+}  // namespace runtime
+}  // namespace oneflow

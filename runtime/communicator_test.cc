@@ -1,0 +1,388 @@
+#include "runtime/communicator.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/functional.h"
+
+using oneflow::DType;
+using oneflow::Shape;
+using oneflow::Tensor;
+using oneflow::runtime::Communicator;
+using oneflow::runtime::ControlClient;
+using oneflow::runtime::ControlServer;
+using oneflow::runtime::ReduceOp;
+
+namespace {
+
+const char* kAddr = "127.0.0.1";
+const char* kToken = "comm-test";
+
+// Tensors are built and read through raw memory so that the rank threads touch no shared state.
+Tensor Make(const std::vector<double>& v, std::vector<int64_t> dims, DType dtype) {
+  Tensor t = Tensor::Empty(Shape(dims), dtype, oneflow::Device());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dtype == DType::kFloat32)
+      t.data<float>()[i] = static_cast<float>(v[i]);
+    else if (dtype == DType::kFloat64)
+      t.data<double>()[i] = v[i];
+    else if (dtype == DType::kInt64)
+      t.data<int64_t>()[i] = static_cast<int64_t>(v[i]);
+    else if (dtype == DType::kInt32)
+      t.data<int32_t>()[i] = static_cast<int32_t>(v[i]);
+  }
+  return t;
+}
+
+std::vector<double> Read(const Tensor& t) {
+  std::vector<double> out(t.numel());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.dtype() == DType::kFloat32)
+      out[i] = t.data<float>()[i];
+    else if (t.dtype() == DType::kFloat64)
+      out[i] = t.data<double>()[i];
+    else if (t.dtype() == DType::kInt64)
+      out[i] = static_cast<double>(t.data<int64_t>()[i]);
+    else if (t.dtype() == DType::kInt32)
+      out[i] = t.data<int32_t>()[i];
+  }
+  return out;
+}
+
+std::vector<double> Range(double start, int64_t n) {
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = start + i;
+  return v;
+}
+
+// Runs body(comm, rank) on n threads, one rank each, and returns what each rank produced; a
+// rank's exception is reported as its result's error.
+struct RankResult {
+  std::vector<std::vector<double>> outputs;
+  std::string error;
+};
+
+std::vector<RankResult> RunRanks(
+    int n, const std::function<std::vector<std::vector<double>>(Communicator&, int)>& body,
+    double timeout_s = 20) {
+  ControlServer server(kAddr, 0, kToken);
+  std::vector<RankResult> results(n);
+  std::vector<std::thread> threads;
+  std::vector<int> ranks(n);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        ControlClient client(kAddr, server.port(), r, kToken, 10);
+        Communicator comm(client, ranks, r, timeout_s);
+        results[r].outputs = body(comm, r);
+      } catch (const std::exception& e) {
+        results[r].error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+void CheckEqual(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(got[i] == Approx(want[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("communicator: every collective against hand-computed values", "[runtime]") {
+  for (int n : {2, 4}) {
+    for (DType dtype : {DType::kFloat32, DType::kInt64}) {
+      INFO("world " << n << " dtype " << oneflow::DTypeName(dtype));
+      // Rank r holds r*10 + i (i = 0..5, shape [3, 2]) unless noted.
+      auto results = RunRanks(n, [&](Communicator& c, int r) {
+        std::vector<std::vector<double>> out;
+        auto mine = [&](int rank) { return Range(rank * 10, 6); };
+        Tensor t = Make(mine(r), {3, 2}, dtype);
+        c.AllReduce(t, ReduceOp::kSum);
+        out.push_back(Read(t));
+        t = Make(mine(r), {3, 2}, dtype);
+        c.AllReduce(t, ReduceOp::kMax);
+        out.push_back(Read(t));
+        t = Make(mine(r), {3, 2}, dtype);
+        c.AllReduce(t, ReduceOp::kMin);
+        out.push_back(Read(t));
+        if (dtype == DType::kFloat32) {
+          t = Make(mine(r), {3, 2}, dtype);
+          c.AllReduce(t, ReduceOp::kAvg);
+          out.push_back(Read(t));
+        }
+        // broadcast from the last rank
+        t = Make(mine(r), {3, 2}, dtype);
+        c.Broadcast(t, n - 1);
+        out.push_back(Read(t));
+        // all_gather: [3,2] each -> [3n,2]
+        Tensor g = Make(std::vector<double>(6 * n, -1), {3 * n, 2}, dtype);
+        c.AllGather(Make(mine(r), {3, 2}, dtype), g);
+        out.push_back(Read(g));
+        // all_gather_v: rank k gives k+1 rows of 2
+        std::vector<int64_t> counts;
+        int64_t total = 0;
+        for (int k = 0; k < n; ++k) counts.push_back(k + 1), total += k + 1;
+        Tensor gv = Make(std::vector<double>(total * 2, -1), {total, 2}, dtype);
+        c.AllGatherV(Make(Range(r * 100, (r + 1) * 2), {r + 1, 2}, dtype), gv, counts);
+        out.push_back(Read(gv));
+        // reduce_scatter even: in [2n, 3] = r*10 + i, out [2, 3]
+        Tensor rs = Make(std::vector<double>(6, -1), {2, 3}, dtype);
+        c.ReduceScatter(Make(Range(r * 10, 6 * n), {2 * n, 3}, dtype), rs, ReduceOp::kSum);
+        out.push_back(Read(rs));
+        // reduce_scatter uneven: rank k receives k+1 rows of 1
+        Tensor rsv = Make(std::vector<double>(r + 1, -1), {r + 1}, dtype);
+        c.ReduceScatterV(Make(Range(r, total), {total}, dtype), rsv, counts, ReduceOp::kMax);
+        out.push_back(Read(rsv));
+        // all_to_all even: rank r sends r*100 + j*10 + {0,1} to rank j
+        std::vector<double> a2a;
+        for (int j = 0; j < n; ++j)
+          a2a.push_back(r * 100 + j * 10), a2a.push_back(r * 100 + j * 10 + 1);
+        Tensor a2a_out = Make(std::vector<double>(2 * n, -1), {n, 2}, dtype);
+        c.AllToAll(Make(a2a, {n, 2}, dtype), a2a_out);
+        out.push_back(Read(a2a_out));
+        // all_to_all uneven: rank r sends (j + 1) rows to rank j, each row [r, j]
+        std::vector<double> v_in;
+        std::vector<int64_t> in_counts, out_counts;
+        for (int j = 0; j < n; ++j) {
+          in_counts.push_back(j + 1);
+          out_counts.push_back(r + 1);
+          for (int k = 0; k <= j; ++k) v_in.push_back(r), v_in.push_back(j);
+        }
+        int64_t in_rows = total, out_rows = int64_t(n) * (r + 1);
+        Tensor v_out = Make(std::vector<double>(out_rows * 2, -1), {out_rows, 2}, dtype);
+        c.AllToAllV(Make(v_in, {in_rows, 2}, dtype), v_out, in_counts, out_counts);
+        out.push_back(Read(v_out));
+        // send/recv ring: r sends to r+1, receives from r-1, two tags
+        Tensor recv_a = Make(std::vector<double>(4, -1), {4}, dtype);
+        Tensor recv_b = Make(std::vector<double>(1, -1), {1}, dtype);
+        int next = (r + 1) % n, prev = (r + n - 1) % n;
+        if (r % 2 == 0) {
+          c.Send(Make(Range(r * 1000, 4), {4}, dtype), next, 7);
+          c.Send(Make({double(-r)}, {1}, dtype), next, 8);
+          c.Recv(recv_a, prev, 7);
+          c.Recv(recv_b, prev, 8);
+        } else {
+          c.Recv(recv_a, prev, 7);
+          c.Recv(recv_b, prev, 8);
+          c.Send(Make(Range(r * 1000, 4), {4}, dtype), next, 7);
+          c.Send(Make({double(-r)}, {1}, dtype), next, 8);
+        }
+        out.push_back(Read(recv_a));
+        out.push_back(Read(recv_b));
+        c.Barrier();
+        return out;
+      });
+
+      for (int r = 0; r < n; ++r) {
+        INFO("rank " << r);
+        REQUIRE(results[r].error == "");
+        const auto& o = results[r].outputs;
+        size_t k = 0;
+        std::vector<double> sum(6), mx(6), mn(6), avg(6);
+        for (int i = 0; i < 6; ++i) {
+          for (int q = 0; q < n; ++q) sum[i] += q * 10 + i;
+          mx[i] = (n - 1) * 10 + i;
+          mn[i] = i;
+          avg[i] = sum[i] / n;
+        }
+        CheckEqual(o[k++], sum);
+        CheckEqual(o[k++], mx);
+        CheckEqual(o[k++], mn);
+        if (dtype == DType::kFloat32) CheckEqual(o[k++], avg);
+        CheckEqual(o[k++], Range((n - 1) * 10, 6));
+        std::vector<double> gathered;
+        for (int q = 0; q < n; ++q) {
+          auto v = Range(q * 10, 6);
+          gathered.insert(gathered.end(), v.begin(), v.end());
+        }
+        CheckEqual(o[k++], gathered);
+        std::vector<double> gathered_v;
+        for (int q = 0; q < n; ++q) {
+          auto v = Range(q * 100, (q + 1) * 2);
+          gathered_v.insert(gathered_v.end(), v.begin(), v.end());
+        }
+        CheckEqual(o[k++], gathered_v);
+        std::vector<double> rs(6);
+        for (int i = 0; i < 6; ++i) {
+          for (int q = 0; q < n; ++q) rs[i] += q * 10 + r * 6 + i;
+        }
+        CheckEqual(o[k++], rs);
+        // uneven reduce_scatter (max): element e of the total is max_q (q + e) = n - 1 + e
+        int64_t start = r * (r + 1) / 2;
+        std::vector<double> rsv;
+        for (int i = 0; i <= r; ++i) rsv.push_back(n - 1 + start + i);
+        CheckEqual(o[k++], rsv);
+        std::vector<double> a2a;
+        for (int j = 0; j < n; ++j)
+          a2a.push_back(j * 100 + r * 10), a2a.push_back(j * 100 + r * 10 + 1);
+        CheckEqual(o[k++], a2a);
+        std::vector<double> a2av;
+        for (int j = 0; j < n; ++j) {
+          for (int i = 0; i <= r; ++i) a2av.push_back(j), a2av.push_back(r);
+        }
+        CheckEqual(o[k++], a2av);
+        int prev = (r + n - 1) % n;
+        CheckEqual(o[k++], Range(prev * 1000, 4));
+        CheckEqual(o[k++], {double(-prev)});
+      }
+    }
+  }
+}
+
+TEST_CASE("communicator: groups that are a subset of the ranks", "[runtime]") {
+  ControlServer server(kAddr, 0, kToken);
+  std::vector<std::string> errors(4);
+  std::vector<std::vector<double>> got(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        ControlClient client(kAddr, server.port(), r, kToken, 10);
+        std::vector<int> group = r % 2 ? std::vector<int>{3, 1} : std::vector<int>{0, 2};
+        Communicator comm(client, group, r, 10);
+        Tensor t = Make({double(r), 1}, {2}, DType::kFloat64);
+        comm.AllReduce(t, ReduceOp::kSum);
+        comm.Broadcast(t, group[1]);  // no-op on values but exercises global roots
+        got[r] = Read(t);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 4; ++r) {
+    INFO("rank " << r);
+    REQUIRE(errors[r] == "");
+    CheckEqual(got[r], r % 2 ? std::vector<double>{4, 2} : std::vector<double>{2, 2});
+  }
+}
+
+TEST_CASE("communicator: argument errors are one line", "[runtime]") {
+  std::vector<std::vector<std::string>> messages(2);
+  auto capture = [](std::vector<std::string>& into, const std::function<void()>& f) {
+    try {
+      f();
+      into.push_back("");
+    } catch (const std::exception& e) {
+      into.push_back(e.what());
+    }
+  };
+  auto results = RunRanks(2, [&](Communicator& c, int r) {
+    Tensor in = Make({1, 2}, {2}, DType::kFloat32);
+    Tensor bad = Make({0, 0, 0}, {3}, DType::kFloat32);
+    Tensor ints = Make({1, 2}, {2}, DType::kInt64);
+    capture(messages[r], [&] { c.AllGather(in, bad); });
+    capture(messages[r], [&] { c.Broadcast(in, 5); });
+    capture(messages[r], [&] { c.AllReduce(ints, ReduceOp::kAvg); });
+    return std::vector<std::vector<double>>();
+  });
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(results[r].error == "");
+    REQUIRE(messages[r].size() == 3);
+    REQUIRE_THAT(messages[r][0], Catch::Contains("all_gather: output has 3"));
+    REQUIRE_THAT(messages[r][1], Catch::Contains("rank 5 is not in group cpu:[0,1]"));
+    REQUIRE_THAT(messages[r][2], Catch::Contains("floating point"));
+  }
+}
+
+TEST_CASE("communicator: a rank that never joins makes the others time out", "[runtime]") {
+  ControlServer server(kAddr, 0, kToken);
+  const double timeout_s = 2;
+  std::string error;
+  double elapsed_s = -1;
+  std::atomic<bool> done{false};
+  std::thread r0([&] {
+    try {
+      ControlClient client(kAddr, server.port(), 0, kToken, 10);
+      Communicator comm(client, {0, 1}, 0, timeout_s);
+      Tensor t = Make({1, 2, 3}, {3}, DType::kFloat32);
+      auto start = std::chrono::steady_clock::now();
+      try {
+        comm.AllReduce(t, ReduceOp::kSum);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } catch (const std::exception& e) {
+      error = std::string("setup: ") + e.what();
+    }
+    done = true;
+  });
+  std::thread r1([&] {
+    try {
+      ControlClient client(kAddr, server.port(), 1, kToken, 10);
+      Communicator comm(client, {0, 1}, 1, timeout_s);
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } catch (const std::exception&) {
+    }
+  });
+  r0.join();
+  r1.join();
+  REQUIRE(error ==
+          "all_reduce: rank 0 timed out after 2 s in group cpu:[0,1] "
+          "(is another rank dead or stuck?)");
+  REQUIRE(elapsed_s >= timeout_s - 0.5);
+  REQUIRE(elapsed_s < timeout_s + 3);
+}
+
+TEST_CASE("communicator: a missing peer fails the connect within the timeout", "[runtime]") {
+  ControlServer server(kAddr, 0, kToken);
+  ControlClient client(kAddr, server.port(), 0, kToken, 10);
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(Communicator(client, {0, 1}, 0, 1),
+                      Catch::Contains("rank 0") && Catch::Contains("cpu:[0,1]"));
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(elapsed < 5);
+}
+
+TEST_CASE("communicator: uneven collectives with a rank that has no rows", "[runtime]") {
+  // Rank 0 contributes / receives nothing; ranks 1 and 2 two rows each.
+  auto results = RunRanks(3, [](Communicator& c, int r) {
+    std::vector<std::vector<double>> out;
+    std::vector<int64_t> counts = {0, 2, 2};
+    Tensor in = Make(Range(r * 10, counts[r]), {counts[r]}, DType::kInt64);
+    Tensor g = Make(std::vector<double>(4, -1), {4}, DType::kInt64);
+    c.AllGatherV(in, g, counts);
+    out.push_back(Read(g));
+    Tensor rs = Make(std::vector<double>(counts[r], -1), {counts[r]}, DType::kInt64);
+    c.ReduceScatterV(Make(Range(r, 4), {4}, DType::kInt64), rs, counts, ReduceOp::kSum);
+    out.push_back(Read(rs));
+    // all_to_all_v: rank 0 sends nothing and receives nothing; 1 and 2 swap one row each
+    // and keep one.
+    std::vector<int64_t> ic =
+        r == 0 ? std::vector<int64_t>{0, 0, 0} : std::vector<int64_t>{0, 1, 1};
+    Tensor a = r == 0 ? Make({}, {0}, DType::kInt64)
+                      : Make({double(r * 10), double(r * 10 + 1)}, {2}, DType::kInt64);
+    Tensor b = Make(std::vector<double>(r == 0 ? 0 : 2, -1), {r == 0 ? 0 : 2}, DType::kInt64);
+    c.AllToAllV(a, b, ic, ic);
+    out.push_back(Read(b));
+    return out;
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r);
+    REQUIRE(results[r].error == "");
+    CheckEqual(results[r].outputs[0], {10, 11, 20, 21});
+    std::vector<double> rs;
+    if (r == 1) rs = {3, 6};
+    if (r == 2) rs = {9, 12};
+    CheckEqual(results[r].outputs[1], rs);
+    std::vector<double> a2a;
+    if (r == 1) a2a = {10, 20};
+    if (r == 2) a2a = {11, 21};
+    CheckEqual(results[r].outputs[2], a2a);
+  }
+}
