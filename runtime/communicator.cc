@@ -108,6 +108,23 @@ void CheckTensor(const Tensor& t, const char* op, const char* what) {
   if (!t.is_contiguous()) throw Error(StrCat(op, ": ", what, " must be contiguous"));
 }
 
+// The checks every two-buffer collective starts with.
+void CheckInOut(const Tensor& in, const Tensor& out, const char* op) {
+  CheckTensor(in, op, "input");
+  CheckTensor(out, op, "output");
+  if (in.dtype() != out.dtype()) {
+    throw Error(StrCat(op, ": input is ", DTypeName(in.dtype()), " but output is ",
+                       DTypeName(out.dtype())));
+  }
+}
+
+void CheckCounts(const std::vector<int64_t>& counts, int size, const std::string& desc,
+                 const char* op) {
+  if (static_cast<int>(counts.size()) != size) {
+    throw Error(StrCat(op, ": got ", counts.size(), " counts for group ", desc, " of size ", size));
+  }
+}
+
 // Elements per row (product of dims 1..); 1 for a 0-d tensor.
 int64_t RowSize(const Tensor& t) {
   int64_t n = 1;
@@ -259,12 +276,7 @@ void Communicator::Broadcast(Tensor& t, int root) {
 
 void Communicator::AllGather(const Tensor& in, Tensor& out) {
   const char* name = "all_gather";
-  CheckTensor(in, name, "input");
-  CheckTensor(out, name, "output");
-  if (in.dtype() != out.dtype()) {
-    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
-                       DTypeName(out.dtype())));
-  }
+  CheckInOut(in, out, name);
   if (out.numel() != in.numel() * size()) {
     throw Error(StrCat(name, ": output has ", out.numel(), " elements, expected ", size(), " x ",
                        in.numel(), " in group ", desc_));
@@ -285,16 +297,8 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
 
 void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) {
   const char* name = "all_gather_v";
-  CheckTensor(in, name, "input");
-  CheckTensor(out, name, "output");
-  if (in.dtype() != out.dtype()) {
-    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
-                       DTypeName(out.dtype())));
-  }
-  if (static_cast<int>(counts.size()) != size()) {
-    throw Error(
-        StrCat(name, ": got ", counts.size(), " counts for group ", desc_, " of size ", size()));
-  }
+  CheckInOut(in, out, name);
+  CheckCounts(counts, size(), desc_, name);
   int64_t row = RowSize(out);
   int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (Rows(out) != total || in.numel() != counts[group_rank_] * row) {
@@ -329,16 +333,8 @@ void Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
 void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts,
                                   ReduceOp op) {
   const char* name = "reduce_scatter";
-  CheckTensor(in, name, "input");
-  CheckTensor(out, name, "output");
-  if (in.dtype() != out.dtype()) {
-    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
-                       DTypeName(out.dtype())));
-  }
-  if (static_cast<int>(counts.size()) != size()) {
-    throw Error(
-        StrCat(name, ": got ", counts.size(), " counts for group ", desc_, " of size ", size()));
-  }
+  CheckInOut(in, out, name);
+  CheckCounts(counts, size(), desc_, name);
   int64_t row = RowSize(in);
   int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (Rows(in) != total || out.numel() != counts[group_rank_] * row) {
@@ -366,12 +362,7 @@ void Communicator::AllToAll(const Tensor& in, Tensor& out) {
 void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<int64_t>& in_counts,
                              const std::vector<int64_t>& out_counts) {
   const char* name = "all_to_all";
-  CheckTensor(in, name, "input");
-  CheckTensor(out, name, "output");
-  if (in.dtype() != out.dtype()) {
-    throw Error(StrCat(name, ": input is ", DTypeName(in.dtype()), " but output is ",
-                       DTypeName(out.dtype())));
-  }
+  CheckInOut(in, out, name);
   if (static_cast<int>(in_counts.size()) != size() ||
       static_cast<int>(out_counts.size()) != size()) {
     throw Error(StrCat(name, ": counts must have ", size(), " entries for group ", desc_));
