@@ -62,12 +62,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _int_arg(name, text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
+
+
 def _positive_int(name):
     def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
+        v = _int_arg(name, text)
         if v < 1:
             raise argparse.ArgumentTypeError(f"{name} must be at least 1, got {v}")
         return v
@@ -77,10 +81,7 @@ def _positive_int(name):
 
 def _nonneg_int(name):
     def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
+        v = _int_arg(name, text)
         if v < 0:
             raise argparse.ArgumentTypeError(f"{name} must not be negative, got {v}")
         return v
@@ -89,10 +90,7 @@ def _nonneg_int(name):
 
 
 def _port(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--master_port must be an integer, got {text!r}")
+    v = _int_arg("--master_port", text)
     if not 1 <= v <= 65535:
         raise argparse.ArgumentTypeError(f"--master_port {v} is not a port (1..65535)")
     return v
