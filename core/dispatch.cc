@@ -20,22 +20,8 @@ class OpNode : public Node {
   }
 
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      uint64_t now = inputs_[i].storage()->version();
-      if (now != input_versions_[i]) {
-        throw Error(StrCat("backward: input ", i, " of '", op_->name,
-                           "', which its gradient needs, was modified by an in-place operation "
-                           "(version ", now, ", saved at version ", input_versions_[i], ")"));
-      }
-    }
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-      uint64_t now = outputs_[i].storage()->version();
-      if (now != output_versions_[i]) {
-        throw Error(StrCat("backward: output ", i, " of '", op_->name,
-                           "', which its gradient needs, was modified by an in-place operation "
-                           "(version ", now, ", saved at version ", output_versions_[i], ")"));
-      }
-    }
+    CheckVersions(inputs_, input_versions_, "input");
+    CheckVersions(outputs_, output_versions_, "output");
     if (released_) {
       throw Error(StrCat("backward: trying to backward through the graph a second time: the ",
                          "saved tensors of '", op_->name, "' were freed by the first backward; ",
@@ -69,6 +55,19 @@ class OpNode : public Node {
     inputs_.clear();
     outputs_.clear();
   }
+  // A saved tensor written in place since the forward would give a wrong gradient.
+  void CheckVersions(const std::vector<Tensor>& saved, const std::vector<uint64_t>& versions,
+                     const char* what) const {
+    for (size_t i = 0; i < saved.size(); ++i) {
+      uint64_t now = saved[i].storage()->version();
+      if (now != versions[i]) {
+        throw Error(StrCat("backward: ", what, " ", i, " of '", op_->name,
+                           "', which its gradient needs, was modified by an in-place operation "
+                           "(version ", now, ", saved at version ", versions[i], ")"));
+      }
+    }
+  }
+
   void SaveOutputs(const std::vector<Tensor>& outputs) {
     outputs_.reserve(outputs.size());
     for (const Tensor& t : outputs) {
