@@ -150,9 +150,14 @@ std::string FormatSeconds(double s) {
 
 // ---- Communicator ----
 
+Communicator::Communicator(int my_rank)
+    : ranks_{my_rank}, my_rank_(my_rank), group_rank_(0), timeout_s_(1) {
+  desc_ = StrCat("cpu:[", my_rank, "]");
+}
+
 Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my_rank,
                            double timeout_s, const std::string& name)
-    : client_(client), ranks_(std::move(ranks)), my_rank_(my_rank), timeout_s_(timeout_s) {
+    : client_(&client), ranks_(std::move(ranks)), my_rank_(my_rank), timeout_s_(timeout_s) {
   desc_ = "cpu:[";
   for (size_t i = 0; i < ranks_.size(); ++i) desc_ += (i ? "," : "") + std::to_string(ranks_[i]);
   desc_ += "]";
@@ -168,7 +173,22 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
   }
   group_rank_ = static_cast<int>(it - ranks_.begin());
 
-  store_ = std::make_unique<GlooStore>(client_, "gloo/" + desc_ + "/", timeout_s_);
+  if (size() > 1) {
+    // Members on one machine share memory: every member publishes its host and all compare.
+    const std::string host_key = "host/" + desc_ + "/";
+    client_->Set(host_key + std::to_string(group_rank_), HostId());
+    std::vector<std::string> keys, hosts;
+    for (int r = 0; r < size(); ++r) keys.push_back(host_key + std::to_string(r));
+    client_->Wait(keys, timeout_s_);
+    for (const auto& k : keys) hosts.push_back(client_->Get(k).value_or(""));
+    const char* shm_env = std::getenv("ONEFLOW_SHM");
+    const bool shm_allowed = !(shm_env && std::string(shm_env) == "0");
+    if (shm_allowed && SameHost(hosts)) {
+      shm_ = std::make_unique<ShmGroup>(*client_, "shm/" + desc_, my_rank_, group_rank_, size(),
+                                        timeout_s_, desc_);
+    }
+  }
+  store_ = std::make_unique<GlooStore>(*client_, "gloo/" + desc_ + "/", timeout_s_);
   gloo::transport::tcp::attr attr;
   if (const char* ifname = std::getenv("ONEFLOW_IFNAME"); ifname && *ifname) {
     attr.iface = ifname;
@@ -191,7 +211,81 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
   }
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+    queue_cv_.notify_all();
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+const char* Communicator::transport() const {
+  if (size() == 1) return "self";
+  return shm_ ? "shm" : "gloo";
+}
+
+// ---- asynchronous calls ----
+
+void Work::Finish(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  error_ = error;
+  cv_.notify_all();
+}
+
+void Work::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::IsCompleted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+namespace {
+thread_local bool t_on_worker = false;
+}  // namespace
+
+std::shared_ptr<Work> Communicator::Async(std::function<void(Communicator&)> fn) {
+  auto work = std::make_shared<Work>();
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  queue_.emplace_back(std::move(fn), work);
+  ++pending_;
+  queue_cv_.notify_all();
+  return work;
+}
+
+void Communicator::WorkerLoop() {
+  t_on_worker = true;
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (true) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left
+    auto [fn, work] = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      fn(*this);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->Finish(error);
+    lock.lock();
+    --pending_;
+    queue_cv_.notify_all();
+  }
+}
+
+void Communicator::Drain() {
+  if (t_on_worker) return;
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_cv_.wait(lock, [&] { return pending_ == 0; });
+}
 
 std::chrono::milliseconds Communicator::Timeout() const {
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s_ * 1000)));
@@ -234,8 +328,13 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
     throw Error(
         StrCat(name, ": average needs a floating point tensor, got ", DTypeName(t.dtype())));
   }
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (t.numel() == 0) return;
+  if (t.numel() == 0 || size() == 1) return;
+  if (shm_) {
+    shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
+    return;
+  }
   DispatchDType(t.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
@@ -260,8 +359,13 @@ void Communicator::Broadcast(Tensor& t, int root) {
   const char* name = "broadcast";
   CheckTensor(t, name, "tensor");
   int groot = GroupRankOf(root, name);
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (t.numel() == 0) return;
+  if (t.numel() == 0 || size() == 1) return;
+  if (shm_) {
+    shm_->Broadcast(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()), groot, name);
+    return;
+  }
   DispatchDType(t.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     OF_GLOO_TRY(name, {
@@ -274,6 +378,18 @@ void Communicator::Broadcast(Tensor& t, int root) {
   });
 }
 
+void Communicator::GatherLocally(const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
+                                 const char* name) {
+  const size_t es = SizeOf(in.dtype());
+  if (size() == 1) {
+    std::memcpy(out.raw_data(), in.raw_data(), static_cast<size_t>(in.numel()) * es);
+    return;
+  }
+  std::vector<size_t> bytes;
+  for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * es);
+  shm_->AllGather(in.raw_data(), out.raw_data(), bytes, name);
+}
+
 void Communicator::AllGather(const Tensor& in, Tensor& out) {
   const char* name = "all_gather";
   CheckInOut(in, out, name);
@@ -281,8 +397,13 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
     throw Error(StrCat(name, ": output has ", out.numel(), " elements, expected ", size(), " x ",
                        in.numel(), " in group ", desc_));
   }
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (in.numel() == 0) return;
+  if (size() == 1 || shm_) {
+    GatherLocally(in, out, std::vector<int64_t>(size(), in.numel()), name);
+    return;
+  }
   DispatchDType(in.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     OF_GLOO_TRY(name, {
@@ -306,8 +427,15 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
                        " elements, expected ", total, " rows and ", counts[group_rank_] * row,
                        " elements"));
   }
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (out.numel() == 0) return;
+  if (size() == 1 || shm_) {
+    std::vector<int64_t> elems;
+    for (int64_t c : counts) elems.push_back(c * row);
+    GatherLocally(in, out, elems, name);
+    return;
+  }
   std::vector<size_t> elements;
   for (int64_t c : counts) elements.push_back(static_cast<size_t>(c * row));
   DispatchDType(in.dtype(), name, [&](auto tag) {
@@ -342,10 +470,25 @@ void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vect
                        " elements, expected ", total, " rows and ", counts[group_rank_] * row,
                        " elements"));
   }
-  Tensor tmp = fn::contiguous_copy(in);
-  AllReduce(tmp, op);
+  if (op == ReduceOp::kAvg && !IsFloating(in.dtype())) {
+    throw Error(
+        StrCat(name, ": average needs a floating point tensor, got ", DTypeName(in.dtype())));
+  }
   int64_t start = std::accumulate(counts.begin(), counts.begin() + group_rank_, int64_t{0});
   size_t es = SizeOf(in.dtype());
+  if (shm_ || size() == 1) {
+    Drain();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size() == 1) {
+      std::memcpy(out.raw_data(), in.raw_data(), static_cast<size_t>(out.numel()) * es);
+    } else if (in.numel() > 0) {
+      shm_->Reduce(in.raw_data(), out.raw_data(), in.numel(), in.dtype(), op, start * row,
+                   (start + counts[group_rank_]) * row, name);
+    }
+    return;
+  }
+  Tensor tmp = fn::contiguous_copy(in);
+  AllReduce(tmp, op);
   std::memcpy(out.raw_data(), static_cast<char*>(tmp.raw_data()) + start * row * es,
               static_cast<size_t>(out.numel()) * es);
 }
@@ -381,7 +524,13 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
   std::vector<int64_t> in_elems, out_elems;
   for (int64_t c : in_counts) in_elems.push_back(c * row);
   for (int64_t c : out_counts) out_elems.push_back(c * row);
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
+  if (size() == 1) {
+    std::memcpy(out.raw_data(), in.raw_data(),
+                static_cast<size_t>(in.numel()) * SizeOf(in.dtype()));
+    return;
+  }
   // Gloo refuses null buffers; an empty side gets a one-element scratch buffer. A rank with
   // nothing to send or receive still takes part (the others may be mid-operation with it).
   DispatchDType(in.dtype(), name, [&](auto tag) {
@@ -408,6 +557,9 @@ void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   const char* name = "send";
   CheckTensor(t, name, "tensor");
   int gpeer = GroupRankOf(peer, name);
+  if (gpeer == group_rank_)
+    throw Error(StrCat(name, ": rank ", my_rank_, " cannot send to itself"));
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
@@ -422,6 +574,10 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
   const char* name = "recv";
   CheckTensor(t, name, "tensor");
   int gpeer = GroupRankOf(peer, name);
+  if (gpeer == group_rank_) {
+    throw Error(StrCat(name, ": rank ", my_rank_, " cannot receive from itself"));
+  }
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
@@ -433,7 +589,13 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
 }
 
 void Communicator::Barrier() {
+  Drain();
   std::lock_guard<std::mutex> lock(mu_);
+  if (size() == 1) return;
+  if (shm_) {
+    shm_->Barrier("barrier");
+    return;
+  }
   OF_GLOO_TRY("barrier", {
     gloo::BarrierOptions opts(context_);
     opts.setTimeout(Timeout());

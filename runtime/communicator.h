@@ -17,23 +17,32 @@
 // The TCP device listens on $ONEFLOW_IFNAME when set (an interface name), else on the address
 // $ONEFLOW_HOSTNAME names, else on 127.0.0.1 (single node).
 //
-// Calls from several threads are serialized by a mutex
-// and run synchronously. After a timeout the communicator should be considered broken.
-// Destroying it closes its TCP pairs: peers still inside an operation with this rank then fail
-// with a connection error, so end with Barrier() before tearing a group down.
+// Calls from several threads are serialized by a mutex and run synchronously; Async() queues a
+// call for the communicator's worker thread and returns a Work handle (overlap with compute).
+// Members on one machine move data through a shared-memory segment (ShmGroup) instead of TCP
+// for all-reduce, broadcast, all-gather(v), reduce-scatter(v) and barrier. After a timeout the
+// communicator should be considered broken. Destroying it closes its TCP pairs: peers still inside
+// an operation with this rank then fail with a connection error, so end with Barrier() before
+// tearing a group down.
 #pragma once
 
 #include <gloo/rendezvous/store.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/tensor.h"
 #include "runtime/control_plane.h"
+#include "runtime/shm_group.h"
 
 namespace gloo {
 class Context;
@@ -41,8 +50,6 @@ class Context;
 
 namespace oneflow {
 namespace runtime {
-
-enum class ReduceOp { kSum, kMax, kMin, kAvg };
 
 // Gloo's rendezvous store over the control plane. Every key is prefixed with `prefix`; get()
 // waits for the key (like Gloo's own stores) and every wait is bounded by timeout_s.
@@ -64,6 +71,22 @@ class GlooStore : public gloo::rendezvous::Store {
   double timeout_s_;
 };
 
+// The handle of an asynchronous collective: Wait() blocks until it ran and rethrows its error.
+class Work {
+ public:
+  void Wait();
+  bool IsCompleted();
+
+ private:
+  friend class Communicator;
+  void Finish(std::exception_ptr error);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
 class Communicator {
  public:
   // Collective over the members of `ranks` (global ranks, each once; my_rank among them): every
@@ -72,6 +95,9 @@ class Communicator {
   // otherwise). Throws oneflow::Error when the peers do not show up within timeout_s.
   Communicator(ControlClient& client, std::vector<int> ranks, int my_rank, double timeout_s,
                const std::string& name = "");
+  // The group of this rank alone (a job of one process needs no network): collectives are
+  // local copies.
+  explicit Communicator(int my_rank);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -81,6 +107,14 @@ class Communicator {
   int size() const { return static_cast<int>(ranks_.size()); }
   const std::vector<int>& ranks() const { return ranks_; }
   const std::string& description() const { return desc_; }  // "cpu:[0,1]"
+  // "shm" when the members share this machine (and ONEFLOW_SHM is not 0), "gloo" across
+  // machines, "self" for a group of one.
+  const char* transport() const;
+
+  // Runs fn(*this) on the communicator's worker thread after every earlier asynchronous call;
+  // a synchronous call waits for those first, so every rank sees one order. fn keeps what it
+  // captured (tensors) alive until it ran.
+  std::shared_ptr<Work> Async(std::function<void(Communicator&)> fn);
 
   // In place on every rank.
   void AllReduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
@@ -109,10 +143,16 @@ class Communicator {
 
  private:
   int GroupRankOf(int global_rank, const char* op) const;
+  void Drain();
+  // all_gather(v) for a group of one or through shared memory; elems[i]: rank i's elements.
+  void GatherLocally(
+      const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
+      const char* name);  // waits for the queued asynchronous calls (not on the worker itself)
+  void WorkerLoop();
   [[noreturn]] void Rethrow(const char* op, const std::exception& e) const;
   std::chrono::milliseconds Timeout() const;
 
-  ControlClient& client_;
+  ControlClient* client_ = nullptr;
   std::vector<int> ranks_;
   int my_rank_;
   int group_rank_ = -1;
@@ -120,7 +160,15 @@ class Communicator {
   std::string desc_;
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<ShmGroup> shm_;
   std::mutex mu_;
+  // Asynchronous calls, run in order by one worker thread started on first use.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::pair<std::function<void(Communicator&)>, std::shared_ptr<Work>>> queue_;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
 };
 
 }  // namespace runtime

@@ -103,6 +103,12 @@ void CheckEqual(const std::vector<double>& got, const std::vector<double>& want)
 }  // namespace
 
 TEST_CASE("communicator: every collective against hand-computed values", "[runtime]") {
+  // Threads of one process share a machine: shared memory unless ONEFLOW_SHM=0 (Gloo's TCP).
+  const bool over_tcp = GENERATE(false, true);
+  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
+  struct Unset {
+    ~Unset() { unsetenv("ONEFLOW_SHM"); }
+  } unset;
   for (int n : {2, 4}) {
     for (DType dtype : {DType::kFloat32, DType::kInt64}) {
       INFO("world " << n << " dtype " << oneflow::DTypeName(dtype));
@@ -385,4 +391,82 @@ TEST_CASE("communicator: uneven collectives with a rank that has no rows", "[run
     if (r == 2) a2a = {11, 21};
     CheckEqual(results[r].outputs[2], a2a);
   }
+}
+
+TEST_CASE("communicator: shared memory across several chunks, uneven, every op", "[runtime]") {
+  // 300k elements: several 256 KiB chunks, and a length that splits unevenly over 3 ranks.
+  const int64_t count = 300001;
+  auto results = RunRanks(3, [&](Communicator& c, int r) {
+    REQUIRE(std::string(c.transport()) == "shm");
+    std::vector<std::vector<double>> out;
+    Tensor t = Make(Range(r, count), {count}, DType::kFloat64);
+    c.AllReduce(t, ReduceOp::kSum);
+    out.push_back(Read(t));
+    Tensor b = Make(Range(r * 7, count), {count}, DType::kFloat64);
+    c.Broadcast(b, 1);
+    out.push_back(Read(b));
+    Tensor g = Make(std::vector<double>(3 * count), {3 * count}, DType::kFloat64);
+    c.AllGather(Make(Range(r * 1e6, count), {count}, DType::kFloat64), g);
+    out.push_back(Read(g));
+    return out;
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r);
+    REQUIRE(results[r].error == "");
+    const auto& o = results[r].outputs;
+    for (int64_t i = 0; i < count; i += 997) {
+      REQUIRE(o[0][i] == 3.0 * i + 3.0);
+      REQUIRE(o[1][i] == 7.0 + i);
+      for (int q = 0; q < 3; ++q) REQUIRE(o[2][q * count + i] == q * 1e6 + i);
+    }
+    REQUIRE(o[0][count - 1] == 3.0 * (count - 1) + 3.0);
+  }
+}
+
+TEST_CASE("communicator: asynchronous calls run in order and wait() returns their result",
+          "[runtime]") {
+  auto results = RunRanks(2, [&](Communicator& c, int r) {
+    std::vector<Tensor> ts;
+    std::vector<std::shared_ptr<oneflow::runtime::Work>> works;
+    for (int k = 0; k < 8; ++k) {
+      ts.push_back(Make(Range(r + k, 1000), {1000}, DType::kFloat32));
+      Tensor t = ts.back();
+      works.push_back(c.Async([t](Communicator& cc) mutable { cc.AllReduce(t); }));
+    }
+    Tensor sync = Make({double(r)}, {1}, DType::kFloat32);
+    c.AllReduce(sync);  // waits for the queued ones first
+    std::vector<std::vector<double>> out;
+    for (auto& w : works) {
+      REQUIRE(w->IsCompleted());
+      w->Wait();
+    }
+    for (auto& t : ts) out.push_back(Read(t));
+    out.push_back(Read(sync));
+    // An error inside an asynchronous call comes back from wait().
+    auto bad = c.Async([](Communicator& cc) {
+      Tensor none;
+      cc.Broadcast(none, 0);
+    });
+    REQUIRE_THROWS_WITH(bad->Wait(), "broadcast: tensor is an undefined tensor");
+    return out;
+  });
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(results[r].error == "");
+    for (int k = 0; k < 8; ++k) {
+      for (int i = 0; i < 1000; i += 111) REQUIRE(results[r].outputs[k][i] == 2.0 * (k + i) + 1);
+    }
+    REQUIRE(results[r].outputs[8][0] == 1.0);
+  }
+}
+
+TEST_CASE("communicator: a group of one needs no network", "[runtime]") {
+  Communicator c(0);
+  REQUIRE(std::string(c.transport()) == "self");
+  Tensor t = Make({1, 2, 3}, {3}, DType::kFloat32);
+  c.AllReduce(t, ReduceOp::kAvg);
+  REQUIRE(Read(t) == std::vector<double>{1, 2, 3});
+  Tensor g = Make({0, 0, 0}, {3}, DType::kFloat32);
+  c.AllGather(t, g);
+  REQUIRE(Read(g) == std::vector<double>{1, 2, 3});
+  REQUIRE_THROWS_WITH(c.Send(t, 0), "send: rank 0 cannot send to itself");
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "runtime/control.grpc.pb.h"
@@ -43,12 +44,42 @@ Clock::time_point DeadlineAfterMs(int64_t ms) {
 
 class ControlServiceImpl final : public Control::Service {
  public:
-  explicit ControlServiceImpl(std::string token) : token_(std::move(token)) {}
+  ControlServiceImpl(std::string token, double heartbeat_timeout_s)
+      : token_(std::move(token)), heartbeat_timeout_s_(heartbeat_timeout_s) {
+    if (heartbeat_timeout_s_ > 0) watchdog_ = std::thread([this] { Watch(); });
+  }
+  ~ControlServiceImpl() { Stop(); }
 
   void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    if (watchdog_.joinable()) watchdog_.join();
+  }
+
+  // Aborts the job when a rank that has sent heartbeats (and has not said it is leaving) stays
+  // silent for heartbeat_timeout_s: a killed process cannot say goodbye.
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto limit = std::chrono::milliseconds(ToMsInt(heartbeat_timeout_s_));
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(250));
+      if (aborted_ || stopping_) continue;
+      const auto now = Clock::now();
+      for (const auto& [rank, seen] : last_seen_) {
+        if (now - seen > limit) {
+          aborted_ = true;
+          abort_rank_ = rank;
+          abort_reason_ =
+              StrCat("rank ", rank, " sent no heartbeat for ", FormatSeconds(heartbeat_timeout_s_),
+                     " s (the process died or is stuck)");
+          cv_.notify_all();
+          break;
+        }
+      }
+    }
   }
 
   grpc::Status Set(grpc::ServerContext*, const SetRequest* req, SetResponse*) override {
@@ -184,7 +215,11 @@ class ControlServiceImpl final : public Control::Service {
                          HeartbeatResponse* resp) override {
     if (req->token() != token_) return Denied();
     std::lock_guard<std::mutex> lock(mu_);
-    last_seen_[req->rank()] = Clock::now();
+    if (req->leaving()) {
+      last_seen_.erase(req->rank());
+    } else {
+      last_seen_[req->rank()] = Clock::now();
+    }
     if (aborted_) FillAbort(resp);
     return grpc::Status::OK;
   }
@@ -222,7 +257,11 @@ class ControlServiceImpl final : public Control::Service {
     resp->set_abort_reason(abort_reason_);
   }
 
+  static int64_t ToMsInt(double s) { return static_cast<int64_t>(s * 1000.0); }
+
   const std::string token_;
+  const double heartbeat_timeout_s_;
+  std::thread watchdog_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -241,9 +280,10 @@ struct ControlServer::Impl {
   bool stopped = false;
 };
 
-ControlServer::ControlServer(const std::string& addr, int port, std::string token)
+ControlServer::ControlServer(const std::string& addr, int port, std::string token,
+                             double heartbeat_timeout_s)
     : impl_(new Impl) {
-  impl_->service = std::make_unique<ControlServiceImpl>(std::move(token));
+  impl_->service = std::make_unique<ControlServiceImpl>(std::move(token), heartbeat_timeout_s);
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let a second server share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -415,12 +455,13 @@ void ControlClient::Barrier(const std::string& name, int world_size, double time
   }
 }
 
-void ControlClient::Heartbeat() {
+void ControlClient::Heartbeat(bool leaving) {
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, kPlainRpcSeconds);
+  SetDeadline(&ctx, leaving ? 2.0 : kPlainRpcSeconds);
   HeartbeatRequest req;
   req.set_token(impl_->token);
   req.set_rank(rank_);
+  req.set_leaving(leaving);
   HeartbeatResponse resp;
   ONEFLOW_CONTROL_CHECK_STATUS(impl_->stub->Heartbeat(&ctx, req, &resp), "a heartbeat");
   if (resp.aborted()) {

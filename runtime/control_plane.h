@@ -22,8 +22,10 @@ namespace runtime {
 class ControlServer {
  public:
   // Binds addr:port (port 0 picks a free port: read it back with port()). A port already in
-  // use throws oneflow::Error.
-  ControlServer(const std::string& addr, int port, std::string token);
+  // use throws oneflow::Error. heartbeat_timeout_s > 0 starts a watchdog: a rank that has sent
+  // a heartbeat and then stays silent that long (without leaving) aborts the job, naming it.
+  ControlServer(const std::string& addr, int port, std::string token,
+                double heartbeat_timeout_s = 0);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -60,8 +62,9 @@ class ControlClient {
   // Returns once world_size ranks reached the barrier called name; throws after timeout_s
   // (naming the ranks that had arrived) or when some rank aborted.
   void Barrier(const std::string& name, int world_size, double timeout_s);
-  // Tells the master this rank is alive; throws when some rank aborted the job.
-  void Heartbeat();
+  // Tells the master this rank is alive (or, leaving=true, that it exits cleanly and is no
+  // longer watched); throws when some rank aborted the job.
+  void Heartbeat(bool leaving = false);
   // Marks the job aborted: every pending and later Wait/Barrier throws with this reason.
   void Abort(const std::string& reason);
 

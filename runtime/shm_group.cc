@@ -1,0 +1,269 @@
+#include "runtime/shm_group.h"
+
+#include <fcntl.h>
+#include <immintrin.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace oneflow {
+namespace runtime {
+namespace {
+
+constexpr size_t kLine = 64;
+constexpr size_t kHeaderBytes = 4096;
+constexpr int64_t kAlignElems = 64;  // part boundaries on whole cache lines for every dtype
+
+size_t ChunkBytes() {
+  const char* v = std::getenv("ONEFLOW_SHM_CHUNK_BYTES");
+  long long n = v ? std::atoll(v) : 0;
+  if (n >= 4096) return static_cast<size_t>(n) / kLine * kLine;
+  return size_t{256} << 10;
+}
+
+std::atomic<uint64_t>* FlagAt(uint8_t* base, int r) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(base + static_cast<size_t>(r) * kLine);
+}
+
+template <typename T>
+void ReduceRange(T* res, const std::vector<const T*>& src, int64_t lo, int64_t hi, ReduceOp op) {
+  const T* a = src[0];
+  const T* b = src.size() > 1 ? src[1] : src[0];
+  const size_t n = src.size();
+  switch (op) {
+    case ReduceOp::kMax:
+      for (int64_t j = lo; j < hi; ++j) res[j] = std::max(a[j], b[j]);
+      for (size_t r = 2; r < n; ++r)
+        for (int64_t j = lo; j < hi; ++j) res[j] = std::max(res[j], src[r][j]);
+      break;
+    case ReduceOp::kMin:
+      for (int64_t j = lo; j < hi; ++j) res[j] = std::min(a[j], b[j]);
+      for (size_t r = 2; r < n; ++r)
+        for (int64_t j = lo; j < hi; ++j) res[j] = std::min(res[j], src[r][j]);
+      break;
+    default:
+      if (n == 1) {
+        for (int64_t j = lo; j < hi; ++j) res[j] = a[j];
+      } else {
+        for (int64_t j = lo; j < hi; ++j) res[j] = static_cast<T>(a[j] + b[j]);
+      }
+      for (size_t r = 2; r < n; ++r)
+        for (int64_t j = lo; j < hi; ++j) res[j] = static_cast<T>(res[j] + src[r][j]);
+      if constexpr (std::is_floating_point<T>::value) {
+        if (op == ReduceOp::kAvg) {
+          const T k = T(1) / static_cast<T>(n);
+          for (int64_t j = lo; j < hi; ++j) res[j] *= k;
+        }
+      }
+  }
+}
+
+template <typename F>
+void DispatchReduceType(DType dtype, const char* opname, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    default:
+      throw Error(StrCat(opname, ": dtype ", DTypeName(dtype),
+                         " is not supported by the shared-memory communicator"));
+  }
+}
+
+}  // namespace
+
+std::string HostId() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + "/" + boot;
+}
+
+bool SameHost(const std::vector<std::string>& host_ids) {
+  for (const auto& h : host_ids) {
+    if (h != host_ids.front()) return false;
+  }
+  return true;
+}
+
+ShmGroup::ShmGroup(ControlClient& client, const std::string& key, int my_rank, int group_rank,
+                   int size, double timeout_s, std::string desc)
+    : my_rank_(my_rank),
+      group_rank_(group_rank),
+      size_(size),
+      timeout_s_(timeout_s),
+      desc_(std::move(desc)),
+      chunk_bytes_(ChunkBytes()) {
+  if (static_cast<size_t>(size_) * kLine > kHeaderBytes) {
+    throw Error(
+        StrCat("shared memory: group ", desc_, " has more than ", kHeaderBytes / kLine, " ranks"));
+  }
+  map_bytes_ = kHeaderBytes + (static_cast<size_t>(size_) + 1) * chunk_bytes_;
+  std::string name;
+  int fd = -1;
+  if (group_rank_ == 0) {
+    static std::atomic<int> counter{0};
+    name = StrCat("/oneflow-", getpid(), "-", counter++);
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
+      int err = errno;
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+      }
+      throw Error(StrCat("shared memory: rank ", my_rank_, " could not create ", map_bytes_,
+                         " bytes for group ", desc_, ": ", std::strerror(err)));
+    }
+    client.Set(key + "/name", name);
+  } else {
+    client.Wait({key + "/name"}, timeout_s_);
+    name = client.Get(key + "/name").value_or("");
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) {
+      throw Error(StrCat("shared memory: rank ", my_rank_, " could not open ", name, " for group ",
+                         desc_, ": ", std::strerror(errno)));
+    }
+  }
+  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int map_err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (group_rank_ == 0) shm_unlink(name.c_str());
+    throw Error(StrCat("shared memory: rank ", my_rank_, " could not map ", name, " for group ",
+                       desc_, ": ", std::strerror(map_err)));
+  }
+  base_ = static_cast<uint8_t*>(p);
+  // Once everyone has mapped the segment its name is no longer needed.
+  try {
+    client.Barrier(key + "/mapped", size_, timeout_s_);
+  } catch (...) {
+    if (group_rank_ == 0) shm_unlink(name.c_str());
+    munmap(base_, map_bytes_);
+    throw;
+  }
+  if (group_rank_ == 0) shm_unlink(name.c_str());
+}
+
+ShmGroup::~ShmGroup() {
+  if (base_) munmap(base_, map_bytes_);
+}
+
+uint8_t* ShmGroup::Slot(int r) const {
+  return base_ + kHeaderBytes + static_cast<size_t>(r) * chunk_bytes_;
+}
+uint8_t* ShmGroup::Result() const { return Slot(size_); }
+
+void ShmGroup::Meet(const char* opname) {
+  ++seq_;
+  FlagAt(base_, group_rank_)->store(seq_, std::memory_order_release);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline{};
+  bool timing = false;
+  for (int r = 0; r < size_; ++r) {
+    std::atomic<uint64_t>* f = FlagAt(base_, r);
+    for (uint64_t spins = 0; f->load(std::memory_order_acquire) < seq_; ++spins) {
+      if (spins < 4096) {
+        _mm_pause();
+        continue;
+      }
+      sched_yield();  // more ranks than cores: let the one we wait for run
+      if ((spins & 255) != 0) continue;
+      if (!timing) {
+        timing = true;
+        deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1e3));
+      } else if (Clock::now() > deadline) {
+        throw Error(StrCat(opname, ": rank ", my_rank_, " timed out after ", timeout_s_,
+                           " s in group ", desc_, " (is another rank dead or stuck?)"));
+      }
+    }
+  }
+}
+
+void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
+                      int64_t keep_begin, int64_t keep_end, const char* opname) {
+  DispatchReduceType(dtype, opname, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(in);
+    T* dst = static_cast<T*>(out);
+    const int64_t per_chunk = static_cast<int64_t>(chunk_bytes_ / sizeof(T));
+    std::vector<const T*> slots(size_);
+    for (int r = 0; r < size_; ++r) slots[r] = reinterpret_cast<const T*>(Slot(r));
+    T* res = reinterpret_cast<T*>(Result());
+    T* mine = reinterpret_cast<T*>(Slot(group_rank_));
+    for (int64_t off = 0; off < count; off += per_chunk) {
+      const int64_t len = std::min(per_chunk, count - off);
+      std::memcpy(mine, src + off, static_cast<size_t>(len) * sizeof(T));
+      Meet(opname);
+      int64_t part = (len + size_ - 1) / size_;
+      part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
+      const int64_t lo = std::min(len, part * group_rank_);
+      const int64_t hi = std::min(len, lo + part);
+      ReduceRange<T>(res, slots, lo, hi, op);
+      Meet(opname);
+      const int64_t b = std::max(off, keep_begin), e = std::min(off + len, keep_end);
+      if (b < e) {
+        std::memcpy(dst + (b - keep_begin), res + (b - off),
+                    static_cast<size_t>(e - b) * sizeof(T));
+      }
+    }
+  });
+}
+
+void ShmGroup::Broadcast(void* data, size_t bytes, int root, const char* opname) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  for (size_t off = 0; off < bytes; off += chunk_bytes_) {
+    const size_t len = std::min(chunk_bytes_, bytes - off);
+    // Only a rank's own slot may be written before the first meeting: the others may still be
+    // copying the previous operation's result.
+    if (group_rank_ == root) std::memcpy(Slot(root), p + off, len);
+    Meet(opname);
+    if (group_rank_ != root) std::memcpy(p + off, Slot(root), len);
+    Meet(opname);
+  }
+}
+
+void ShmGroup::AllGather(const void* in, void* out, const std::vector<size_t>& bytes,
+                         const char* opname) {
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  std::vector<size_t> start(size_, 0);
+  for (int r = 1; r < size_; ++r) start[r] = start[r - 1] + bytes[r - 1];
+  const size_t most = *std::max_element(bytes.begin(), bytes.end());
+  for (size_t off = 0; off < most; off += chunk_bytes_) {
+    const size_t mine =
+        bytes[group_rank_] > off ? std::min(chunk_bytes_, bytes[group_rank_] - off) : 0;
+    if (mine > 0) std::memcpy(Slot(group_rank_), src + off, mine);
+    Meet(opname);
+    for (int r = 0; r < size_; ++r) {
+      if (bytes[r] <= off) continue;
+      const size_t len = std::min(chunk_bytes_, bytes[r] - off);
+      std::memcpy(dst + start[r] + off, Slot(r), len);
+    }
+    Meet(opname);
+  }
+}
+
+void ShmGroup::Barrier(const char* opname) { Meet(opname); }
+
+}  // namespace runtime
+}  // namespace oneflow

@@ -1,0 +1,69 @@
+// Collectives between the ranks of one machine through a shared-memory segment, without TCP.
+//
+// Group rank 0 creates a POSIX shared-memory segment, publishes its name through the control
+// plane, and unlinks it once every member has mapped it (so a killed job leaves nothing in
+// /dev/shm). The segment holds one flag per rank (its own cache line), one staging slot per
+// rank and one result slot. Data moves in chunks that stay in cache: for an all-reduce each
+// rank copies a chunk of its input into its slot, all meet at a barrier, rank i reduces the
+// i-th part of the chunk from every slot into the result slot, all meet again, and every rank
+// copies the result out. A barrier is a per-rank sequence number and a spin (then yield) on
+// the others', bounded by the timeout:
+//   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
+//
+// Not thread-safe: the Communicator serializes calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "runtime/control_plane.h"
+
+namespace oneflow {
+namespace runtime {
+
+enum class ReduceOp { kSum, kMax, kMin, kAvg };
+
+class ShmGroup {
+ public:
+  // Every member calls this with the same key (unique per group in the job). my_rank is the
+  // global rank (for messages), group_rank the position in the group.
+  ShmGroup(ControlClient& client, const std::string& key, int my_rank, int group_rank, int size,
+           double timeout_s, std::string desc);
+  ~ShmGroup();
+  ShmGroup(const ShmGroup&) = delete;
+  ShmGroup& operator=(const ShmGroup&) = delete;
+
+  // out[i] = reduce over ranks of in[i] for i in [keep_begin, keep_end), written at
+  // out[i - keep_begin]; in may equal out (in place, keep = everything).
+  void Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
+              int64_t keep_begin, int64_t keep_end, const char* opname);
+  // The root's bytes (a group rank) overwrite everyone's.
+  void Broadcast(void* data, size_t bytes, int root, const char* opname);
+  // out = concatenation of every rank's in; bytes[i] is rank i's size.
+  void AllGather(const void* in, void* out, const std::vector<size_t>& bytes, const char* opname);
+  void Barrier(const char* opname);
+
+ private:
+  void Meet(const char* opname);
+  uint8_t* Slot(int r) const;
+  uint8_t* Result() const;
+
+  int my_rank_, group_rank_, size_;
+  double timeout_s_;
+  std::string desc_;
+  size_t chunk_bytes_;
+  size_t map_bytes_ = 0;
+  uint8_t* base_ = nullptr;
+  uint64_t seq_ = 0;
+};
+
+// True when every listed host id equals the first (the group lives on one machine).
+bool SameHost(const std::vector<std::string>& host_ids);
+// This machine's identity: hostname and kernel boot id.
+std::string HostId();
+
+}  // namespace runtime
+}  // namespace oneflow
