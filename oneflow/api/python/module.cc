@@ -170,6 +170,8 @@ py::array ToNumpy(const Tensor& t) {
 
 }  // namespace
 
+void BindComm(py::module_& m);  // comm.cc
+
 PYBIND11_MODULE(_oneflow_internal, m) {
   m.doc() = "oneflow C++ core";
 
@@ -590,6 +592,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
     for (const auto& kv : OpRegistry::Global().ops()) names.push_back(kv.first);
     return names;
   });
+  BindComm(m);
 }
 
 }  // namespace python

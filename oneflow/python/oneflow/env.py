@@ -1,35 +1,62 @@
-"""The process world: rank and world size of this process (torchrun's variables).
+"""The process world: who this process is in the job (set by the launcher).
 
     flow.env.get_rank()        # 0 without a launcher
     flow.env.get_world_size()  # 1 without a launcher
+
+The values come from torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, ...), else SLURM's,
+else Open MPI's; reading them needs no network. The job itself (control plane, heartbeat,
+communicators) starts on the first collective, or on `flow.env.init()`.
 """
 
-import os
+import atexit
+import sys
+
+import oneflow._oneflow_internal as _C
 
 
-def _int_env(*names, default):
-    for n in names:
-        v = os.environ.get(n)
-        if v is not None and v != "":
-            return int(v)
-    return default
+def _info():
+    return _C.world_info()
 
 
 def get_rank():
-    return _int_env("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", default=0)
+    return _info()["rank"]
 
 
 def get_world_size():
-    return _int_env("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", default=1)
+    return _info()["world_size"]
 
 
 def get_local_rank():
-    return _int_env("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", default=0)
+    return _info()["local_rank"]
 
 
 def get_local_world_size():
-    return _int_env("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", default=1)
+    return _info()["local_world_size"]
 
 
 def get_node_size():
-    return max(1, get_world_size() // max(1, get_local_world_size()))
+    return _info()["node_size"]
+
+
+def is_multi_process():
+    return get_world_size() > 1
+
+
+_hooks_installed = False
+
+
+def init():
+    """Joins the job now: rank 0 serves the control plane, the others connect (idempotent)."""
+    global _hooks_installed
+    if not _hooks_installed:
+        _hooks_installed = True
+        atexit.register(_C.env_shutdown)
+        previous = sys.excepthook
+
+        def _abort_then_report(kind, value, tb):
+            # Tell the other ranks first, so they stop instead of waiting in a collective.
+            _C.env_abort("%s: %s" % (kind.__name__, value))
+            previous(kind, value, tb)
+
+        sys.excepthook = _abort_then_report
+    _C.env_init()

@@ -1,0 +1,214 @@
+"""flow.comm and flow.env across real processes started by the launcher over 127.0.0.1."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHONPATH = os.path.join(ROOT, "oneflow", "python")
+DIST = os.path.join(ROOT, "tests", "python", "dist")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_with(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT",
+                        "ONEFLOW_JOB_TOKEN", "ONEFLOW_SHM")}
+    env["PYTHONPATH"] = os.pathsep.join([PYTHONPATH] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def launch(*args, env=None, timeout=120):
+    cmd = [sys.executable, "-m", "oneflow.distributed.launch", *map(str, args)]
+    return subprocess.run(cmd, env=env or env_with(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def ok_lines(out):
+    return sorted(l.split("] ", 1)[-1] for l in out.splitlines() if " ok " in l)
+
+
+@pytest.mark.parametrize("nproc,shm", [(2, "1"), (4, "1"), (2, "0")])
+def test_every_collective_matches_hand_computed_values(nproc, shm):
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
+               os.path.join(DIST, "collectives.py"), env=env_with(ONEFLOW_SHM=shm))
+    assert r.returncode == 0, r.stdout + r.stderr
+    transport = "shm" if shm == "1" else "gloo"
+    assert ok_lines(r.stdout) == sorted(f"rank {k} of {nproc} ok {transport}" for k in range(nproc))
+
+
+def test_two_launchers_as_two_nodes_form_a_world_of_four():
+    port = free_port()
+    common = ["--nnodes", 2, "--nproc_per_node", 2, "--master_addr", "127.0.0.1",
+              "--master_port", port]
+    script = os.path.join(DIST, "collectives.py")
+    cmds = [[sys.executable, "-m", "oneflow.distributed.launch", *map(str, common),
+             "--node_rank", str(node), script] for node in (0, 1)]
+    env = env_with(ONEFLOW_JOB_TOKEN="two-nodes")
+    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for c in cmds]
+    outs = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, out + err
+    assert ok_lines(outs[0][0]) == ["rank 0 of 4 ok shm", "rank 1 of 4 ok shm"]
+    assert ok_lines(outs[1][0]) == ["rank 2 of 4 ok shm", "rank 3 of 4 ok shm"]
+
+
+def test_env_reports_the_world(tmp_path):
+    script = tmp_path / "world.py"
+    script.write_text(textwrap.dedent("""
+        import oneflow as flow
+        e = flow.env
+        print("world", e.get_rank(), e.get_world_size(), e.get_local_rank(), e.get_node_size())
+    """))
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), script)
+    assert r.returncode == 0, r.stderr
+    assert sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines()) == [
+        "world 0 2 0 1", "world 1 2 1 1"]
+
+
+RAISES = """
+    import time
+    import oneflow as flow
+    flow.env.init()
+    x = flow.ones(4)
+    if flow.env.get_rank() == {bad}:
+        time.sleep(0.5)
+        raise ValueError("rank {bad} gives up")
+    flow.comm.all_reduce(x)  # the others wait here for a rank that never comes
+    print("unreachable")
+"""
+
+
+def no_process_left(marker):
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return out.strip() == ""
+
+
+def test_a_rank_that_raises_stops_the_job_within_seconds(tmp_path):
+    script = tmp_path / "raises_in_job.py"
+    script.write_text(textwrap.dedent(RAISES.format(bad=1)))
+    start = time.time()
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), script,
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS=300))
+    took = time.time() - start
+    assert r.returncode != 0
+    assert took < 30, took
+    assert "rank 1" in r.stderr and "ValueError: rank 1 gives up" in r.stderr
+    assert "unreachable" not in r.stdout
+    time.sleep(0.5)
+    assert no_process_left("raises_in_job.py")
+
+
+def test_a_rank_failing_on_another_node_stops_this_node(tmp_path):
+    # Node 1's launcher cannot kill node 0's ranks: they learn it from the control plane.
+    script = tmp_path / "raises_other_node.py"
+    script.write_text(textwrap.dedent(RAISES.format(bad=3)))
+    port = free_port()
+    common = ["--nnodes", 2, "--nproc_per_node", 2, "--master_port", port]
+    env = env_with(ONEFLOW_JOB_TOKEN="abort-test", ONEFLOW_TIMEOUT_SECONDS=300)
+    start = time.time()
+    procs = [subprocess.Popen([sys.executable, "-m", "oneflow.distributed.launch",
+                               *map(str, common), "--node_rank", str(node), str(script)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for node in (0, 1)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    took = time.time() - start
+    assert all(p.returncode != 0 for p in procs)
+    assert took < 30, took
+    assert "rank 3 aborted the job: ValueError: rank 3 gives up" in outs[0][1], outs[0][1]
+    time.sleep(0.5)
+    assert no_process_left("raises_other_node.py")
+
+
+def run_rank(script, rank, port, timeout=60, **extra):
+    env = env_with(RANK=rank, WORLD_SIZE=2, LOCAL_RANK=rank, LOCAL_WORLD_SIZE=2,
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **extra)
+    return subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+JOIN = """
+    import oneflow as flow
+    flow.env.init()
+    flow.comm.barrier()
+    print("joined")
+"""
+
+
+def test_wrong_token_is_refused(tmp_path):
+    script = tmp_path / "join.py"
+    script.write_text(textwrap.dedent(JOIN))
+    port = free_port()
+    master = run_rank(script, 0, port, ONEFLOW_JOB_TOKEN="right", ONEFLOW_TIMEOUT_SECONDS=20)
+    time.sleep(1.0)
+    stray = run_rank(script, 1, port, ONEFLOW_JOB_TOKEN="wrong", ONEFLOW_TIMEOUT_SECONDS=20)
+    _, err = stray.communicate(timeout=60)
+    master.kill()
+    master.communicate()
+    assert stray.returncode != 0
+    assert f"control plane: rank 1 was refused by the master at 127.0.0.1:{port}: job token mismatch" in err
+
+
+def test_unreachable_master_names_address_rank_and_seconds(tmp_path):
+    script = tmp_path / "join.py"
+    script.write_text(textwrap.dedent(JOIN))
+    port = free_port()
+    p = run_rank(script, 1, port, ONEFLOW_TIMEOUT_SECONDS=2)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0
+    assert f"control plane: rank 1 could not reach the master at 127.0.0.1:{port} within 2 s" in err
+
+
+def test_port_in_use_is_one_clear_line(tmp_path):
+    script = tmp_path / "join.py"
+    script.write_text(textwrap.dedent(JOIN))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = run_rank(script, 0, port, ONEFLOW_TIMEOUT_SECONDS=5)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode != 0
+    assert f"control plane: cannot listen on 127.0.0.1:{port} (address already in use?) as rank 0" in err
+
+
+def test_a_missing_peer_times_out_naming_the_ranks(tmp_path):
+    script = tmp_path / "join.py"
+    script.write_text(textwrap.dedent(JOIN))
+    p = run_rank(script, 0, free_port(), ONEFLOW_TIMEOUT_SECONDS=2)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0
+    assert "rank 0 timed out after 2 s" in err and "missing" in err or "waiting for key" in err, err
+
+
+def test_single_process_needs_no_network():
+    code = ("import oneflow as flow; x = flow.ones(3); flow.comm.all_reduce(x); "
+            "print(flow.comm.transport(), x.tolist(), flow.env.get_world_size())")
+    r = subprocess.run([sys.executable, "-c", code], env=env_with(), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "self [1.0, 1.0, 1.0] 1"
+
+
+def test_argument_errors_are_one_line():
+    import oneflow as flow
+    with pytest.raises(ValueError, match=r"all_reduce: unknown reduce op 'prod'"):
+        flow.comm.all_reduce(flow.ones(2), op="prod")
+    with pytest.raises(ValueError, match=r"all_gather: got 2 output tensors for 1 ranks"):
+        flow.comm.all_gather([flow.ones(2), flow.ones(2)], flow.ones(2))
+    with pytest.raises(TypeError, match=r"broadcast: tensor must be a oneflow.Tensor, got list"):
+        flow.comm.broadcast([1, 2], 0)
+    with pytest.raises(RuntimeError, match=r"broadcast: rank 3 is not in group cpu:\[0\]"):
+        flow.comm.broadcast(flow.ones(2), 3)
