@@ -5,7 +5,8 @@
 #   tools/bench/run_all.sh --quick   # shorter windows (~15 s)
 #
 # Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
-# import time (bench_eager.py). Each script can also be run alone; see their docstrings.
+# import time (bench_eager.py), 2-rank all_reduce from 4 KiB to 64 MiB against torch.distributed
+# gloo (bench_allreduce.py). Each script can also be run alone; see their docstrings.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="$HERE/../python"
@@ -22,5 +23,6 @@ trap 'rm -rf "$TMP"' EXIT
 
 "$PY" "$HERE/bench_train.py" "${QUICK[@]}" --json "$TMP/train.json"
 "$PY" "$HERE/bench_eager.py" "${QUICK[@]}" --json "$TMP/eager.json"
+"$PY" "$HERE/bench_allreduce.py" "${QUICK[@]}" --json "$TMP/allreduce.json"
 echo
-"$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json"
+"$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json"

@@ -1,0 +1,141 @@
+"""all_reduce of float32 tensors between 2 local ranks: flow.comm against torch.distributed
+(gloo), side by side in one run, and against this machine's memory-copy bandwidth.
+
+    tools/python tools/bench/bench_allreduce.py [--quick] [--json OUT.json]
+
+Each framework runs under the launcher (python3 -m oneflow.distributed.launch --nproc_per_node
+2, which also sets torchrun's variables for torch's env:// rendezvous). Per size: a warm-up,
+then several timed windows between barriers; the median time per call on rank 0 is reported.
+Bus bandwidth = size * 2 (n - 1) / n / time, the bytes each rank must move for an all-reduce;
+its fraction of single-thread memcpy bandwidth says how close we are to the machine's limit.
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import median, pin_single_thread, print_table, save_results  # noqa: E402
+
+SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = os.path.join(HERE, "..", "python")
+
+
+def label(nbytes):
+    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+
+
+def worker(framework, out_path, quick):
+    pin_single_thread()
+    import numpy as np
+    rank = int(os.environ["RANK"])
+    if framework == "torch":
+        import torch
+        import torch.distributed as dist
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method="env://")
+        make = lambda n: torch.ones(n, dtype=torch.float32)  # noqa: E731
+        reduce_, barrier = dist.all_reduce, dist.barrier
+    else:
+        import oneflow as flow
+        make = lambda n: flow.ones(n, dtype=flow.float32)  # noqa: E731
+        reduce_, barrier = flow.comm.all_reduce, flow.comm.barrier
+    budget = 0.1 if quick else 0.4
+    results = {}
+    for nbytes in SIZES:
+        x = make(nbytes // 4)
+        for _ in range(3):
+            reduce_(x)
+        # Every rank must make the same number of calls: the count depends on the size only
+        # (a generous guess of the time per call, 50 us + 1 ns per byte).
+        iters = max(3, min(20000, int(budget / 5 / (50e-6 + nbytes * 1e-9))))
+        times = []
+        for _ in range(5):
+            barrier()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                reduce_(x)
+            times.append((time.perf_counter() - t0) / iters)
+        # every rank of every framework held 1.0 + (allreduces so far)... check the math once
+        y = make(16)
+        reduce_(y)
+        got = float(np.asarray(y.numpy())[0])
+        assert got == 2.0, (nbytes, got)
+        results[nbytes] = median(times)
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({str(k): v for k, v in results.items()}, f)
+    if framework == "torch":
+        dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(framework, quick):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [PY, "-m", "oneflow.distributed.launch", "--nproc_per_node", "2", "--master_port",
+               str(free_port()), os.path.abspath(__file__), "--worker", framework, "--out", out]
+        if quick:
+            cmd.append("--quick")
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            return {int(k): v for k, v in json.load(f).items()}
+
+
+def memcpy_bandwidth():
+    import numpy as np
+    a = np.ones(64 << 18, dtype=np.float32)  # 64 MiB
+    b = np.empty_like(a)
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        times.append(time.perf_counter() - t0)
+    return a.nbytes / median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", help="write result rows here (for run_all.sh)")
+    p.add_argument("--worker", choices=["oneflow", "torch"])
+    p.add_argument("--out")
+    args = p.parse_args()
+    if args.worker:
+        return worker(args.worker, args.out, args.quick)
+    pin_single_thread()
+    ours = run("oneflow", args.quick)
+    theirs = run("torch", args.quick)
+    mem = memcpy_bandwidth()
+    rows = []
+    print(f"memcpy (one thread, 64 MiB): {mem / 1e9:.2f} GB/s")
+    print(f"{'size':>8} {'ours us':>10} {'torch us':>10} {'ours busbw GB/s':>16} "
+          f"{'of memcpy':>10} {'torch busbw GB/s':>17}")
+    for n in SIZES:
+        bus = lambda t: n * 2 * (2 - 1) / 2 / t  # noqa: E731
+        print(f"{label(n):>8} {ours[n] * 1e6:10.1f} {theirs[n] * 1e6:10.1f} "
+              f"{bus(ours[n]) / 1e9:16.2f} {bus(ours[n]) / mem:10.0%} {bus(theirs[n]) / 1e9:17.2f}")
+        target = ({"op": "<=", "value": 20, "on": "ours"} if n == 4 << 10 else
+                  {"op": ">=", "value": 2.0, "on": "ratio"} if n >= 1 << 20 else
+                  {"op": ">=", "value": 1.0, "on": "ratio"})
+        rows.append({"metric": f"all_reduce 2 ranks {label(n)}", "unit": "us",
+                     "ours": ours[n] * 1e6, "torch": theirs[n] * 1e6,
+                     "higher_is_better": False, "target": target})
+    print()
+    print_table(rows)
+    save_results(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()
