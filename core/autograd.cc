@@ -79,7 +79,7 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
                            "element, got a tensor of shape ", r.shape(),
                            "; pass a gradient of that shape"));
       }
-      g = Full(r.meta(), 1.0);
+      g = FullLike(r, 1.0);
     } else if (g.shape() != r.shape()) {
       throw Error(
           StrCat("backward: gradient of shape ", g.shape(), " for a tensor of shape ", r.shape()));

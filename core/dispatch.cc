@@ -28,7 +28,9 @@ class OpNode : public Node {
                          "pass retain_graph=True to the first backward"));
     }
     for (size_t i = 0; i < grads.size(); ++i) {
-      if (!grads[i].defined()) grads[i] = Full(output_metas[i], 0.0);
+      if (grads[i].defined()) continue;
+      grads[i] = i < outputs_.size() && outputs_[i].defined() ? FullLike(outputs_[i], 0.0)
+                                                              : Full(output_metas[i], 0.0);
     }
     GradCtx ctx{inputs_, outputs_, attrs_, grads, needs_};
     std::vector<Tensor> in_grads = op_->grad(ctx);
@@ -100,6 +102,18 @@ void CheckArity(const OpDef& op, const std::vector<Tensor>& inputs) {
 }  // namespace
 
 void SetGlobalInterpreter(GlobalInterpreter interpreter) { g_global_interpreter = interpreter; }
+
+namespace {
+GlobalHooks g_global_hooks;
+}  // namespace
+
+void SetGlobalHooks(const GlobalHooks& hooks) { g_global_hooks = hooks; }
+const GlobalHooks& GetGlobalHooks() { return g_global_hooks; }
+
+Tensor FullLike(const Tensor& like, double value) {
+  if (like.is_global() && g_global_hooks.full_like) return g_global_hooks.full_like(like, value);
+  return Full(like.meta(), value);
+}
 
 std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs) {

@@ -31,4 +31,17 @@ using GlobalInterpreter = std::vector<Tensor> (*)(const OpDef& op,
                                                   const Attrs& attrs);
 void SetGlobalInterpreter(GlobalInterpreter interpreter);
 
+// The rest of what oneflow/ installs for global tensors: tensors of a value laid out like a
+// global one (autograd's seeds and zero gradients), and in-place copy and fill of global
+// tensors (fn::copy_ and fn::fill_ hand those over).
+struct GlobalHooks {
+  Tensor (*full_like)(const Tensor& like, double value) = nullptr;
+  void (*copy)(const Tensor& dst, const Tensor& src) = nullptr;
+  void (*fill)(const Tensor& dst, double value) = nullptr;
+};
+void SetGlobalHooks(const GlobalHooks& hooks);
+const GlobalHooks& GetGlobalHooks();
+// A tensor of `value` with like's metadata (global when like is).
+Tensor FullLike(const Tensor& like, double value);
+
 }  // namespace oneflow

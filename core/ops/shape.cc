@@ -479,6 +479,9 @@ Tensor to_device(const Tensor& x, const Device& device) {
 }
 
 void copy_(const Tensor& dst, const Tensor& src) {
+  if ((dst.is_global() || src.is_global()) && GetGlobalHooks().copy) {
+    return GetGlobalHooks().copy(dst, src);
+  }
   Shape s = BroadcastShapes(dst.shape(), src.shape(), "copy_");
   ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
                 " into destination of shape ", dst.shape());
@@ -511,6 +514,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
 }
 
 void fill_(const Tensor& dst, double value) {
+  if (dst.is_global() && GetGlobalHooks().fill) return GetGlobalHooks().fill(dst, value);
   ONEFLOW_CHECK(dst.is_cpu(), "fill_: cpu tensors expected in this build");
   dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "fill_", [&](auto tag) {

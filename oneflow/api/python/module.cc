@@ -170,7 +170,8 @@ py::array ToNumpy(const Tensor& t) {
 
 }  // namespace
 
-void BindComm(py::module_& m);  // comm.cc
+void BindComm(py::module_& m);    // comm.cc
+void BindGlobal(py::module_& m);  // global.cc
 
 PYBIND11_MODULE(_oneflow_internal, m) {
   m.doc() = "oneflow C++ core";
@@ -304,6 +305,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
                       impl->strides = v.strides();
                       impl->offset = v.offset();
                       impl->dtype = v.dtype();
+                      impl->extension = v.impl()->extension;  // local <-> global too
                     })
       .def("item", &Item)
       .def("tolist", &ToList)
@@ -593,6 +595,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
     return names;
   });
   BindComm(m);
+  BindGlobal(m);
 }
 
 }  // namespace python

@@ -36,5 +36,9 @@ from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is
 from oneflow import env, cuda, comm  # noqa: E402,F401
 from oneflow import nn, optim, utils  # noqa: E402,F401
 from oneflow.serialization import save, load  # noqa: E402,F401
+from oneflow import _global  # noqa: E402
+from oneflow._global import placement, sbp  # noqa: E402,F401
+
+_global._install()
 
 __version__ = "0.1.0"

@@ -162,6 +162,9 @@ def _repr(t):
 
     # Printing reads values only; keep it out of any autograd graph.
     data = t.detach()
+    if getattr(t, "is_global", False):
+        from oneflow._global import _gathered
+        data = _gathered(data)
     if data.numel() == 0:
         # No element shows the shape, so print it unless it is the plain (0,).
         if data.dim() != 1:

@@ -447,6 +447,13 @@ class Module:
 
         return self._apply(convert)
 
+    def to_global(self, placement=None, sbp=None):
+        """Makes every parameter and buffer global (the OneFlow tutorial: model on
+        flow.sbp.broadcast, data on flow.sbp.split(0)); Parameters keep their identity."""
+        return self._apply(lambda t: t.to_global(placement=placement, sbp=sbp))
+
+    to_consistent = to_global
+
     def cpu(self):
         return self._apply(lambda t: t.to("cpu"))
 

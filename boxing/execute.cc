@@ -1,0 +1,207 @@
+#include "boxing/execute.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+
+#include "core/error.h"
+#include "core/functional.h"
+#include "runtime/env.h"
+
+namespace oneflow {
+namespace boxing {
+namespace {
+
+using Kind = Step::Kind;
+
+bool DebugBoxing() {
+  static const bool on = [] {
+    const char* v = std::getenv("ONEFLOW_DEBUG_BOXING");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+// Per member of rank's sub-group along d: its [begin, end) ranges under `state`.
+std::vector<std::vector<std::pair<int64_t, int64_t>>> MemberRanges(const Placement& pl,
+                                                                   const NdSbp& state,
+                                                                   const Shape& logical, int rank,
+                                                                   int d) {
+  std::vector<int64_t> coord = pl.Coord(rank);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
+  for (int64_t k = 0; k < pl.hierarchy()[d]; ++k) {
+    coord[d] = k;
+    out.push_back(sbp::LocalRanges(logical, pl.hierarchy(), state, coord));
+  }
+  return out;
+}
+
+// x with axis moved to the front, contiguous; and back.
+Tensor AxisFirst(const Tensor& x, int axis) {
+  std::vector<int64_t> perm{axis};
+  for (int64_t i = 0; i < x.ndim(); ++i) {
+    if (i != axis) perm.push_back(i);
+  }
+  return fn::contiguous_copy(fn::permute(x, perm));
+}
+Tensor AxisBack(const Tensor& x, int axis) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 1; i <= axis; ++i) perm.push_back(i);
+  perm.push_back(0);
+  for (int64_t i = axis + 1; i < x.ndim(); ++i) perm.push_back(i);
+  return fn::contiguous_copy(fn::permute(x, perm));
+}
+
+Tensor Zeros(const std::vector<int64_t>& dims, const Tensor& like) {
+  Tensor z = fn::empty(Shape(dims), like.dtype());
+  fn::fill_(z, 0.0);
+  return z;
+}
+
+Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape& logical,
+               int rank) {
+  const int me = static_cast<int>(pl.Coord(rank)[s.dim]);
+  auto before = MemberRanges(pl, s.before, logical, rank, s.dim);
+  auto after = MemberRanges(pl, s.after, logical, rank, s.dim);
+  auto group = [&] { return runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device()).size(); };
+  runtime::Communicator* comm = nullptr;
+  if (s.kind == Kind::kAllReduce || s.kind == Kind::kAllGather ||
+      s.kind == Kind::kReduceScatter || s.kind == Kind::kAllToAll) {
+    comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
+  }
+  (void)group;
+  switch (s.kind) {
+    case Kind::kAllReduce: {
+      Tensor y = fn::contiguous_copy(x);
+      comm->AllReduce(y);
+      return y;
+    }
+    case Kind::kAllGather: {
+      const int a = s.from.axis();
+      std::vector<int64_t> counts;
+      for (auto& r : before) counts.push_back(r[a].second - r[a].first);
+      Tensor xt = AxisFirst(x, a);
+      std::vector<int64_t> dims = xt.shape().dims();
+      dims[0] = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+      Tensor out = fn::empty(Shape(dims), x.dtype());
+      comm->AllGatherV(xt, out, counts);
+      return AxisBack(out, a);
+    }
+    case Kind::kReduceScatter: {
+      const int a = s.to.axis();
+      std::vector<int64_t> counts;
+      for (auto& r : after) counts.push_back(r[a].second - r[a].first);
+      Tensor xt = AxisFirst(x, a);
+      std::vector<int64_t> dims = xt.shape().dims();
+      dims[0] = counts[me];
+      Tensor out = fn::empty(Shape(dims), x.dtype());
+      comm->ReduceScatterV(xt, out, counts);
+      return AxisBack(out, a);
+    }
+    case Kind::kAllToAll: {
+      const int i = s.from.axis(), j = s.to.axis();
+      const int64_t j0 = before[me][j].first;  // where my current piece starts along j
+      std::vector<Tensor> pieces;
+      std::vector<int64_t> in_counts, out_counts;
+      for (size_t m = 0; m < after.size(); ++m) {
+        Tensor piece = fn::contiguous_copy(
+            fn::slice(x, j, after[m][j].first - j0, after[m][j].second - j0));
+        in_counts.push_back(piece.numel());
+        pieces.push_back(fn::reshape(piece, {piece.numel()}));
+      }
+      std::vector<std::vector<int64_t>> recv_dims;
+      for (size_t k = 0; k < before.size(); ++k) {
+        std::vector<int64_t> dims = x.shape().dims();
+        dims[i] = before[k][i].second - before[k][i].first;
+        dims[j] = after[me][j].second - after[me][j].first;
+        int64_t n = 1;
+        for (int64_t v : dims) n *= v;
+        out_counts.push_back(n);
+        recv_dims.push_back(dims);
+      }
+      Tensor in = fn::cat(pieces, 0);
+      Tensor out = fn::empty(Shape({std::accumulate(out_counts.begin(), out_counts.end(),
+                                                    int64_t{0})}),
+                             x.dtype());
+      comm->AllToAllV(in, out, in_counts, out_counts);
+      std::vector<Tensor> parts;
+      int64_t off = 0;
+      for (size_t k = 0; k < recv_dims.size(); ++k) {
+        parts.push_back(fn::reshape(fn::slice(out, 0, off, off + out_counts[k]), recv_dims[k]));
+        off += out_counts[k];
+      }
+      return fn::contiguous_copy(fn::cat(parts, i));
+    }
+    case Kind::kSlice: {
+      const int a = s.to.axis();
+      const int64_t a0 = before[me][a].first;
+      return fn::contiguous_copy(
+          fn::slice(x, a, after[me][a].first - a0, after[me][a].second - a0));
+    }
+    case Kind::kKeepOnFirst:
+      return me == 0 ? x : Zeros(x.shape().dims(), x);
+    case Kind::kZeroPad: {
+      const int a = s.from.axis();
+      std::vector<int64_t> dims = x.shape().dims();
+      dims[a] = after[me][a].second - after[me][a].first;
+      Tensor z = Zeros(dims, x);
+      const int64_t start = before[me][a].first - after[me][a].first;
+      fn::copy_(fn::slice(z, a, start, start + x.size(a)), x);
+      return z;
+    }
+    default:
+      throw Error("boxing: unexpected step");
+  }
+}
+
+// The source's first rank sends the whole tensor to every destination rank outside the source.
+Tensor SendWhole(const Plan& plan, const Tensor& x, const Shape& logical, int rank) {
+  std::vector<int> group = plan.src.ranks();
+  for (int r : plan.dst.ranks()) {
+    if (!plan.src.Contains(r)) group.push_back(r);
+  }
+  std::sort(group.begin(), group.end());
+  if (plan.src.Contains(rank) && !plan.dst.Contains(rank) && rank != plan.src.ranks()[0]) {
+    return x;  // nothing to do here, and no need to join the group
+  }
+  runtime::Communicator& comm = runtime::Env::Get().Comm(group, plan.src.device());
+  const int root = plan.src.ranks()[0];
+  if (rank == root) {
+    Tensor c = fn::contiguous_copy(x);
+    for (int r : plan.dst.ranks()) {
+      if (!plan.src.Contains(r)) comm.Send(c, r, 0x51);
+    }
+    return x;
+  }
+  if (plan.src.Contains(rank)) return x;
+  Tensor out = fn::empty(logical, x.dtype());
+  comm.Recv(out, root, 0x51);
+  return out;
+}
+
+}  // namespace
+
+Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical, int my_rank) {
+  if (DebugBoxing() && !plan.steps.empty() && my_rank == plan.src.ranks()[0]) {
+    std::fprintf(stderr, "[boxing] %s -> %s of %s:\n%s\n", sbp::ToString(plan.from).c_str(),
+                 sbp::ToString(plan.to).c_str(), logical.ToString().c_str(),
+                 plan.ToString().c_str());
+  }
+  Tensor x = local;
+  for (const Step& s : plan.steps) {
+    if (s.kind == Kind::kSendWhole) {
+      if (plan.src.Contains(my_rank) || plan.dst.Contains(my_rank)) {
+        x = SendWhole(plan, x, logical, my_rank);
+      }
+      continue;
+    }
+    const Placement& pl = s.on_destination ? plan.dst : plan.src;
+    if (!pl.Contains(my_rank)) continue;
+    x = RunStep(s, pl, x, logical, my_rank);
+  }
+  if (!plan.dst.Contains(my_rank)) return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype());
+  return x;
+}
+
+}  // namespace boxing
+}  // namespace oneflow

@@ -1,0 +1,154 @@
+#include "boxing/plan.h"
+
+#include "core/error.h"
+
+namespace oneflow {
+namespace boxing {
+namespace {
+
+using Kind = Step::Kind;
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kAllReduce:
+      return "all_reduce";
+    case Kind::kAllGather:
+      return "all_gather";
+    case Kind::kReduceScatter:
+      return "reduce_scatter";
+    case Kind::kAllToAll:
+      return "all_to_all";
+    case Kind::kSlice:
+      return "local slice";
+    case Kind::kKeepOnFirst:
+      return "local: first rank keeps, others zero";
+    case Kind::kZeroPad:
+      return "local zero pad";
+    default:
+      return "send whole tensor";
+  }
+}
+
+double Cost(Kind k, double bytes, int64_t n) {
+  const double f = static_cast<double>(n - 1) / static_cast<double>(n);
+  switch (k) {
+    case Kind::kAllReduce:
+      return 2 * bytes * f;
+    case Kind::kAllGather:
+    case Kind::kReduceScatter:
+      return bytes * f;
+    case Kind::kAllToAll:
+      return bytes * f / static_cast<double>(n);
+    case Kind::kSendWhole:
+      return bytes;
+    default:
+      return 0;
+  }
+}
+
+// The step turning `from` into `to` on one hierarchy dimension (from != to).
+Kind StepKind(const Sbp& from, const Sbp& to) {
+  if (from.is_partial()) return to.is_broadcast() ? Kind::kAllReduce : Kind::kReduceScatter;
+  if (from.is_broadcast()) return to.is_split() ? Kind::kSlice : Kind::kKeepOnFirst;
+  if (to.is_broadcast()) return Kind::kAllGather;
+  if (to.is_partial()) return Kind::kZeroPad;
+  return Kind::kAllToAll;
+}
+
+bool SplitsAxis(const Sbp& s, int axis) { return s.is_split() && s.axis() == axis; }
+
+// Changing dimension d is safe when no inner dimension (already in its final state) splits an
+// axis this change touches.
+bool Safe(const NdSbp& state, int d, const Sbp& from, const Sbp& to) {
+  for (size_t e = d + 1; e < state.size(); ++e) {
+    if ((from.is_split() && SplitsAxis(state[e], from.axis())) ||
+        (to.is_split() && SplitsAxis(state[e], to.axis()))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Add(Plan& p, NdSbp& state, int d, const Sbp& to, double bytes, const Placement& pl,
+         bool on_dst) {
+  if (state[d] == to) return;
+  Step s;
+  s.kind = StepKind(state[d], to);
+  s.dim = d;
+  s.from = state[d];
+  s.to = to;
+  s.before = state;
+  state[d] = to;
+  s.after = state;
+  s.on_destination = on_dst;
+  s.cost = Cost(s.kind, bytes, pl.hierarchy()[d]);
+  p.cost += s.cost;
+  p.steps.push_back(std::move(s));
+}
+
+}  // namespace
+
+std::string Step::ToString(const Placement& placement) const {
+  if (kind == Kind::kSendWhole) {
+    return StrCat("B->B: ", KindName(kind), " to the ranks of ", placement.ToString());
+  }
+  std::string where = placement.ToString();
+  if (placement.ndim() > 1) where += StrCat(" (hierarchy dim ", dim, ")");
+  return StrCat(from.ToString(), "->", to.ToString(), ": ", KindName(kind), " over ", where);
+}
+
+std::string Plan::ToString() const {
+  if (steps.empty()) return "(nothing to do)";
+  std::string s;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    s += (i ? "\n" : "") + steps[i].ToString(steps[i].on_destination ? dst : src);
+  }
+  return s;
+}
+
+Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, const NdSbp& to,
+                const Shape& logical, DType dtype) {
+  sbp::CheckNdSbp(from, src, logical.ndim(), "boxing");
+  sbp::CheckNdSbp(to, dst, logical.ndim(), "boxing");
+  Plan p{src, dst, from, to, {}, 0};
+  const double bytes = static_cast<double>(logical.numel()) * SizeOf(dtype);
+  const int n_src = src.ndim(), n_dst = dst.ndim();
+  if (src == dst) {
+    // Direct, innermost dimension first, when every change is safe.
+    NdSbp state = from;
+    bool safe = true;
+    for (int d = n_src - 1; d >= 0 && safe; --d) {
+      if (state[d] != to[d] && !Safe(state, d, state[d], to[d])) safe = false;
+      state[d] = to[d];
+    }
+    if (safe) {
+      state = from;
+      for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, to[d], bytes, src, false);
+      return p;
+    }
+    state = from;
+    for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);
+    for (int d = 0; d < n_src; ++d) Add(p, state, d, to[d], bytes, src, false);
+    return p;
+  }
+  if (src.device() != dst.device()) {
+    throw Error(StrCat("boxing: moving between ", src.ToString(), " and ", dst.ToString(),
+                       " needs the CUDA build"));
+  }
+  NdSbp state = from;
+  for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);
+  Step send;
+  send.kind = Kind::kSendWhole;
+  send.before = state;
+  send.after = NdSbp(n_dst, Sbp::Broadcast());
+  send.on_destination = true;
+  send.cost = bytes;
+  p.cost += bytes;
+  p.steps.push_back(send);
+  NdSbp dstate(n_dst, Sbp::Broadcast());
+  for (int d = 0; d < n_dst; ++d) Add(p, dstate, d, to[d], bytes, dst, true);
+  return p;
+}
+
+}  // namespace boxing
+}  // namespace oneflow

@@ -1,0 +1,367 @@
+#include "oneflow/global/global_tensor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "boxing/execute.h"
+#include "core/autograd.h"
+#include "core/dispatch.h"
+#include "core/error.h"
+#include "core/functional.h"
+#include "runtime/env.h"
+#include "sbp/deduce.h"
+
+namespace oneflow {
+namespace global {
+namespace {
+
+NdSbp WithoutPartial(NdSbp nd) {
+  for (Sbp& s : nd) {
+    if (s.is_partial()) s = Sbp::Broadcast();
+  }
+  return nd;
+}
+
+void CheckRanksInWorld(const Placement& pl, const char* op) {
+  const int world = runtime::WorldFromEnv().world_size;
+  for (int r : pl.ranks()) {
+    if (r >= world) {
+      throw Error(StrCat(op, ": placement ", pl.ToString(), " names rank ", r,
+                         " but the world has ", world, " rank", world == 1 ? "" : "s"));
+    }
+  }
+}
+
+// True when this rank's coordinate is 0 on every dimension holding P (it keeps the value).
+bool KeepsPartial(const Placement& pl, const NdSbp& nd, int rank) {
+  std::vector<int64_t> c = pl.Coord(rank);
+  for (size_t d = 0; d < nd.size(); ++d) {
+    if (nd[d].is_partial() && c[d] != 0) return false;
+  }
+  return true;
+}
+
+Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DType dtype) {
+  return fn::empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype);
+}
+
+// ---------------------------------------------------------------- the interpreter
+
+struct CachedDecision {
+  sbp::Deduction deduction;
+};
+
+std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins) {
+  std::string k = op.name + "|" + attrs.ToString();
+  for (const Tensor& t : ins) {
+    const GlobalMeta& m = Meta(t);
+    k += StrCat("|", t.shape().ToString(), DTypeName(t.dtype()), sbp::ToString(m.nd_sbp),
+                m.placement.ToString());
+  }
+  return k;
+}
+
+const sbp::Deduction& Decide(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins,
+                             const std::vector<TensorMeta>& in_metas,
+                             const std::vector<TensorMeta>& out_metas, const Placement& pl) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, sbp::Deduction> cache;
+  const std::string key = DecisionKey(op, attrs, ins);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const sbp::SbpRule* rule = sbp::FindSbpRule(op.name);
+  if (!rule) throw Error(StrCat(op.name, ": has no SBP rule, so it cannot run on global tensors"));
+  std::vector<NdSbp> in_sbps;
+  for (const Tensor& t : ins) in_sbps.push_back(Meta(t).nd_sbp);
+  sbp::RuleContext ctx{in_metas, out_metas, attrs};
+  return cache.emplace(key, sbp::Deduce(op.name, *rule, ctx, pl, in_sbps)).first->second;
+}
+
+bool AllBroadcast(const std::vector<Tensor>& ins) {
+  for (const Tensor& t : ins) {
+    for (const Sbp& s : Meta(t).nd_sbp) {
+      if (!s.is_broadcast()) return false;
+    }
+  }
+  return true;
+}
+
+// The number of targets that count in a 'mean' loss, as a broadcast float scalar.
+Tensor CountTargets(const Tensor& target, int64_t ignore_index, DType dtype) {
+  Tensor valid = fn::ne(target, fn::full(Shape(), static_cast<double>(ignore_index), DType::kInt64));
+  Tensor n = fn::sum(fn::to_dtype(valid, dtype));
+  const GlobalMeta& m = Meta(n);
+  return ToGlobal(n, m.placement, NdSbp(m.placement.ndim(), Sbp::Broadcast()));
+}
+
+// Ops whose local kernel would use local sizes where the logical ones are meant.
+bool Special(const OpDef& op, const std::vector<Tensor>& ins, const Attrs& attrs,
+             const std::vector<TensorMeta>& out_metas, std::vector<Tensor>* out) {
+  if (AllBroadcast(ins)) return false;
+  if ((op.name == "nll_loss" || op.name == "nll_loss_grad") &&
+      attrs.Get<std::string>("reduction") == "mean") {
+    // mean = sum / (number of counted targets over the whole batch).
+    Attrs a = attrs;
+    a.Set("reduction", std::string("sum"));
+    Tensor sum = CallOp1(op, ins, a);
+    Tensor n = CountTargets(ins[1], attrs.Get<int64_t>("ignore_index"), out_metas[0].dtype);
+    *out = {fn::div(sum, n)};
+    return true;
+  }
+  if (op.name == "dropout_mask") {
+    // Draw the logical mask (same seed and offset everywhere) and keep this rank's slice.
+    const GlobalMeta& m = Meta(ins[0]);
+    Tensor whole = RunLocalKernel(op, {fn::empty(ins[0].shape(), ins[0].dtype())}, attrs)[0];
+    *out = {FromWhole(whole, m.placement, WithoutPartial(m.nd_sbp))};
+    return true;
+  }
+  return false;
+}
+
+std::vector<Tensor> Interpret(const OpDef& op, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs) {
+  // One placement for every global input; 0-dim local tensors (Python scalars) join as B.
+  const Placement* pl = nullptr;
+  int pl_input = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || !inputs[i].is_global()) continue;
+    const Placement& p = Meta(inputs[i]).placement;
+    if (!pl) {
+      pl = &p, pl_input = static_cast<int>(i);
+    } else if (p != *pl) {
+      throw Error(StrCat(op.name, ": input ", pl_input, " is on placement ", pl->ToString(),
+                         " but input ", i, " is on ", p.ToString(),
+                         "; move one with to_global(placement=...)"));
+    }
+  }
+  std::vector<Tensor> ins = inputs;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].is_global()) continue;
+    if (ins[i].ndim() != 0) {
+      throw Error(StrCat(op.name, ": input ", i, " is a local tensor of shape ", ins[i].shape(),
+                         " while input ", pl_input,
+                         " is global; make it global with to_global(placement, sbp) first"));
+    }
+    ins[i] = MakeGlobal(ins[i], Shape(), *pl, NdSbp(pl->ndim(), Sbp::Broadcast()));
+  }
+  std::vector<TensorMeta> in_metas;
+  for (const Tensor& t : ins) in_metas.push_back(t.meta());
+  std::vector<TensorMeta> out_metas = op.infer(in_metas, attrs);
+
+  std::vector<Tensor> special;
+  if (Special(op, ins, attrs, out_metas, &special)) return special;
+
+  const sbp::Deduction& d = Decide(op, attrs, ins, in_metas, out_metas, *pl);
+  const int rank = MyRank();
+  std::vector<Tensor> locals;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const GlobalMeta& m = Meta(ins[i]);
+    if (m.nd_sbp == d.in[i]) {
+      locals.push_back(m.local);
+    } else {
+      auto plan = boxing::PlanBoxing(*pl, m.nd_sbp, *pl, d.in[i], ins[i].shape(), ins[i].dtype());
+      locals.push_back(boxing::ExecuteBoxing(plan, m.local, ins[i].shape(), rank));
+    }
+  }
+  std::vector<Tensor> outs;
+  if (!pl->Contains(rank)) {
+    for (size_t k = 0; k < out_metas.size(); ++k) {
+      outs.push_back(MakeGlobal(EmptyShard(out_metas[k].shape, *pl, d.out[k], out_metas[k].dtype),
+                                out_metas[k].shape, *pl, d.out[k]));
+    }
+    return outs;
+  }
+  Attrs local_attrs = attrs;
+  for (const char* name : {"shape", "input_shape", "weight_shape"}) {
+    if (attrs.Has(name)) {
+      local_attrs.Set(name, sbp::LocalShape(out_metas[0].shape, *pl, d.out[0], rank).dims());
+    }
+  }
+  std::vector<Tensor> local_outs = RunLocalKernel(op, locals, local_attrs);
+  for (size_t k = 0; k < local_outs.size(); ++k) {
+    outs.push_back(MakeGlobal(local_outs[k], out_metas[k].shape, *pl, d.out[k]));
+  }
+  return outs;
+}
+
+// ---------------------------------------------------------------- hooks
+
+Tensor LeafGrad(const Tensor& leaf, const Tensor& grad) {
+  if (!leaf.is_global() || !grad.is_global()) return grad;
+  const GlobalMeta& l = Meta(leaf);
+  const GlobalMeta& g = Meta(grad);
+  if (l.placement == g.placement && l.nd_sbp == g.nd_sbp) return grad;
+  return ToGlobal(grad, l.placement, l.nd_sbp);
+}
+
+Tensor GlobalFullLike(const Tensor& like, double value) {
+  const GlobalMeta& m = Meta(like);
+  NdSbp nd = WithoutPartial(m.nd_sbp);
+  Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,
+                          like.dtype());
+  return MakeGlobal(local, like.shape(), m.placement, nd);
+}
+
+void GlobalCopy(const Tensor& dst, const Tensor& src) {
+  if (!dst.is_global()) {
+    throw Error("copy_: cannot copy a global tensor into a local one; call to_local() first");
+  }
+  const GlobalMeta& m = Meta(dst);
+  Tensor s = src.is_global() ? ToGlobal(src, m.placement, m.nd_sbp)
+                             : FromWhole(fn::contiguous_copy(fn::expand(src, dst.shape().dims())),
+                                         m.placement, m.nd_sbp);
+  if (m.placement.Contains(MyRank())) fn::copy_(m.local, Meta(s).local);
+}
+
+void GlobalFill(const Tensor& dst, double value) {
+  const GlobalMeta& m = Meta(dst);
+  if (!m.placement.Contains(MyRank())) return;
+  fn::fill_(m.local, KeepsPartial(m.placement, m.nd_sbp, MyRank()) ? value : 0.0);
+}
+
+}  // namespace
+
+void Install() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    SetGlobalInterpreter(&Interpret);
+    SetLeafGradHook(&LeafGrad);
+    GlobalHooks hooks;
+    hooks.full_like = &GlobalFullLike;
+    hooks.copy = &GlobalCopy;
+    hooks.fill = &GlobalFill;
+    SetGlobalHooks(hooks);
+  });
+}
+
+int MyRank() {
+  static const int rank = runtime::WorldFromEnv().rank;
+  return rank;
+}
+
+const GlobalMeta& Meta(const Tensor& t) {
+  auto* m = dynamic_cast<GlobalMeta*>(t.impl()->extension.get());
+  if (!m) throw Error("global: expected a global tensor, got a local one");
+  return *m;
+}
+
+Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& placement,
+                  const NdSbp& nd_sbp) {
+  Install();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::Allocate(local.device(), 0);
+  impl->shape = logical;
+  impl->strides = ContiguousStrides(logical);
+  impl->dtype = local.dtype();
+  auto meta = std::make_shared<GlobalMeta>();
+  meta->placement = placement;
+  meta->nd_sbp = nd_sbp;
+  meta->local = local;
+  impl->extension = std::move(meta);
+  return Tensor(std::move(impl));
+}
+
+Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                     bool check_meta) {
+  if (local.is_global()) return ToGlobal(local, placement, nd_sbp);
+  sbp::CheckNdSbp(nd_sbp, placement, local.ndim(), "to_global");
+  CheckRanksInWorld(placement, "to_global");
+  const int rank = MyRank();
+  std::vector<int64_t> dims = local.shape().dims();
+  const bool member = placement.Contains(rank);
+  bool has_split = false;
+  for (const Sbp& s : nd_sbp) has_split |= s.is_split();
+  runtime::Communicator* comm = nullptr;
+  if (member && placement.size() > 1 && (check_meta || (has_split && placement.ndim() == 1))) {
+    comm = &runtime::Env::Get().Comm(placement.ranks(), placement.device());
+  }
+  if (comm) {
+    // Every member's [ndim, dtype, dims...] (8 dims at most are compared).
+    constexpr int kMax = 10;
+    Tensor mine = fn::full(Shape({kMax}), -1.0, DType::kInt64);
+    int64_t* p = mine.data<int64_t>();
+    p[0] = local.ndim();
+    p[1] = static_cast<int64_t>(local.dtype());
+    for (int64_t i = 0; i < std::min<int64_t>(local.ndim(), kMax - 2); ++i) p[2 + i] = dims[i];
+    Tensor all = fn::empty(Shape({placement.size() * kMax}), DType::kInt64);
+    comm->AllGather(mine, all);
+    const int64_t* a = all.data<int64_t>();
+    const int n = placement.size();
+    if (check_meta) {
+      for (int r = 0; r < n; ++r) {
+        bool same = a[r * kMax] == p[0] && a[r * kMax + 1] == p[1];
+        for (int64_t i = 0; same && i < std::min<int64_t>(p[0], kMax - 2); ++i) {
+          bool split_axis = false;
+          for (const Sbp& s : nd_sbp) split_axis |= s.is_split() && s.axis() == i;
+          same = split_axis || a[r * kMax + 2 + i] == p[2 + i];
+        }
+        if (!same) {
+          std::vector<int64_t> theirs;
+          for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i)
+            theirs.push_back(a[r * kMax + 2 + i]);
+          throw Error(StrCat("to_global: rank ", placement.ranks()[r], " has a local tensor of shape ",
+                             Shape(theirs), " ", DTypeName(static_cast<DType>(a[r * kMax + 1])),
+                             " but rank ", rank, " has ", local.shape(), " ",
+                             DTypeName(local.dtype())));
+        }
+      }
+    }
+    if (has_split && placement.ndim() == 1) {
+      const int axis = nd_sbp[0].axis();
+      int64_t total = 0;
+      for (int r = 0; r < n; ++r) total += a[r * kMax + 2 + axis];
+      dims[axis] = total;
+    }
+  } else if (has_split) {
+    for (size_t d = 0; d < nd_sbp.size(); ++d) {
+      if (nd_sbp[d].is_split()) dims[nd_sbp[d].axis()] *= placement.hierarchy()[d];
+    }
+  }
+  Tensor shard = member ? local : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), local.dtype());
+  return MakeGlobal(shard, Shape(dims), placement, nd_sbp);
+}
+
+Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
+  if (!global.is_global()) return LocalToGlobal(global, placement, nd_sbp);
+  sbp::CheckNdSbp(nd_sbp, placement, global.ndim(), "to_global");
+  CheckRanksInWorld(placement, "to_global");
+  const GlobalMeta& m = Meta(global);
+  if (m.placement == placement && m.nd_sbp == nd_sbp) return global;
+  auto plan = boxing::PlanBoxing(m.placement, m.nd_sbp, placement, nd_sbp, global.shape(),
+                                 global.dtype());
+  Tensor local = boxing::ExecuteBoxing(plan, m.local, global.shape(), MyRank());
+  return MakeGlobal(local, global.shape(), placement, nd_sbp);
+}
+
+Tensor ToLocal(const Tensor& global) { return Meta(global).local; }
+
+Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp) {
+  sbp::CheckNdSbp(nd_sbp, placement, whole.ndim(), "to_global");
+  const int rank = MyRank();
+  if (!placement.Contains(rank)) {
+    return MakeGlobal(EmptyShard(whole.shape(), placement, nd_sbp, whole.dtype()), whole.shape(),
+                      placement, nd_sbp);
+  }
+  auto ranges = sbp::LocalRanges(whole.shape(), placement.hierarchy(), nd_sbp,
+                                 placement.Coord(rank));
+  Tensor x = whole;
+  for (size_t a = 0; a < ranges.size(); ++a) {
+    if (ranges[a].first != 0 || ranges[a].second != whole.size(a)) {
+      x = fn::slice(x, a, ranges[a].first, ranges[a].second);
+    }
+  }
+  x = fn::contiguous_copy(x);
+  if (!KeepsPartial(placement, nd_sbp, rank)) fn::fill_(x, 0.0);
+  return MakeGlobal(x, whole.shape(), placement, nd_sbp);
+}
+
+std::string Describe(const Tensor& t) {
+  const GlobalMeta& m = Meta(t);
+  return StrCat("placement=", m.placement.ToString(), ", sbp=", sbp::ToString(m.nd_sbp));
+}
+
+}  // namespace global
+}  // namespace oneflow

@@ -1,0 +1,57 @@
+// Global tensors: a logical shape, dtype, placement and NdSbp, and this rank's local shard.
+//
+// A global Tensor is an ordinary core Tensor whose TensorImpl has the logical shape (no data of
+// its own) and a GlobalMeta extension holding the placement, the NdSbp and the shard. Core's
+// dispatch hands every op call with a global input to the interpreter installed here (deduce
+// the signature, box the inputs, run the local kernel on the shards, wrap the outputs), so
+// every op and autograd work on global tensors.
+//
+//   global::Install();   // once, before the first global op
+//   Tensor w = global::LocalToGlobal(fn::randn({4, 4}), placement, {Sbp::Broadcast()});
+//   Tensor x = global::LocalToGlobal(my_batch, placement, {Sbp::Split(0)});
+//   Tensor y = fn::matmul(x, w);            // S(0) x B -> S(0), no communication
+//   Tensor full = global::ToGlobal(y, placement, {Sbp::Broadcast()});   // all-gather
+#pragma once
+
+#include "core/tensor.h"
+#include "sbp/sbp.h"
+
+namespace oneflow {
+namespace global {
+
+using sbp::NdSbp;
+using sbp::Placement;
+using sbp::Sbp;
+
+struct GlobalMeta : TensorExtension {
+  Placement placement;
+  NdSbp nd_sbp;
+  Tensor local;  // this rank's shard; empty (zeros in every dim) outside the placement
+};
+
+// Installs the interpreter and hooks in core (idempotent).
+void Install();
+int MyRank();
+
+const GlobalMeta& Meta(const Tensor& t);  // REQUIRES: t.is_global()
+// Wraps a shard as a global tensor without communication (the caller vouches for it).
+Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& placement,
+                  const NdSbp& nd_sbp);
+// From this rank's local data: the logical shape is the local one, with split axes summed
+// over the ranks (1-D; an n-D placement assumes even splits). check_meta compares shapes and
+// dtypes across ranks first and names the rank that differs.
+Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                     bool check_meta = false);
+// Boxing to another placement and/or NdSbp.
+Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
+// This rank's shard (a view of the tensor's data, not a copy).
+Tensor ToLocal(const Tensor& global);
+// A global tensor built whole on every rank (same values everywhere, e.g. from the same seed)
+// and laid out as nd_sbp: each rank keeps its slice (P: the first rank keeps it).
+Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp);
+
+// "placement=cpu:[0, 1], sbp=(S(0))" for messages.
+std::string Describe(const Tensor& t);
+
+}  // namespace global
+}  // namespace oneflow

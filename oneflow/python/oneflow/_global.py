@@ -1,0 +1,233 @@
+"""Global tensors in Python: flow.placement, flow.sbp and the Tensor methods around them.
+
+    P = flow.placement("cpu", ranks=[0, 1])
+    w = flow.randn(4, 4, placement=P, sbp=flow.sbp.broadcast)   # same values on every rank
+    x = local_batch.to_global(placement=P, sbp=flow.sbp.split(0))
+    y = x @ w                       # S(0) x B -> S(0)
+    y.to_global(sbp=flow.sbp.broadcast).to_local()   # the whole y on every rank
+"""
+
+import functools
+import types
+
+import oneflow as flow
+import oneflow._oneflow_internal as _C
+
+_SPLIT, _BROADCAST, _PARTIAL = 0, 1, 2
+
+
+class _Sbp:
+    __slots__ = ("kind", "axis")
+
+    def __init__(self, kind, axis=-1):
+        self.kind, self.axis = kind, axis
+
+    def __call__(self):  # flow.sbp.broadcast() works like flow.sbp.broadcast
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, _Sbp) and (self.kind, self.axis) == (other.kind, other.axis)
+
+    def __hash__(self):
+        return hash((self.kind, self.axis))
+
+    def __repr__(self):
+        if self.kind == _SPLIT:
+            return f"oneflow.sbp.split(dim={self.axis})"
+        return "oneflow.sbp.broadcast" if self.kind == _BROADCAST else "oneflow.sbp.partial_sum"
+
+    def _pair(self):
+        return (self.kind, self.axis)
+
+
+def _split(dim):
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"sbp.split: dim must be an int, got {type(dim).__name__}")
+    return _Sbp(_SPLIT, dim)
+
+
+sbp = types.ModuleType("oneflow.sbp", "Split, broadcast and partial-sum layouts of global tensors.")
+sbp.sbp = _Sbp
+sbp.split = _split
+sbp.broadcast = _Sbp(_BROADCAST)
+sbp.partial_sum = _Sbp(_PARTIAL)
+
+
+def _flatten(ranks):
+    if isinstance(ranks, int):
+        return [ranks], []
+    rows = list(ranks)
+    if rows and all(isinstance(r, int) for r in rows):
+        return rows, [len(rows)]
+    flat, shape = [], None
+    for r in rows:
+        f, s = _flatten(r)
+        if shape is not None and s != shape:
+            raise ValueError(f"placement: ranks {ranks} are not a rectangular array")
+        shape = s
+        flat += f
+    return flat, [len(rows)] + (shape or [])
+
+
+class placement:
+    """Where a global tensor lives: a device type and the ranks holding it, possibly as an n-D
+    array (ranks=[[0, 1], [2, 3]] is a 2x2 mesh). The old form placement("cuda", {0: [0, 1]})
+    means node 0, devices 0 and 1."""
+
+    def __init__(self, type="cpu", ranks=None, hierarchy=None):
+        if isinstance(type, str) and type not in ("cpu", "cuda"):
+            raise ValueError(f"placement: type must be 'cpu' or 'cuda', got {type!r}")
+        if ranks is None:
+            raise ValueError("placement: ranks are required, e.g. placement('cpu', ranks=[0, 1])")
+        if isinstance(ranks, dict):
+            per_node = flow.env.get_local_world_size()
+            flat = [int(node) * per_node + int(dev)
+                    for node, devs in sorted(ranks.items()) for dev in devs]
+            shape = [len(flat)]
+        else:
+            flat, shape = _flatten(ranks)
+        if hierarchy is not None:
+            shape = list(hierarchy)
+        for r in flat:
+            if not isinstance(r, int) or r < 0:
+                raise ValueError(f"placement: ranks must be non-negative ints, got {r!r}")
+        if len(set(flat)) != len(flat):
+            raise ValueError(f"placement: a rank appears twice in {ranks}")
+        self._type, self._flat, self._hierarchy = type, flat, shape
+        self._nested = self._nest(flat, shape)
+
+    @staticmethod
+    def _nest(flat, shape):
+        if len(shape) <= 1:
+            return list(flat)
+        step = len(flat) // shape[0]
+        return [placement._nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+    @property
+    def type(self):
+        return self._type
+
+    device_type = type
+
+    @property
+    def ranks(self):
+        return self._nested
+
+    @property
+    def hierarchy(self):
+        return tuple(self._hierarchy)
+
+    def _args(self):
+        return (self._type, self._flat, self._hierarchy)
+
+    def __eq__(self, other):
+        return isinstance(other, placement) and self._args() == other._args()
+
+    def __hash__(self):
+        return hash((self._type, tuple(self._flat), tuple(self._hierarchy)))
+
+    def __repr__(self):
+        return f'oneflow.placement(type="{self._type}", ranks={self._nested})'
+
+    @staticmethod
+    def all(device_type="cpu"):
+        return placement(device_type, list(range(flow.env.get_world_size())))
+
+
+def _sbp_tuple(s, n, what="to_global"):
+    if isinstance(s, _Sbp):
+        s = (s,)
+    s = tuple(s)
+    for x in s:
+        if not isinstance(x, _Sbp):
+            raise TypeError(f"{what}: sbp must be flow.sbp.split(d), broadcast or partial_sum, "
+                            f"got {x!r}")
+    if len(s) != n:
+        raise ValueError(f"{what}: sbp {s} has {len(s)} entries but the placement has {n} "
+                         f"dimension{'s' if n != 1 else ''}")
+    return s
+
+
+def _info(t):
+    return _C.global_info(t)
+
+
+def _placement_of(t):
+    device, ranks, hierarchy, _ = _info(t)
+    return placement(device, ranks, hierarchy)
+
+
+def _sbp_of(t):
+    return tuple(_Sbp(k, a) for k, a in _info(t)[3])
+
+
+def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=None, copy=False):
+    info = _info(self)
+    if info is None and (placement is None or sbp is None):
+        raise ValueError("to_global: a local tensor needs both placement and sbp")
+    if placement is None:
+        placement = _placement_of(self)
+    if not isinstance(placement, globals()["placement"]):
+        raise TypeError(f"to_global: placement must be a flow.placement, got {placement!r}")
+    if sbp is None:
+        sbp = _sbp_of(self)
+    sbp = _sbp_tuple(sbp, len(placement.hierarchy))
+    device, flat, hierarchy = placement._args()
+    out = _C.to_global(self, device, flat, hierarchy, [s._pair() for s in sbp], check_meta)
+    if self.requires_grad and out.is_leaf and not out.requires_grad and self.is_leaf:
+        out.requires_grad_(True)
+    return out
+
+
+def _to_local(self, copy=False):
+    t = _C.to_local(self)
+    return t.clone() if copy else t
+
+
+def _gathered(t):
+    """The whole value of a global tensor on this rank (a local tensor)."""
+    if _info(t) is None:
+        return t
+    n = len(_info(t)[2])
+    return _C.to_local(_C.to_global(t.detach(), _info(t)[0], _info(t)[1], _info(t)[2],
+                                    [(_BROADCAST, -1)] * n, False))
+
+
+def _creation(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, placement=None, sbp=None, **kwargs):
+        if placement is None and sbp is None:
+            return fn(*args, **kwargs)
+        if placement is None or sbp is None:
+            raise ValueError(f"{fn.__name__}: placement and sbp go together")
+        requires_grad = kwargs.pop("requires_grad", False)
+        whole = fn(*args, **kwargs)
+        s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
+        device, flat, hierarchy = placement._args()
+        out = _C.global_from_whole(whole, device, flat, hierarchy, [x._pair() for x in s])
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return wrapper
+
+
+def _install():
+    T = flow.Tensor
+    T.is_global = property(lambda self: _info(self) is not None)
+    T.is_consistent = T.is_global
+    T.is_local = property(lambda self: _info(self) is None)
+    T.placement = property(lambda self: _placement_of(self) if _info(self) else None)
+    T.sbp = property(lambda self: _sbp_of(self) if _info(self) else None)
+    T.to_global = _to_global
+    T.to_consistent = _to_global
+    T.to_local = _to_local
+    for name in ("numpy", "tolist", "item"):
+        local_fn = getattr(T, name)
+
+        def method(self, *args, _local_fn=local_fn, **kwargs):
+            return _local_fn(_gathered(self), *args, **kwargs)
+        method.__name__ = name
+        setattr(T, name, method)
+    for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
+                 "arange", "eye"):
+        setattr(flow, name, _creation(getattr(flow, name)))

@@ -1,0 +1,71 @@
+#include "sbp/deduce.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+
+namespace oneflow {
+namespace sbp {
+
+double BoxingCost(const Sbp& from, const Sbp& to, double bytes, int64_t n) {
+  if (from == to || n == 1) return 0;
+  const double k = static_cast<double>(n - 1) / static_cast<double>(n);
+  if (from.is_broadcast()) return 0;                  // local slice or zeros
+  if (from.is_split() && to.is_partial()) return 0;   // local, zero padded
+  if (from.is_split() && to.is_broadcast()) return bytes * k;                // all-gather
+  if (from.is_split() && to.is_split()) return bytes * k / n;                // all-to-all
+  if (from.is_partial() && to.is_broadcast()) return 2 * bytes * k;          // all-reduce
+  return bytes * k;                                                          // reduce-scatter
+}
+
+std::string Deduction::ToString() const {
+  std::string s = "(";
+  for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : "") + sbp::ToString(in[i]);
+  s += ") -> (";
+  for (size_t i = 0; i < out.size(); ++i) s += (i ? ", " : "") + sbp::ToString(out[i]);
+  return s + ")";
+}
+
+Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& ctx,
+                 const Placement& placement, const std::vector<NdSbp>& in_sbps) {
+  const int nd = placement.ndim();
+  Deduction d;
+  d.in.assign(ctx.in.size(), NdSbp(nd, Sbp::Broadcast()));
+  d.out.assign(ctx.out.size(), NdSbp(nd, Sbp::Broadcast()));
+  const std::vector<Signature> cands = rule.candidates(ctx);
+  for (int h = 0; h < nd; ++h) {
+    const Signature* best = nullptr;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (const Signature& s : cands) {
+      if (s.in.size() != ctx.in.size() || s.out.size() != ctx.out.size()) {
+        throw Error(StrCat(op, ": SBP rule gave signature ", s.ToString(), " for ", ctx.in.size(),
+                           " inputs and ", ctx.out.size(), " outputs"));
+      }
+      bool keeps_inplace = true;
+      for (int i : rule.inplace_inputs) {
+        if (i < static_cast<int>(s.in.size()) && s.in[i] != in_sbps[i][h]) keeps_inplace = false;
+      }
+      if (!keeps_inplace) continue;
+      double cost = 0;
+      for (size_t i = 0; i < s.in.size(); ++i) {
+        const double bytes = static_cast<double>(ctx.in[i].shape.numel()) * SizeOf(ctx.in[i].dtype);
+        cost += BoxingCost(in_sbps[i][h], s.in[i], bytes, placement.hierarchy()[h]);
+      }
+      if (cost < best_cost) best = &s, best_cost = cost;
+    }
+    if (!best) {
+      std::string have;
+      for (size_t i = 0; i < in_sbps.size(); ++i) have += (i ? ", " : "") + ToString(in_sbps[i]);
+      throw Error(StrCat(op, ": no SBP signature keeps the tensors it updates in place as they are (",
+                         have, "); give them one Sbp"));
+    }
+    for (size_t i = 0; i < ctx.in.size(); ++i) d.in[i][h] = best->in[i];
+    for (size_t i = 0; i < ctx.out.size(); ++i) d.out[i][h] = best->out[i];
+    d.cost += best_cost;
+  }
+  return d;
+}
+
+}  // namespace sbp
+}  // namespace oneflow

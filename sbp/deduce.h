@@ -1,0 +1,30 @@
+// Signature deduction: for an op on global inputs, the NdSbp every input must be boxed to and
+// the NdSbp of every output. One 1-D candidate per hierarchy dimension, the one whose boxing of
+// the inputs moves the fewest bytes; ties go to the candidate declared first.
+//
+//   Deduction d = Deduce("matmul", rule, ctx, placement, {{S(0)}, {B}});   // d.out = {{S(0)}}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sbp/rules.h"
+
+namespace oneflow {
+namespace sbp {
+
+// Bytes one rank moves to turn `from` into `to` for a tensor of `bytes` over n ranks.
+double BoxingCost(const Sbp& from, const Sbp& to, double bytes, int64_t n);
+
+struct Deduction {
+  std::vector<NdSbp> in;
+  std::vector<NdSbp> out;
+  double cost = 0;
+  std::string ToString() const;  // "((S(0)), (B)) -> ((S(0)))"
+};
+
+Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& ctx,
+                 const Placement& placement, const std::vector<NdSbp>& in_sbps);
+
+}  // namespace sbp
+}  // namespace oneflow

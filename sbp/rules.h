@@ -1,0 +1,72 @@
+// SBP rules: for each op of the registry, the 1-D signatures it can run under.
+//
+// A rule sees the logical metas of the inputs and outputs and the attrs and lists candidate
+// signatures (one Sbp per input and per output). Deduction (deduce.h) picks the cheapest. Every
+// list should start with the all-broadcast signature when it is valid, so that broadcast
+// inputs stay broadcast on ties. Rules live in sbp/rules/, grouped by op family:
+//
+//   ONEFLOW_REGISTER_SBP_RULE(relu, Pointwise(/*linear=*/false));
+//
+// Shape attributes ("shape", "input_shape", "weight_shape") always describe output 0; the
+// interpreter rewrites them to the local shard's shape, so rules need not.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/attrs.h"
+#include "core/tensor.h"
+#include "sbp/sbp.h"
+
+namespace oneflow {
+namespace sbp {
+
+struct Signature {
+  std::vector<Sbp> in;
+  std::vector<Sbp> out;
+  std::string ToString() const;  // "(S(0), B) -> S(0)"
+};
+
+struct RuleContext {
+  const std::vector<TensorMeta>& in;
+  const std::vector<TensorMeta>& out;
+  const Attrs& attrs;
+};
+
+using RuleFn = std::function<std::vector<Signature>(const RuleContext&)>;
+
+struct SbpRule {
+  RuleFn candidates;
+  // Inputs the op writes in place (optimizer updates): candidates must keep their current Sbp.
+  std::vector<int> inplace_inputs;
+};
+
+void RegisterSbpRule(const std::string& op, SbpRule rule);
+const SbpRule* FindSbpRule(const std::string& op);  // null when the op has none
+std::vector<std::string> SbpRuleNames();
+
+// Building blocks shared by the rule files.
+Signature AllBroadcast(const RuleContext& c);
+// Every input and output B: valid for any deterministic op (each rank computes everything).
+std::vector<Signature> BroadcastOnly(const RuleContext& c);
+// Elementwise with broadcasting: split along any output axis every input has at full size
+// (inputs broadcast along it stay B); `partial`: which inputs may be P together (all others
+// B) giving a P output, e.g. {{0, 1}} for add, {{0}, {1}} for mul.
+RuleFn Pointwise(std::vector<std::vector<int>> partial = {});
+// Same Sbp for every input and output, for any split axis of input 0 or B (optimizer updates).
+RuleFn SameEverywhere();
+
+struct RuleRegistrar {
+  RuleRegistrar(const char* op, SbpRule rule) { RegisterSbpRule(op, std::move(rule)); }
+  RuleRegistrar(const char* op, RuleFn fn) { RegisterSbpRule(op, SbpRule{std::move(fn), {}}); }
+};
+
+#define ONEFLOW_SBP_CONCAT_(a, b) a##b
+#define ONEFLOW_SBP_CONCAT(a, b) ONEFLOW_SBP_CONCAT_(a, b)
+#define ONEFLOW_REGISTER_SBP_RULE(op, ...)                                                 \
+  static ::oneflow::sbp::RuleRegistrar ONEFLOW_SBP_CONCAT(sbp_rule_registrar_, __LINE__)( \
+      #op, __VA_ARGS__)
+
+}  // namespace sbp
+}  // namespace oneflow

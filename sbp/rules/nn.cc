@@ -1,0 +1,97 @@
+// Convolution, pooling, batch norm, softmax and the losses.
+#include "sbp/rules.h"
+
+namespace oneflow {
+namespace sbp {
+namespace {
+
+Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
+const Sbp B = Sbp::Broadcast();
+const Sbp P = Sbp::PartialSum();
+
+Signature Uniform(const RuleContext& c, Sbp in, Sbp out) {
+  return Signature{std::vector<Sbp>(c.in.size(), in), std::vector<Sbp>(c.out.size(), out)};
+}
+
+// conv2d(x, w, b?): split the batch (weights broadcast) or the output channels (weights split).
+std::vector<Signature> Conv2dRule(const RuleContext& c) {
+  const bool bias = c.in.size() == 3;
+  Signature batch{{S(0), B}, {S(0)}}, channels{{B, S(0)}, {S(1)}};
+  if (bias) batch.in.push_back(B), channels.in.push_back(S(0));
+  return {AllBroadcast(c), batch, channels};
+}
+// conv2d_grad_input(dy, w) -> dx; conv2d_grad_weight(dy, x) -> dw.
+std::vector<Signature> Conv2dGradInputRule(const RuleContext& c) {
+  return {AllBroadcast(c), {{S(0), B}, {S(0)}}, {{S(1), S(0)}, {P}}};
+}
+std::vector<Signature> Conv2dGradWeightRule(const RuleContext& c) {
+  return {AllBroadcast(c), {{S(0), S(0)}, {P}}, {{S(1), B}, {S(0)}}};
+}
+
+// Pools and their gradients work per (sample, channel) plane: split N or C.
+std::vector<Signature> PlaneRule(const RuleContext& c) {
+  return {AllBroadcast(c), Uniform(c, S(0), S(0)), Uniform(c, S(1), S(1))};
+}
+
+// softmax/log_softmax along dim: split any other axis.
+std::vector<Signature> SoftmaxRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  int64_t n = c.in[0].shape.ndim(), dim = c.attrs.Get<int64_t>("dim");
+  if (dim < 0) dim += n;
+  for (int64_t a = 0; a < n; ++a) {
+    if (a != dim) out.push_back(Uniform(c, S(a), S(a)));
+  }
+  return out;
+}
+
+// nll_loss(log_probs [N, C, ...], target [N, ...]): split the batch. 'none' keeps it split,
+// 'sum' leaves partial sums; 'mean' is split by the interpreter into a sum and a global count.
+std::vector<Signature> NllLossRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  if (c.in[0].shape.ndim() < 2) return out;
+  const std::string& reduction = c.attrs.Get<std::string>("reduction");
+  if (reduction == "none") out.push_back({{S(0), S(0)}, {S(0)}});
+  if (reduction == "sum") out.push_back({{S(0), S(0)}, {P}});
+  return out;
+}
+// nll_loss_grad(dy, target) -> d log_probs.
+std::vector<Signature> NllLossGradRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  if (c.out[0].shape.ndim() < 2) return out;
+  const std::string& reduction = c.attrs.Get<std::string>("reduction");
+  if (reduction == "none") out.push_back({{S(0), S(0)}, {S(0)}});
+  if (reduction == "sum") out.push_back({{B, S(0)}, {S(0)}});
+  return out;
+}
+
+// batch_norm_elemt(x, mean, invstd, w, b) normalizes with given statistics: split the batch.
+std::vector<Signature> BatchNormElemtRule(const RuleContext& c) {
+  Signature batch = Uniform(c, B, S(0));
+  batch.in[0] = S(0);
+  return {AllBroadcast(c), batch};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_SBP_RULE(conv2d, Conv2dRule);
+ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_input, Conv2dGradInputRule);
+ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_weight, Conv2dGradWeightRule);
+ONEFLOW_REGISTER_SBP_RULE(max_pool2d, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(max_pool2d_grad, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(avg_pool2d, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(avg_pool2d_grad, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(adaptive_avg_pool2d, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(adaptive_avg_pool2d_grad, PlaneRule);
+ONEFLOW_REGISTER_SBP_RULE(softmax, SoftmaxRule);
+ONEFLOW_REGISTER_SBP_RULE(log_softmax, SoftmaxRule);
+ONEFLOW_REGISTER_SBP_RULE(nll_loss, NllLossRule);
+ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, NllLossGradRule);
+// Training batch norm needs statistics over the whole batch: broadcast for now (SyncBatchNorm
+// is the split version).
+ONEFLOW_REGISTER_SBP_RULE(batch_norm_train, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(batch_norm_train_grad, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(batch_norm_elemt, BatchNormElemtRule);
+ONEFLOW_REGISTER_SBP_RULE(batch_norm_elemt_grad, BroadcastOnly);
+
+}  // namespace sbp
+}  // namespace oneflow

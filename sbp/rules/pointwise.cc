@@ -1,0 +1,63 @@
+// Elementwise ops: a common split along any output axis, and P through the linear ones
+// (add/sub of P and P, P * B, B * P, P / B, -P, copy and cast of P).
+#include "sbp/rules.h"
+
+namespace oneflow {
+namespace sbp {
+
+ONEFLOW_REGISTER_SBP_RULE(add, Pointwise({{0, 1}}));
+ONEFLOW_REGISTER_SBP_RULE(sub, Pointwise({{0, 1}}));
+ONEFLOW_REGISTER_SBP_RULE(mul, Pointwise({{0}, {1}}));
+ONEFLOW_REGISTER_SBP_RULE(div, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(neg, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(copy, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(cast, Pointwise({{0}}));
+// relu_grad(dy, x) and gelu_grad(dy, x) are linear in dy.
+ONEFLOW_REGISTER_SBP_RULE(relu_grad, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(gelu_grad, Pointwise({{0}}));
+
+// Not linear: a partial sum must be reduced first.
+ONEFLOW_REGISTER_SBP_RULE(abs, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(clamp, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(exp, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(log, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(gelu, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(relu, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(rsqrt, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(sigmoid, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(sign, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(sqrt, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(square, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(tanh, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(pow, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(maximum, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(minimum, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(where, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(eq, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(ne, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(lt, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(le, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(gt, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(ge, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(logical_and, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(logical_or, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(logical_not, Pointwise());
+// The mask takes its input's layout; the interpreter draws the logical mask and keeps the
+// local slice, so a split input gets the same mask as one process would.
+ONEFLOW_REGISTER_SBP_RULE(dropout_mask, Pointwise());
+
+// Creation ops take no tensor: the global API builds them whole and slices.
+ONEFLOW_REGISTER_SBP_RULE(full, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(arange, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(eye, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(normal, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(uniform, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(randint, BroadcastOnly);
+ONEFLOW_REGISTER_SBP_RULE(randperm, BroadcastOnly);
+
+// Optimizer updates write parameter and state in place: all share the parameter's Sbp.
+ONEFLOW_REGISTER_SBP_RULE(sgd_update, (SbpRule{SameEverywhere(), {0, 1, 2}}));
+ONEFLOW_REGISTER_SBP_RULE(adam_update, (SbpRule{SameEverywhere(), {0, 1, 2, 3, 4}}));
+
+}  // namespace sbp
+}  // namespace oneflow

@@ -1,0 +1,156 @@
+// Reductions, views and index ops: split axes are mapped through; reducing a split axis by
+// sum leaves partial sums, other reductions and index ops need their axis whole.
+#include "sbp/rules.h"
+
+namespace oneflow {
+namespace sbp {
+namespace {
+
+Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
+const Sbp B = Sbp::Broadcast();
+const Sbp P = Sbp::PartialSum();
+
+int64_t Wrap(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+
+// Where input axis a lands after reducing `mask` (-1 when reduced).
+int64_t ReducedAxis(int64_t a, const std::vector<bool>& mask, bool keepdim) {
+  if (mask[a]) return -1;
+  if (keepdim) return a;
+  int64_t k = 0;
+  for (int64_t i = 0; i < a; ++i) k += mask[i] ? 0 : 1;
+  return k;
+}
+
+std::vector<Signature> SumRule(const RuleContext& c) {
+  const int64_t n = c.in[0].shape.ndim();
+  std::vector<bool> mask(n, false);
+  const auto& dims = c.attrs.Get<std::vector<int64_t>>("dims");
+  if (dims.empty()) mask.assign(n, true);
+  for (int64_t d : dims) mask[Wrap(d, n)] = true;
+  const bool keepdim = c.attrs.Get<bool>("keepdim");
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    int64_t o = ReducedAxis(a, mask, keepdim);
+    out.push_back({{S(a)}, {o < 0 ? P : S(o)}});
+  }
+  out.push_back({{P}, {P}});
+  return out;
+}
+
+// max_dim/min_dim(x, dim, keepdim) -> (values, indices): split any other axis.
+std::vector<Signature> ArgReduceRule(const RuleContext& c) {
+  const int64_t n = c.in[0].shape.ndim();
+  if (n == 0) return {AllBroadcast(c)};
+  std::vector<bool> mask(n, false);
+  mask[Wrap(c.attrs.Get<int64_t>("dim"), n)] = true;
+  const bool keepdim = c.attrs.Get<bool>("keepdim");
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    int64_t o = ReducedAxis(a, mask, keepdim);
+    if (o >= 0) out.push_back({{S(a)}, std::vector<Sbp>(c.out.size(), S(o))});
+  }
+  return out;
+}
+
+// reshape keeps a split when the axis survives whole with the same elements before it.
+std::vector<Signature> ReshapeRule(const RuleContext& c) {
+  const Shape& in = c.in[0].shape;
+  const Shape& o = c.out[0].shape;
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < in.ndim(); ++a) {
+    int64_t before = 1;
+    for (int64_t i = 0; i < a; ++i) before *= in[i];
+    int64_t ob = 1;
+    for (int64_t b = 0; b < o.ndim(); ++b) {
+      if (ob == before && o[b] == in[a]) {
+        out.push_back({{S(a)}, {S(b)}});
+        break;
+      }
+      ob *= o[b];
+    }
+  }
+  out.push_back({{P}, {P}});
+  return out;
+}
+
+std::vector<Signature> PermuteRule(const RuleContext& c) {
+  const auto& dims = c.attrs.Get<std::vector<int64_t>>("dims");
+  const int64_t n = c.in[0].shape.ndim();
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t o = 0; o < static_cast<int64_t>(dims.size()); ++o) {
+    out.push_back({{S(Wrap(dims[o], n))}, {S(o)}});
+  }
+  out.push_back({{P}, {P}});
+  return out;
+}
+
+// Ops that need axis `dim` whole and keep every other axis: slice, slice_grad, cat, gather.
+std::vector<Signature> KeepOtherAxes(const RuleContext& c, bool linear) {
+  const int64_t n = c.out[0].shape.ndim();
+  const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    if (a == dim) continue;
+    out.push_back({std::vector<Sbp>(c.in.size(), S(a)), std::vector<Sbp>(c.out.size(), S(a))});
+  }
+  if (linear) {
+    out.push_back({std::vector<Sbp>(c.in.size(), P), std::vector<Sbp>(c.out.size(), P)});
+  }
+  return out;
+}
+
+// expand: split an axis the input holds at full size; P stays P.
+std::vector<Signature> ExpandRule(const RuleContext& c) {
+  const Shape& in = c.in[0].shape;
+  const Shape& o = c.out[0].shape;
+  const int64_t lead = o.ndim() - in.ndim();
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < in.ndim(); ++a) {
+    if (in[a] == o[a + lead]) out.push_back({{S(a)}, {S(a + lead)}});
+  }
+  out.push_back({{P}, {P}});
+  return out;
+}
+
+// index_select(x, index) along dim: split another axis of x, or split the index (dim of out).
+std::vector<Signature> IndexSelectRule(const RuleContext& c) {
+  const int64_t n = c.in[0].shape.ndim();
+  const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    if (a != dim) out.push_back({{S(a), B}, {S(a)}});
+  }
+  out.push_back({{B, S(0)}, {S(dim)}});
+  out.push_back({{P, B}, {P}});
+  return out;
+}
+
+// scatter_add(index, src) into zeros of the output's shape along dim.
+std::vector<Signature> ScatterAddRule(const RuleContext& c) {
+  const int64_t n = c.out[0].shape.ndim();
+  const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    if (a != dim && c.in[1].shape[a] == c.out[0].shape[a]) out.push_back({{S(a), S(a)}, {S(a)}});
+  }
+  out.push_back({{B, P}, {P}});
+  return out;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_SBP_RULE(sum, SumRule);
+ONEFLOW_REGISTER_SBP_RULE(max_dim, ArgReduceRule);
+ONEFLOW_REGISTER_SBP_RULE(min_dim, ArgReduceRule);
+ONEFLOW_REGISTER_SBP_RULE(reshape, ReshapeRule);
+ONEFLOW_REGISTER_SBP_RULE(permute, PermuteRule);
+ONEFLOW_REGISTER_SBP_RULE(expand, ExpandRule);
+ONEFLOW_REGISTER_SBP_RULE(slice, [](const RuleContext& c) { return KeepOtherAxes(c, true); });
+ONEFLOW_REGISTER_SBP_RULE(slice_grad, [](const RuleContext& c) { return KeepOtherAxes(c, true); });
+ONEFLOW_REGISTER_SBP_RULE(cat, [](const RuleContext& c) { return KeepOtherAxes(c, true); });
+ONEFLOW_REGISTER_SBP_RULE(gather, [](const RuleContext& c) { return KeepOtherAxes(c, false); });
+ONEFLOW_REGISTER_SBP_RULE(index_select, IndexSelectRule);
+ONEFLOW_REGISTER_SBP_RULE(scatter_add, ScatterAddRule);
+
+}  // namespace sbp
+}  // namespace oneflow
