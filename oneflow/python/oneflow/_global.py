@@ -231,3 +231,21 @@ def _install():
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
                  "arange", "eye"):
         setattr(flow, name, _creation(getattr(flow, name)))
+    for name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like"):
+        setattr(flow, name, _like_global(getattr(flow, name)))
+
+
+def _like_global(fn):
+    """x_like(global x): the same placement and sbp as x (the logical value built whole)."""
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        info = _info(x)
+        if info is None:
+            return fn(x, *args, **kwargs)
+        requires_grad = kwargs.pop("requires_grad", False)
+        whole = fn(x, *args, **kwargs)  # the local builders read x's logical shape
+        out = _C.global_from_whole(whole, info[0], info[1], info[2], info[3])
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return wrapper
