@@ -1,0 +1,150 @@
+"""Global tensors: conversions, deduction and training through real processes, the planner,
+rule coverage and the one-line errors."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+from test_comm import DIST, env_with, free_port, launch
+
+
+def ok_lines(out):
+    return sorted(l.split("] ", 1)[-1] for l in out.splitlines()
+                  if l.endswith(" ok") or " ok " in l)
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_conversions_and_matmul_deduction(nproc):
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
+               os.path.join(DIST, "global_convert.py"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} convert ok" for k in range(nproc))
+
+
+@pytest.mark.parametrize("model,opt", [("mlp", "sgd"), ("mlp", "adam"), ("lenet", "sgd"),
+                                       ("lenet", "adam")])
+def test_tutorial_training_equals_one_process(model, opt):
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "global_train.py"), model, opt, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = ok_lines(r.stdout)
+    assert len(lines) == 2 and all(f"{model} {opt} ok" in l for l in lines), r.stdout
+
+
+def test_debug_boxing_prints_the_inserted_steps():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "global_train.py"), "mlp", "sgd",
+               env=env_with(ONEFLOW_DEBUG_BOXING=1), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # data parallel: gradients of broadcast parameters are all-reduced
+    assert "P->B: all_reduce over cpu:[0, 1]" in r.stderr
+    assert "B->S(0): local slice over cpu:[0, 1]" in r.stderr
+
+
+def test_every_registered_op_has_an_sbp_rule():
+    missing = sorted(set(flow._C.registered_ops()) - set(flow._C.sbp_rule_names()))
+    assert missing == []
+
+
+def plan(src, frm, dst, to, shape=(4, 4), hs=None, hd=None):
+    text, cost = flow._C.boxing_plan("cpu", src, hs or [len(src)], frm, dst, hd or [len(dst)], to,
+                                     list(shape))
+    return text, cost
+
+
+S0, S1, B, P = (0, 0), (0, 1), (1, -1), (2, -1)
+
+
+def test_planner_one_dimension_table():
+    assert plan([0, 1], [P], [0, 1], [B])[0] == "P->B: all_reduce over cpu:[0, 1]"
+    assert plan([0, 1], [S0], [0, 1], [B])[0] == "S(0)->B: all_gather over cpu:[0, 1]"
+    assert plan([0, 1], [P], [0, 1], [S1])[0] == "P->S(1): reduce_scatter over cpu:[0, 1]"
+    assert plan([0, 1], [S0], [0, 1], [S1])[0] == "S(0)->S(1): all_to_all over cpu:[0, 1]"
+    assert plan([0, 1], [B], [0, 1], [S0])[0] == "B->S(0): local slice over cpu:[0, 1]"
+    assert plan([0, 1], [B], [0, 1], [B]) == ("(nothing to do)", 0.0)
+    # costs: all-reduce moves twice what all-gather moves
+    assert plan([0, 1], [P], [0, 1], [B])[1] == 2 * plan([0, 1], [S0], [0, 1], [B])[1]
+
+
+def test_planner_two_dimensions_and_placement_changes():
+    text, _ = plan([0, 1, 2, 3], [S0, S0], [0, 1, 2, 3], [B, S0], hs=[2, 2], hd=[2, 2])
+    # the outer split cannot change under an inner split of the same axis: gather, then slice
+    assert text.splitlines() == [
+        "S(0)->B: all_gather over cpu:[[0, 1], [2, 3]] (hierarchy dim 1)",
+        "S(0)->B: all_gather over cpu:[[0, 1], [2, 3]] (hierarchy dim 0)",
+        "B->S(0): local slice over cpu:[[0, 1], [2, 3]] (hierarchy dim 1)"]
+    text, _ = plan([0, 1, 2, 3], [P, S1], [0, 1, 2, 3], [B, S1], hs=[2, 2], hd=[2, 2])
+    assert text == "P->B: all_reduce over cpu:[[0, 1], [2, 3]] (hierarchy dim 0)"
+    text, _ = plan([0, 1], [S0], [2, 3], [S1])
+    assert text.splitlines() == ["S(0)->B: all_gather over cpu:[0, 1]",
+                                 "B->B: send whole tensor to the ranks of cpu:[2, 3]",
+                                 "B->S(1): local slice over cpu:[2, 3]"]
+
+
+def test_single_process_global_tensors():
+    P1 = flow.placement("cpu", ranks=[0])
+    x = flow.randn(3, 4, placement=P1, sbp=flow.sbp.split(0), requires_grad=True)
+    assert x.is_global and x.sbp == (flow.sbp.split(0),) and x.placement == P1
+    y = (x * 2).sum()
+    y.backward()
+    assert np.allclose(x.grad.numpy(), 2.0)
+    assert "placement=oneflow.placement(type=\"cpu\", ranks=[0])" in repr(x)
+    assert repr(flow.sbp.split(1)) == "oneflow.sbp.split(dim=1)"
+    assert flow.placement("cpu", ranks=[[0, 1], [2, 3]]).hierarchy == (2, 2)
+    assert flow.placement("cpu", {0: [0, 1]}).ranks == [0, 1]
+    local = x.to_local()
+    assert not local.is_global and tuple(local.shape) == (3, 4)
+
+
+def test_one_line_errors():
+    P1 = flow.placement("cpu", ranks=[0])
+    x = flow.ones(2, 3).to_global(placement=P1, sbp=flow.sbp.broadcast)
+    with pytest.raises(ValueError, match=r"to_global: sbp \(oneflow.sbp.broadcast, "
+                                         r"oneflow.sbp.broadcast\) has 2 entries but the "
+                                         r"placement has 1 dimension$"):
+        x.to_global(sbp=(flow.sbp.broadcast, flow.sbp.broadcast))
+    with pytest.raises(RuntimeError, match=r"^to_global: split axis 2 is out of range for a "
+                                           r"tensor with 2 dims$"):
+        x.to_global(sbp=flow.sbp.split(2))
+    with pytest.raises(RuntimeError, match=r"^to_global: placement cpu:\[0, 3\] names rank 3 "
+                                           r"but the world has 1 rank$"):
+        flow.ones(2).to_global(placement=flow.placement("cpu", ranks=[0, 3]),
+                               sbp=flow.sbp.broadcast)
+    with pytest.raises(RuntimeError, match=r"^add: input 1 is a local tensor of shape \(2, 3\) "
+                                           r"while input 0 is global"):
+        x + flow.ones(2, 3)
+    with pytest.raises(ValueError, match="to_global: a local tensor needs both placement and sbp"):
+        flow.ones(2).to_global(sbp=flow.sbp.broadcast)
+
+
+DIFFERENT_PLACEMENTS = """
+import oneflow as flow
+a = flow.ones(2).to_global(placement=flow.placement("cpu", ranks=[0, 1]), sbp=flow.sbp.broadcast)
+b = flow.ones(2).to_global(placement=flow.placement("cpu", ranks=[1]), sbp=flow.sbp.broadcast)
+a + b
+"""
+
+CHECK_META = """
+import oneflow as flow
+n = 3 if flow.env.get_rank() == 1 else 2
+flow.ones(n, 4).to_global(placement=flow.placement("cpu", ranks=[0, 1]),
+                          sbp=flow.sbp.broadcast, check_meta=True)
+"""
+
+
+@pytest.mark.parametrize("code,message", [
+    (DIFFERENT_PLACEMENTS, "add: input 0 is on placement cpu:[0, 1] but input 1 is on cpu:[1]; "
+                           "move one with to_global(placement=...)"),
+    (CHECK_META, "to_global: rank 1 has a local tensor of shape (3, 4) float32 but rank 0 has "
+                 "(2, 4) float32"),
+])
+def test_errors_across_ranks(tmp_path, code, message):
+    script = tmp_path / "bad.py"
+    script.write_text(code)
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), script, timeout=120)
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr[-2000:]
