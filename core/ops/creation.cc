@@ -102,9 +102,11 @@ Tensor zeros(const Shape& shape, DType dtype, const Device& device) {
 Tensor ones(const Shape& shape, DType dtype, const Device& device) {
   return full(shape, 1.0, dtype, device);
 }
-Tensor zeros_like(const Tensor& t) { return full(t.shape(), 0.0, t.dtype(), t.device()); }
-Tensor ones_like(const Tensor& t) { return full(t.shape(), 1.0, t.dtype(), t.device()); }
+// A global t gives a global result laid out like t (FullLike's hook).
+Tensor zeros_like(const Tensor& t) { return full_like(t, 0.0); }
+Tensor ones_like(const Tensor& t) { return full_like(t, 1.0); }
 Tensor full_like(const Tensor& t, double value) {
+  if (t.is_global()) return FullLike(t, value);
   return full(t.shape(), value, t.dtype(), t.device());
 }
 

@@ -212,3 +212,15 @@ def test_argument_errors_are_one_line():
         flow.comm.broadcast([1, 2], 0)
     with pytest.raises(RuntimeError, match=r"broadcast: rank 3 is not in group cpu:\[0\]"):
         flow.comm.broadcast(flow.ones(2), 3)
+
+
+def test_cpp_global_linear_regression_runs_data_parallel_under_the_launcher():
+    binary = os.path.join(ROOT, "bazel-bin", "examples", "global_linear_regression")
+    if not os.path.exists(binary):
+        subprocess.run(["bazel", "build", "//examples:global_linear_regression"], cwd=ROOT,
+                       check=True, capture_output=True)
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), "--no_python", binary)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "w = " in l) == [
+        "rank 0 of 2: w = [[2.0000], [3.0000]]", "rank 1 of 2: w = [[2.0000], [3.0000]]"]
+    assert "step 200 loss" in r.stdout
