@@ -63,13 +63,11 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
   const int me = static_cast<int>(pl.Coord(rank)[s.dim]);
   auto before = MemberRanges(pl, s.before, logical, rank, s.dim);
   auto after = MemberRanges(pl, s.after, logical, rank, s.dim);
-  auto group = [&] { return runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device()).size(); };
   runtime::Communicator* comm = nullptr;
   if (s.kind == Kind::kAllReduce || s.kind == Kind::kAllGather ||
       s.kind == Kind::kReduceScatter || s.kind == Kind::kAllToAll) {
     comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
   }
-  (void)group;
   switch (s.kind) {
     case Kind::kAllReduce: {
       Tensor y = fn::contiguous_copy(x);

@@ -62,33 +62,6 @@ void GlooStore::wait(const std::vector<std::string>& keys,
 
 namespace {
 
-template <typename F>
-void DispatchDType(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32:
-      f(TypeTag<float>{});
-      return;
-    case DType::kFloat64:
-      f(TypeTag<double>{});
-      return;
-    case DType::kInt32:
-      f(TypeTag<int32_t>{});
-      return;
-    case DType::kInt64:
-      f(TypeTag<int64_t>{});
-      return;
-    case DType::kInt8:
-      f(TypeTag<int8_t>{});
-      return;
-    case DType::kUInt8:
-      f(TypeTag<uint8_t>{});
-      return;
-    default:
-      throw Error(
-          StrCat(op, ": dtype ", DTypeName(dtype), " is not supported by the CPU communicator"));
-  }
-}
-
 template <typename T>
 gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
   using Fn = void (*)(void*, const void*, const void*, size_t);
@@ -115,6 +88,13 @@ void CheckInOut(const Tensor& in, const Tensor& out, const char* op) {
   if (in.dtype() != out.dtype()) {
     throw Error(StrCat(op, ": input is ", DTypeName(in.dtype()), " but output is ",
                        DTypeName(out.dtype())));
+  }
+}
+
+// kAvg divides by the group size: integers would truncate.
+void CheckAverage(ReduceOp op, DType dtype, const char* name) {
+  if (op == ReduceOp::kAvg && !IsFloating(dtype)) {
+    throw Error(StrCat(name, ": average needs a floating point tensor, got ", DTypeName(dtype)));
   }
 }
 
@@ -324,10 +304,7 @@ void Communicator::Rethrow(const char* op, const std::exception& e) const {
 void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   const char* name = "all_reduce";
   CheckTensor(t, name, "tensor");
-  if (op == ReduceOp::kAvg && !IsFloating(t.dtype())) {
-    throw Error(
-        StrCat(name, ": average needs a floating point tensor, got ", DTypeName(t.dtype())));
-  }
+  CheckAverage(op, t.dtype(), name);
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (t.numel() == 0 || size() == 1) return;
@@ -335,7 +312,7 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
     shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
     return;
   }
-  DispatchDType(t.dtype(), name, [&](auto tag) {
+  DispatchCommDType(t.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
     size_t n = static_cast<size_t>(t.numel());
@@ -366,7 +343,7 @@ void Communicator::Broadcast(Tensor& t, int root) {
     shm_->Broadcast(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()), groot, name);
     return;
   }
-  DispatchDType(t.dtype(), name, [&](auto tag) {
+  DispatchCommDType(t.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     OF_GLOO_TRY(name, {
       gloo::BroadcastOptions opts(context_);
@@ -404,7 +381,7 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
     GatherLocally(in, out, std::vector<int64_t>(size(), in.numel()), name);
     return;
   }
-  DispatchDType(in.dtype(), name, [&](auto tag) {
+  DispatchCommDType(in.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     OF_GLOO_TRY(name, {
       gloo::AllgatherOptions opts(context_);
@@ -438,7 +415,7 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
   }
   std::vector<size_t> elements;
   for (int64_t c : counts) elements.push_back(static_cast<size_t>(c * row));
-  DispatchDType(in.dtype(), name, [&](auto tag) {
+  DispatchCommDType(in.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     OF_GLOO_TRY(name, {
       gloo::AllgathervOptions opts(context_);
@@ -470,10 +447,7 @@ void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vect
                        " elements, expected ", total, " rows and ", counts[group_rank_] * row,
                        " elements"));
   }
-  if (op == ReduceOp::kAvg && !IsFloating(in.dtype())) {
-    throw Error(
-        StrCat(name, ": average needs a floating point tensor, got ", DTypeName(in.dtype())));
-  }
+  CheckAverage(op, in.dtype(), name);
   int64_t start = std::accumulate(counts.begin(), counts.begin() + group_rank_, int64_t{0});
   size_t es = SizeOf(in.dtype());
   if (shm_ || size() == 1) {
@@ -533,7 +507,7 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
   }
   // Gloo refuses null buffers; an empty side gets a one-element scratch buffer. A rank with
   // nothing to send or receive still takes part (the others may be mid-operation with it).
-  DispatchDType(in.dtype(), name, [&](auto tag) {
+  DispatchCommDType(in.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T scratch_in{}, scratch_out{};
     T* pin = in.numel() ? in.data<T>() : &scratch_in;

@@ -67,27 +67,6 @@ void ReduceRange(T* res, const std::vector<const T*>& src, int64_t lo, int64_t h
   }
 }
 
-template <typename F>
-void DispatchReduceType(DType dtype, const char* opname, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return f(TypeTag<float>{});
-    case DType::kFloat64:
-      return f(TypeTag<double>{});
-    case DType::kInt32:
-      return f(TypeTag<int32_t>{});
-    case DType::kInt64:
-      return f(TypeTag<int64_t>{});
-    case DType::kInt8:
-      return f(TypeTag<int8_t>{});
-    case DType::kUInt8:
-      return f(TypeTag<uint8_t>{});
-    default:
-      throw Error(StrCat(opname, ": dtype ", DTypeName(dtype),
-                         " is not supported by the shared-memory communicator"));
-  }
-}
-
 }  // namespace
 
 std::string HostId() {
@@ -201,7 +180,7 @@ void ShmGroup::Meet(const char* opname) {
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
                       int64_t keep_begin, int64_t keep_end, const char* opname) {
-  DispatchReduceType(dtype, opname, [&](auto tag) {
+  DispatchCommDType(dtype, opname, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);

@@ -19,12 +19,37 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "runtime/control_plane.h"
 
 namespace oneflow {
 namespace runtime {
 
 enum class ReduceOp { kSum, kMax, kMin, kAvg };
+
+// Calls f(TypeTag<T>{}) for the dtypes the CPU collectives move and reduce (float32, float64,
+// int32, int64, int8, uint8); others throw "<op>: dtype D is not supported by the CPU
+// communicator".
+template <typename F>
+void DispatchCommDType(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    default:
+      throw Error(
+          StrCat(op, ": dtype ", DTypeName(dtype), " is not supported by the CPU communicator"));
+  }
+}
 
 class ShmGroup {
  public:

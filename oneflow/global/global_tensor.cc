@@ -49,10 +49,6 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
 
 // ---------------------------------------------------------------- the interpreter
 
-struct CachedDecision {
-  sbp::Deduction deduction;
-};
-
 std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins) {
   std::string k = op.name + "|" + attrs.ToString();
   for (const Tensor& t : ins) {

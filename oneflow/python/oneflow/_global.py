@@ -186,11 +186,22 @@ def _to_local(self, copy=False):
 
 def _gathered(t):
     """The whole value of a global tensor on this rank (a local tensor)."""
-    if _info(t) is None:
+    info = _info(t)
+    if info is None:
         return t
-    n = len(_info(t)[2])
-    return _C.to_local(_C.to_global(t.detach(), _info(t)[0], _info(t)[1], _info(t)[2],
-                                    [(_BROADCAST, -1)] * n, False))
+    device, ranks, hierarchy, _ = info
+    return _C.to_local(_C.to_global(t.detach(), device, ranks, hierarchy,
+                                    [(_BROADCAST, -1)] * len(hierarchy), False))
+
+
+def _build_global(fn, args, kwargs, layout):
+    """fn(*args, **kwargs) built whole on every rank, laid out as layout = (device, ranks,
+    hierarchy, sbp pairs); requires_grad applies to the global result."""
+    requires_grad = kwargs.pop("requires_grad", False)
+    out = _C.global_from_whole(fn(*args, **kwargs), *layout)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def _creation(fn):
@@ -200,14 +211,8 @@ def _creation(fn):
             return fn(*args, **kwargs)
         if placement is None or sbp is None:
             raise ValueError(f"{fn.__name__}: placement and sbp go together")
-        requires_grad = kwargs.pop("requires_grad", False)
-        whole = fn(*args, **kwargs)
         s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
-        device, flat, hierarchy = placement._args()
-        out = _C.global_from_whole(whole, device, flat, hierarchy, [x._pair() for x in s])
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
+        return _build_global(fn, args, kwargs, placement._args() + ([x._pair() for x in s],))
     return wrapper
 
 
@@ -242,10 +247,6 @@ def _like_global(fn):
         info = _info(x)
         if info is None:
             return fn(x, *args, **kwargs)
-        requires_grad = kwargs.pop("requires_grad", False)
-        whole = fn(x, *args, **kwargs)  # the local builders read x's logical shape
-        out = _C.global_from_whole(whole, info[0], info[1], info[2], info[3])
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
+        # the local builders read x's logical shape
+        return _build_global(fn, (x,) + args, kwargs, tuple(info))
     return wrapper

@@ -67,6 +67,23 @@ class _Done:
         return self._work is None or self._work.is_completed()
 
 
+def _then(work, after, async_op):
+    """Runs after() once the collective is done: now, or at the returned handle's wait()."""
+    if async_op:
+        return _Done(work, after)
+    after()
+    return None
+
+
+def _copy_pieces(outputs, flat, counts):
+    """outputs[i] = the i-th piece (counts[i] rows) of flat, in order."""
+    start = 0
+    with flow.no_grad():
+        for out, c in zip(outputs, counts):
+            out.copy_(flat[start:start + c].reshape(out.shape))
+            start += c
+
+
 def _in_place(tensor, name, call, async_op):
     """Runs call(buffer) on a contiguous buffer of tensor and copies back when needed."""
     _check_tensor(tensor, name)
@@ -78,11 +95,7 @@ def _in_place(tensor, name, call, async_op):
         with flow.no_grad():
             tensor.copy_(buf)
 
-    work = call(buf)
-    if async_op:
-        return _Done(work, back)
-    back()
-    return None
+    return _then(call(buf), back, async_op)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -124,18 +137,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     flat = flow.empty((sum(rows),) + tuple(src.shape[1:]), dtype=tensor.dtype)
     counts = None if all(r == src.shape[0] for r in rows) else rows
     work = _C.comm_all_gather(flat, src, counts, ranks=group, async_op=async_op)
-
-    def scatter_back():
-        start = 0
-        with flow.no_grad():
-            for out, r in zip(tensor_list, rows):
-                out.copy_(flat[start:start + r].reshape(out.shape))
-                start += r
-
-    if async_op:
-        return _Done(work, scatter_back)
-    scatter_back()
-    return None
+    return _then(work, lambda: _copy_pieces(tensor_list, flat, rows), async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -192,18 +194,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     flat_out = flow.empty(sum(out_counts), dtype=flat_in.dtype)
     work = _C.comm_all_to_all(flat_out, flat_in, in_counts, out_counts, ranks=group,
                               async_op=async_op)
-
-    def scatter_back():
-        start = 0
-        with flow.no_grad():
-            for out, c in zip(output_tensor_list, out_counts):
-                out.copy_(flat_out[start:start + c].reshape(out.shape))
-                start += c
-
-    if async_op:
-        return _Done(work, scatter_back)
-    scatter_back()
-    return None
+    return _then(work, lambda: _copy_pieces(output_tensor_list, flat_out, out_counts), async_op)
 
 
 def barrier(group=None):
