@@ -1,6 +1,7 @@
 """flow.comm and flow.env across real processes started by the launcher over 127.0.0.1."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -228,3 +229,35 @@ def test_cpp_global_linear_regression_runs_data_parallel_under_the_launcher():
     assert sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "w = " in l) == [
         "rank 0 of 2: w = [[2.0000], [3.0000]]", "rank 1 of 2: w = [[2.0000], [3.0000]]"]
     assert "step 200 loss" in r.stdout
+
+
+def test_a_rank_killed_on_another_node_is_found_by_its_missing_heartbeat(tmp_path):
+    # SIGKILL leaves no chance to abort: node 0 learns it from the master's heartbeat watchdog.
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, time
+        import oneflow as flow
+        flow.env.init()
+        if flow.env.get_rank() == 3:
+            time.sleep(1.5)
+            os.kill(os.getpid(), signal.SIGKILL)
+        flow.comm.all_reduce(flow.ones(4))
+        print("unreachable")
+    """))
+    common = ["--nnodes", 2, "--nproc_per_node", 2, "--master_port", free_port()]
+    env = env_with(ONEFLOW_JOB_TOKEN="kill-test", ONEFLOW_TIMEOUT_SECONDS=300,
+                   ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS=2)
+    start = time.time()
+    procs = [subprocess.Popen([sys.executable, "-m", "oneflow.distributed.launch",
+                               *map(str, common), "--node_rank", str(node), str(script)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for node in (0, 1)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode != 0 for p in procs)
+    assert time.time() - start < 30
+    # node 1's launcher stops rank 2 right after rank 3 dies: either may be named first
+    assert re.search(r"rank [23] sent no heartbeat for 2 s \(the process died or is stuck\)",
+                     outs[0][1]), outs[0][1]
+    assert "unreachable" not in outs[0][0]
+    time.sleep(0.5)
+    assert no_process_left("killed.py")
