@@ -8,7 +8,15 @@ namespace oneflow {
 
 namespace {
 LeafGradHook g_leaf_grad_hook = nullptr;
+// The callbacks of the backward pass running on this thread (null when none runs).
+thread_local std::vector<std::function<void()>>* t_backward_callbacks = nullptr;
 }  // namespace
+
+void QueueBackwardCallback(std::function<void()> cb) {
+  ONEFLOW_CHECK(t_backward_callbacks != nullptr,
+                "queue_callback: no backward pass is running on this thread");
+  t_backward_callbacks->push_back(std::move(cb));
+}
 
 void SetLeafGradHook(LeafGradHook hook) { g_leaf_grad_hook = hook; }
 
@@ -53,6 +61,13 @@ Edge GradientEdge(const Tensor& t) {
 void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                  bool retain_graph) {
   NoGradGuard no_grad;
+  std::vector<std::function<void()>> callbacks;
+  std::vector<std::function<void()>>* outer_callbacks = t_backward_callbacks;
+  t_backward_callbacks = &callbacks;
+  struct Restore {
+    std::vector<std::function<void()>>* outer;
+    ~Restore() { t_backward_callbacks = outer; }
+  } restore{outer_callbacks};
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   std::unordered_map<Node*, int> dependencies;
   std::vector<std::shared_ptr<Node>> ready;
@@ -137,6 +152,10 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
       if (i < out.size() && out[i].defined()) add_to_buffer(e, out[i]);
       if (--dependencies[e.fn.get()] == 0) ready.push_back(e.fn);
     }
+  }
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    std::function<void()> cb = std::move(callbacks[i]);  // cb may queue more (reallocating)
+    cb();
   }
 }
 

@@ -4,6 +4,7 @@
 //   RunBackward({loss}, {Tensor()}, /*retain_graph=*/false);  // fills w.grad()
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,5 +53,10 @@ Edge GradientEdge(const Tensor& t);
 
 void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                  bool retain_graph);
+
+// Runs cb once the backward pass that is running on this thread has finished every node (DDP
+// waits for its all-reduces there). Callbacks run in the order queued; a callback may queue
+// more. Throws when no backward is running on this thread.
+void QueueBackwardCallback(std::function<void()> cb);
 
 }  // namespace oneflow

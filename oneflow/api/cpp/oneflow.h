@@ -13,6 +13,7 @@
 #include "core/functional.h"
 #include "core/ops/nn/nn.h"
 #include "core/optim.h"
+#include "oneflow/ddp/reducer.h"
 #include "oneflow/global/global_tensor.h"
 #include "runtime/env.h"
 #include "sbp/sbp.h"

@@ -25,17 +25,6 @@ ReduceOp ToReduceOp(const std::string& op) {
   throw Error(StrCat("all_reduce: unknown reduce op '", op, "', expected sum, max, min or avg"));
 }
 
-// The communicator of `ranks` (None: the world), joining the job on first use.
-// Joining and creating a communicator wait for other ranks: without the GIL.
-Communicator& CommOf(const py::object& ranks) {
-  const bool world = ranks.is_none();
-  std::vector<int> rs;
-  if (!world) rs = ranks.cast<std::vector<int>>();
-  py::gil_scoped_release release;
-  Env& env = Env::Get();
-  return world ? env.WorldComm() : env.Comm(rs);
-}
-
 // Runs fn now (GIL released) or queues it and returns its Work.
 py::object Run(Communicator& c, bool async_op, std::function<void(Communicator&)> fn) {
   if (async_op) return py::cast(c.Async(std::move(fn)));
@@ -45,6 +34,16 @@ py::object Run(Communicator& c, bool async_op, std::function<void(Communicator&)
 }
 
 }  // namespace
+
+// Joining and creating a communicator wait for other ranks: without the GIL.
+Communicator& CommOf(const py::object& ranks) {
+  const bool world = ranks.is_none();
+  std::vector<int> rs;
+  if (!world) rs = ranks.cast<std::vector<int>>();
+  py::gil_scoped_release release;
+  Env& env = Env::Get();
+  return world ? env.WorldComm() : env.Comm(rs);
+}
 
 void BindComm(py::module_& m) {
   m.def("world_info", [] {

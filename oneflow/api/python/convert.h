@@ -9,6 +9,9 @@
 #include "core/functional.h"
 
 namespace oneflow {
+namespace runtime {
+class Communicator;
+}
 namespace python {
 
 namespace py = pybind11;
@@ -30,6 +33,10 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x);
 Tensor TensorFromData(py::handle data, py::handle dtype, const Device& device);
 py::object ToList(const Tensor& t);
 py::object Item(const Tensor& t);
+
+// The communicator of `ranks` (a list of global ranks; None: the world), joining the job on
+// first use (comm.cc).
+runtime::Communicator& CommOf(const py::object& ranks);
 
 }  // namespace python
 }  // namespace oneflow

@@ -172,6 +172,7 @@ py::array ToNumpy(const Tensor& t) {
 
 void BindComm(py::module_& m);    // comm.cc
 void BindGlobal(py::module_& m);  // global.cc
+void BindDdp(py::module_& m);     // ddp.cc
 
 PYBIND11_MODULE(_oneflow_internal, m) {
   m.doc() = "oneflow C++ core";
@@ -596,6 +597,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   });
   BindComm(m);
   BindGlobal(m);
+  BindDdp(m);
 }
 
 }  // namespace python

@@ -44,3 +44,4 @@ __all__ = [
     "MSELoss",
     "NLLLoss",
 ]
+from oneflow.nn import parallel  # noqa: E402,F401

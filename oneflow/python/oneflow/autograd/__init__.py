@@ -1,0 +1,85 @@
+"""oneflow.autograd: custom differentiable functions and grad-mode switches.
+
+    class Square(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    y = Square.apply(x)
+
+forward runs without recording a graph; backward gets one gradient per output (zeros where
+none flowed) and returns one per forward argument (None for non-tensors or no gradient).
+"""
+
+import oneflow as flow
+from oneflow import _C
+from oneflow._tensor_api import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+
+__all__ = ["Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "queue_callback"]
+
+
+class FunctionCtx:
+    """The ctx argument of forward and backward: stash tensors and values on it."""
+
+    def __init__(self):
+        self.saved_tensors = ()
+        self.needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        pass  # integer outputs never carry gradients; float ones get zeros when unused
+
+
+class Function:
+    """Subclass with static forward(ctx, *args) and backward(ctx, *grads); call apply()."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("autograd.Function: subclasses must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("autograd.Function: subclasses must define backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, flow.Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        if not (is_grad_enabled() and any(ctx.needs_input_grad)):
+            return out
+        single = isinstance(out, flow.Tensor)
+        outs = [out] if single else list(out)
+        if not all(isinstance(o, flow.Tensor) for o in outs):
+            raise TypeError(f"{cls.__name__}.forward: expected tensors as outputs, got "
+                            f"{[type(o).__name__ for o in outs]}")
+        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, flow.Tensor)]
+        name = cls.__name__ + "Backward"
+
+        def backward(*grads):
+            res = cls.backward(ctx, *grads)
+            if not isinstance(res, (tuple, list)):
+                res = (res,)
+            if len(res) != len(args):
+                raise RuntimeError(f"{cls.__name__}.backward: returned {len(res)} gradients, "
+                                   f"expected {len(args)} (one per forward argument)")
+            return [res[i] for i in tensor_pos]
+
+        outs = _C._function_attach(outs, [args[i] for i in tensor_pos], backward, name)
+        return outs[0] if single else tuple(outs)
+
+
+def queue_callback(callback):
+    """Runs callback() once the backward pass running now has finished (as PyTorch's
+    Variable._execution_engine.queue_callback)."""
+    _C._queue_backward_callback(callback)

@@ -1,0 +1,84 @@
+"""DDP against one-process training on the union of the ranks' batches.
+
+Every rank builds the same model from one seed and the same full batches; the DDP replica
+trains on its own slice of each batch, the reference on the whole batch. After every step the
+parameters must agree to 1e-4.
+    usage: ddp_check.py mlp|lenet sgd|adam [no_sync] [bucket_mb]
+"""
+
+import sys
+
+import numpy as np
+
+import oneflow as flow
+import oneflow.nn as nn
+from oneflow.nn.parallel import DistributedDataParallel as DDP
+
+model_name, opt_name = sys.argv[1], sys.argv[2]
+accumulate = len(sys.argv) > 3 and sys.argv[3] == "no_sync"
+bucket_mb = float(sys.argv[4]) if len(sys.argv) > 4 else 25
+rank, world = flow.env.get_rank(), flow.env.get_world_size()
+
+
+def make_model():
+    flow.manual_seed(7)
+    if model_name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return nn.Sequential(
+        nn.Conv2d(3, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def make_opt(params):
+    if opt_name == "sgd":
+        return flow.optim.SGD(params, lr=0.05, momentum=0.9)
+    return flow.optim.Adam(params, lr=1e-3)
+
+
+per_rank = 4
+rng = np.random.RandomState(0)
+shape = (per_rank * world, 64) if model_name == "mlp" else (per_rank * world, 3, 32, 32)
+batches = [(rng.randn(*shape).astype(np.float32), rng.randint(0, 10, shape[0])) for _ in range(6)]
+
+ref = make_model()
+ref_opt = make_opt(ref.parameters())
+local = make_model()
+if rank != 0:  # DDP must give every rank rank 0's weights
+    with flow.no_grad():
+        for p in local.parameters():
+            p.add_(1.0)
+model = DDP(local, bucket_cap_mb=bucket_mb)
+opt = make_opt(model.parameters())
+loss_fn = nn.CrossEntropyLoss()
+mine = slice(rank * per_rank, (rank + 1) * per_rank)
+
+steps = 0
+for i, (xb, yb) in enumerate(batches):
+    x, y = flow.tensor(xb), flow.tensor(yb)
+    if accumulate:
+        # Two micro-batches per step: the first under no_sync; the reference sums both halves.
+        if i % 2 == 0:
+            prev = (x, y)
+            with model.no_sync():
+                (loss_fn(model(x[mine]), y[mine]) / 2).backward()
+            continue
+        ref_loss = (loss_fn(ref(prev[0]), prev[1]) + loss_fn(ref(x), y)) / 2
+    else:
+        ref_loss = loss_fn(ref(x), y)
+    ref_opt.zero_grad() if not accumulate else None
+    ref_loss.backward()
+    ref_opt.step()
+    ref_opt.zero_grad()
+
+    loss = loss_fn(model(x[mine]), y[mine])
+    (loss / 2 if accumulate else loss).backward()
+    opt.step()
+    opt.zero_grad()
+    steps += 1
+    worst = max(float((p - q).abs().max()) for p, q in zip(model.module.parameters(), ref.parameters()))
+    if worst > 1e-4:
+        raise SystemExit(f"rank {rank} step {steps}: parameters differ from one-process training by {worst}")
+stats = model.comm_stats()
+assert stats["reductions"] == steps, stats
+print(f"rank {rank}: DDP {model_name} {opt_name}{' no_sync' if accumulate else ''} equals one process "
+      f"after {steps} steps ({len(model.bucket_indices())} buckets)")
