@@ -138,6 +138,7 @@ Communicator& Env::WorldComm(DeviceType device) {
 
 void Env::Abort(const std::string& reason) {
   if (!client_) return;
+  aborted_ = true;
   try {
     client_->Abort(reason);
   } catch (const Error&) {
@@ -151,7 +152,8 @@ void Env::Shutdown() {
   shut_down_ = true;
   if (!client_) return;
   try {
-    client_->Barrier("oneflow/exit", world_.world_size, world_.timeout_seconds);
+    // After this rank aborted the job nobody meets at the exit barrier: skip it quietly.
+    if (!aborted_) client_->Barrier("oneflow/exit", world_.world_size, world_.timeout_seconds);
   } catch (const Error& e) {
     std::fprintf(stderr, "[rank %d] oneflow: at exit: %s\n", world_.rank, e.what());
   }

@@ -14,6 +14,7 @@
 // rank meets the others once (so rank 0 keeps serving until all are done).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,7 @@ class Env {
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   bool stopping_ = false;
+  std::atomic<bool> aborted_{false};  // this rank called Abort
   bool shut_down_ = false;
 };
 

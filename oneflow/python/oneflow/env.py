@@ -42,21 +42,24 @@ def is_multi_process():
     return get_world_size() > 1
 
 
-_hooks_installed = False
+def _install_exit_hooks():
+    # At import, before any rank joins: a job started by any path (flow.comm, to_global, DDP, a
+    # C++ call) must tell the other ranks when this one fails, and meet them at a clean exit.
+    # Both calls do nothing in a process that never joined a job.
+    atexit.register(_C.env_shutdown)
+    previous = sys.excepthook
+
+    def _abort_then_report(kind, value, tb):
+        # Tell the other ranks first, so they stop instead of waiting in a collective.
+        _C.env_abort("%s: %s" % (kind.__name__, value))
+        previous(kind, value, tb)
+
+    sys.excepthook = _abort_then_report
+
+
+_install_exit_hooks()
 
 
 def init():
     """Joins the job now: rank 0 serves the control plane, the others connect (idempotent)."""
-    global _hooks_installed
-    if not _hooks_installed:
-        _hooks_installed = True
-        atexit.register(_C.env_shutdown)
-        previous = sys.excepthook
-
-        def _abort_then_report(kind, value, tb):
-            # Tell the other ranks first, so they stop instead of waiting in a collective.
-            _C.env_abort("%s: %s" % (kind.__name__, value))
-            previous(kind, value, tb)
-
-        sys.excepthook = _abort_then_report
     _C.env_init()
