@@ -170,3 +170,22 @@ def test_queue_callback_runs_after_backward():
     assert seen == [6.0]
     with pytest.raises(RuntimeError, match="queue_callback: no backward pass is running"):
         flow.autograd.queue_callback(lambda: None)
+
+
+@pytest.mark.parametrize("layout", ["even", "uneven"])
+def test_sync_batchnorm_equals_batchnorm_over_the_global_batch(layout):
+    r = run_dist(2, "syncbn_check.py", *(["uneven"] if layout == "uneven" else []))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("SyncBatchNorm equals one-process BatchNorm") == 2
+
+
+def test_sync_batchnorm_in_one_process_is_batchnorm():
+    flow.manual_seed(0)
+    bn = nn.BatchNorm2d(3)
+    sync = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm2d(3)))[0]
+    assert isinstance(sync, nn.SyncBatchNorm)
+    x = flow.randn(4, 3, 5, 5)
+    assert np.allclose(bn(x).numpy(), sync(x).numpy(), atol=1e-6)
+    assert np.allclose(bn.running_var.numpy(), sync.running_var.numpy())
+    with pytest.raises(ValueError, match=r"SyncBatchNorm: expected 2D or 3D or 4D input \(got 5D input\)"):
+        sync(flow.randn(2, 3, 2, 2, 2))

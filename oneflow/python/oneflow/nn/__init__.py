@@ -9,7 +9,7 @@ from oneflow.nn import functional, init
 from oneflow.nn.modules.module import Module
 from oneflow.nn.modules.linear import Identity, Linear
 from oneflow.nn.modules.conv import Conv2d
-from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
+from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid, Softmax, Tanh
 from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from oneflow.nn.modules.flatten import Dropout, Flatten
@@ -26,6 +26,7 @@ __all__ = [
     "Conv2d",
     "BatchNorm1d",
     "BatchNorm2d",
+    "SyncBatchNorm",
     "GELU",
     "LogSoftmax",
     "ReLU",

@@ -104,3 +104,95 @@ class BatchNorm2d(_BatchNorm):
     """Over (N, C, H, W) inputs."""
 
     _expected_dims = (4,)
+
+
+class _AllReduceSum(flow.autograd.Function):
+    """Sum over the ranks of `group`; its gradient is the sum of the ranks' gradients."""
+
+    @staticmethod
+    def forward(ctx, t, group):
+        ctx.group = group
+        out = t.clone()
+        flow.comm.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.clone()
+        flow.comm.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose training statistics cover the global batch: the per-channel sums of
+    every rank in `process_group` (a list of ranks; None: all) are all-reduced, in forward and
+    in backward. Works on CPU (Gloo or shared memory) as on CUDA. In eval mode, or in a job
+    of one process, it is BatchNorm.
+
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        model = DistributedDataParallel(model)
+    """
+
+    _expected_dims = (2, 3, 4)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _group_size(self):
+        if self.process_group is not None:
+            return len(self.process_group)
+        return flow.env.get_world_size()
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if not self.training or self._group_size() == 1 or input.is_global:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            with flow.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        c = input.size(1)
+        dims = [0] + list(range(2, input.dim()))
+        bshape = [1, c] + [1] * (input.dim() - 2)
+        # Two passes (mean, then the squared deviations) for accuracy; each one all-reduce of
+        # the channel sums with the element count riding along.
+        count = flow.tensor([input.numel() // c], dtype=input.dtype)
+        sums = _AllReduceSum.apply(flow.cat([input.sum(dims), count]), self.process_group)
+        total = sums[c].item()
+        if total <= 1:
+            raise ValueError("SyncBatchNorm: expected more than 1 value per channel over all "
+                             f"ranks when training, got input of shape {tuple(input.shape)}")
+        mean = sums[:c] / total
+        dev = input - mean.reshape(bshape)
+        var = _AllReduceSum.apply((dev * dev).sum(dims), self.process_group) / total
+        if self.track_running_stats and self.running_mean is not None:
+            with flow.no_grad():
+                self.running_mean.mul_(1 - factor).add_(mean.detach() * factor)
+                unbiased = var.detach() * (total / (total - 1))
+                self.running_var.mul_(1 - factor).add_(unbiased * factor)
+        # Normalising with given statistics is batch_norm's eval path, differentiable in them.
+        return F.batch_norm(input, mean, var, self.weight, self.bias, False, 0.0, self.eps)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Returns module with every BatchNorm*d replaced by a SyncBatchNorm holding the same
+        parameters and running statistics (module itself when it is a BatchNorm)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group)
+            if module.affine:
+                with flow.no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
