@@ -2,13 +2,15 @@
 
 #include <fcntl.h>
 #include <immintrin.h>
-#include <sched.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -32,6 +34,21 @@ size_t ChunkBytes() {
 
 std::atomic<uint64_t>* FlagAt(uint8_t* base, int r) {
   return reinterpret_cast<std::atomic<uint64_t>*>(base + static_cast<size_t>(r) * kLine);
+}
+
+// How many ranks sleep on rank r's flag (they asked the kernel to wake them when it moves).
+std::atomic<uint32_t>* SleepersAt(uint8_t* base, int r) {
+  return reinterpret_cast<std::atomic<uint32_t>*>(base + static_cast<size_t>(r) * kLine + 8);
+}
+
+// A futex on the low 32 bits of a flag (x86 is little-endian): every increment changes them.
+// Not FUTEX_PRIVATE: the flag lives in memory shared between processes.
+void FutexWait(std::atomic<uint64_t>* flag, uint32_t seen, long timeout_ns) {
+  timespec ts{0, timeout_ns};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(flag), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+void FutexWakeAll(std::atomic<uint64_t>* flag) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(flag), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 template <typename T>
@@ -153,20 +170,24 @@ uint8_t* ShmGroup::Slot(int r) const {
 uint8_t* ShmGroup::Result() const { return Slot(size_); }
 
 void ShmGroup::Meet(const char* opname) {
+  // Spin briefly (the peers usually arrive within microseconds), then sleep on the peer's flag
+  // so that a waiting rank leaves its core to the threads still computing (two ranks with a
+  // compute and a communication thread each share two cores). The seq_cst store/load pairs
+  // (flag then sleepers here, sleepers then flag in the waiter) make a lost wake-up impossible.
   ++seq_;
-  FlagAt(base_, group_rank_)->store(seq_, std::memory_order_release);
+  std::atomic<uint64_t>* mine = FlagAt(base_, group_rank_);
+  mine->store(seq_, std::memory_order_seq_cst);
+  if (SleepersAt(base_, group_rank_)->load(std::memory_order_seq_cst) > 0) FutexWakeAll(mine);
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{};
   bool timing = false;
   for (int r = 0; r < size_; ++r) {
     std::atomic<uint64_t>* f = FlagAt(base_, r);
-    for (uint64_t spins = 0; f->load(std::memory_order_acquire) < seq_; ++spins) {
-      if (spins < 4096) {
+    for (int spins = 0; f->load(std::memory_order_acquire) < seq_; ++spins) {
+      if (spins < 1024) {
         _mm_pause();
         continue;
       }
-      sched_yield();  // more ranks than cores: let the one we wait for run
-      if ((spins & 255) != 0) continue;
       if (!timing) {
         timing = true;
         deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1e3));
@@ -174,6 +195,11 @@ void ShmGroup::Meet(const char* opname) {
         throw Error(StrCat(opname, ": rank ", my_rank_, " timed out after ", timeout_s_,
                            " s in group ", desc_, " (is another rank dead or stuck?)"));
       }
+      std::atomic<uint32_t>* sleepers = SleepersAt(base_, r);
+      sleepers->fetch_add(1, std::memory_order_seq_cst);
+      uint64_t seen = f->load(std::memory_order_seq_cst);
+      if (seen < seq_) FutexWait(f, static_cast<uint32_t>(seen), 20'000'000);  // 20 ms at most
+      sleepers->fetch_sub(1, std::memory_order_seq_cst);
     }
   }
 }

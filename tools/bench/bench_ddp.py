@@ -1,0 +1,154 @@
+"""2-rank data-parallel training throughput: our DistributedDataParallel against PyTorch DDP
+(gloo), side by side in one run, plus the 1-rank and no-all-reduce figures that show what
+communication costs.
+
+    tools/python tools/bench/bench_ddp.py [--quick] [--json OUT.json]
+
+Models, batches and optimizers are bench_train.py's (MLP 784-512-512-10 with SGD, LeNet with
+Adam; batch 64 per rank; one thread per rank). Both frameworks live in the same worker
+processes under our launcher (torch's gloo rendezvous on a second port), and their timed
+windows alternate, so load drift hits both alike. Per case and world size:
+  ddp:   the model wrapped in each framework's DDP (gradients averaged every step)
+  local: the same model without DDP on each rank (compute only: the ceiling for ddp)
+  1 rank: plain training in one process (the baseline of the scaling figure)
+samples/s counts every rank's samples. For ours, the reducer reports the time backward's end
+waited for all-reduces still running: communication not hidden behind backward.
+"""
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import median, pin_single_thread, print_table, save_results  # noqa: E402
+
+PY = os.path.join(HERE, "..", "python")
+
+
+def worker(out_path, torch_port, quick):
+    pin_single_thread()
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    import oneflow as flow
+    from bench_train import BATCH, CASES, NUM_BATCHES, Trainer
+    from oneflow.nn.parallel import DistributedDataParallel as FlowDDP
+
+    torch.set_num_threads(1)
+    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    if world > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{torch_port}",
+                                rank=rank, world_size=world)
+        flow.env.init()
+
+    def barrier(lib):
+        if world == 1:
+            return
+        flow.comm.barrier() if lib is flow else dist.barrier()
+
+    warmup, windows = (5, 5) if quick else (10, 9)
+    results = {}
+    for case in ("mlp", "lenet"):
+        build, in_shape, _ = CASES[case]
+        steps = {"mlp": 30, "lenet": 20}[case] // (2 if quick else 1)
+        rng = np.random.default_rng(rank)  # each rank its own data
+        batches = [(rng.standard_normal((BATCH,) + in_shape, dtype=np.float32),
+                    rng.integers(0, 10, size=BATCH, dtype=np.int64)) for _ in range(NUM_BATCHES)]
+        torch.manual_seed(0)
+        init = {k: v.detach().numpy().copy() for k, v in build(torch.nn).state_dict().items()}
+        trainers = {}
+        for name, lib in (("ours", flow), ("torch", torch)):
+            trainers[(name, "local")] = (lib, Trainer(lib, case, init, batches))
+            if world > 1:
+                t = Trainer(lib, case, init, batches)
+                t.model = FlowDDP(t.model) if lib is flow else torch.nn.parallel.DistributedDataParallel(t.model)
+                t.opt = CASES[case][2](lib, t.model.parameters())
+                trainers[(name, "ddp")] = (lib, t)
+        for lib, t in trainers.values():
+            barrier(lib)
+            t.timed_window(warmup)
+        ours_ddp = trainers.get(("ours", "ddp"), (None, None))[1]
+        before = ours_ddp.model.comm_stats() if ours_ddp else None
+        rates = {key: [] for key in trainers}
+        for _ in range(windows):
+            for key, (lib, t) in trainers.items():
+                barrier(lib)
+                rates[key].append(world * steps * BATCH / t.timed_window(steps))
+        for (name, mode), r in rates.items():
+            results[f"{case}/{mode}/{name}"] = median(r)
+        if ours_ddp:
+            after = ours_ddp.model.comm_stats()
+            n = after["reductions"] - before["reductions"]
+            results[f"{case}/exposed_ms"] = 1e3 * (after["exposed_seconds"] - before["exposed_seconds"]) / n
+            results[f"{case}/comm_ms"] = 1e3 * (after["comm_seconds"] - before["comm_seconds"]) / n
+            results[f"{case}/buckets"] = len(ours_ddp.model.bucket_indices())
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(results, f)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(nproc, quick):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [PY, "-m", "oneflow.distributed.launch", "--nproc_per_node", str(nproc),
+               "--master_port", str(free_port()), os.path.abspath(__file__), "--worker",
+               "--out", out, "--torch-port", str(free_port())]
+        if quick:
+            cmd.append("--quick")
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", help="write result rows here (for run_all.sh)")
+    p.add_argument("--worker", action="store_true")
+    p.add_argument("--out")
+    p.add_argument("--torch-port", type=int)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args.out, args.torch_port, args.quick)
+    two = run(2, args.quick)
+    one = run(1, args.quick)
+    print(f"{'case':6} {'':6} {'ddp 2 ranks':>12} {'local 2 ranks':>14} {'1 rank':>8} {'scaling':>8}")
+    for case in ("mlp", "lenet"):
+        for name in ("ours", "torch"):
+            d, l, s = two[f"{case}/ddp/{name}"], two[f"{case}/local/{name}"], one[f"{case}/local/{name}"]
+            print(f"{case:6} {name:6} {d:12.0f} {l:14.0f} {s:8.0f} {d / s:7.2f}x")
+        step_ms = 1e3 * 2 * 64 / two[f"{case}/ddp/ours"]
+        print(f"{case:6} ours: {two[f'{case}/buckets']} bucket(s); all-reduce {two[f'{case}/comm_ms']:.2f} ms "
+              f"per step, of which {two[f'{case}/exposed_ms']:.2f} ms not hidden behind backward "
+              f"({two[f'{case}/exposed_ms'] / step_ms:.0%} of a {step_ms:.2f} ms step)")
+    rows = []
+    for case, label, target in (("mlp", "MLP", 1.8), ("lenet", "LeNet", 1.2)):
+        rows.append({"metric": f"DDP {label} 2 ranks samples/s", "unit": "samples/s",
+                     "ours": two[f"{case}/ddp/ours"], "torch": two[f"{case}/ddp/torch"],
+                     "higher_is_better": True, "target": {"op": ">=", "value": target, "on": "ratio"}})
+    rows.append({"metric": "DDP MLP 2-rank/1-rank scaling", "unit": "x",
+                 "ours": two["mlp/ddp/ours"] / one["mlp/local/ours"],
+                 "torch": two["mlp/ddp/torch"] / one["mlp/local/torch"],
+                 "higher_is_better": True, "target": {"op": ">=", "value": 1.7, "on": "ours"}})
+    print()
+    print_table(rows)
+    save_results(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()
