@@ -148,3 +148,20 @@ def test_errors_across_ranks(tmp_path, code, message):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(), script, timeout=120)
     assert r.returncode != 0
     assert message in r.stderr, r.stderr[-2000:]
+
+
+def test_global_state_dict_save_and_load(tmp_path):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "global_save.py"), folder, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("saved by rank 0 and loaded back") == 2
+    # The file holds whole tensors: one process loads it without any placement.
+    state = flow.load(str(folder / "model.of"))
+    expected = np.load(tmp_path / "expected.npz")
+    assert sorted(state) == sorted(expected.files)
+    for k in expected.files:
+        assert not state[k].is_global
+        np.testing.assert_array_equal(state[k].numpy(), expected[k])
+    assert tuple(state["0.weight"].shape) == (7, 5)

@@ -29,7 +29,12 @@ def _tensor_record(t):
     from oneflow.nn import Parameter
 
     data = t.detach()
-    device = str(data.device)
+    if data.is_global:
+        # Gathered into the whole tensor (a collective: every rank of the placement saves).
+        device = data.placement.type
+        data = data.to_global(sbp=[flow.sbp.broadcast] * len(data.sbp)).to_local()
+    else:
+        device = str(data.device)
     if device != "cpu":
         data = data.to("cpu")
     return (
@@ -118,13 +123,52 @@ def _make_unpickler(file, map_location):
     return _Unpickler(file)
 
 
-def save(obj, path):
-    """Writes obj to path atomically: readers see the old file or the new one, never a part."""
-    wrapped = {_FORMAT_KEY: _FORMAT_VERSION, "object": obj}
-    if hasattr(path, "write"):  # an open file or io.BytesIO
-        _make_pickler(path).dump(wrapped)
-        return
+def _has_global_tensor(obj, seen=None):
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    if isinstance(obj, flow.Tensor):
+        return obj.is_global
+    if isinstance(obj, dict):
+        return any(_has_global_tensor(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple, set)):
+        return any(_has_global_tensor(v, seen) for v in obj)
+    if isinstance(obj, flow.nn.Module):
+        return any(t.is_global for t in list(obj.parameters()) + list(obj.buffers()))
+    return False
 
+
+def save(obj, path, global_dst_rank=None):
+    """Writes obj to path atomically: readers see the old file or the new one, never a part.
+
+    Global tensors are saved whole (gathered from their shards), so every rank of the job must
+    call save; rank global_dst_rank (default 0) alone writes the file, and save returns on every
+    rank once the file is complete. The file loads in one process like any other.
+    """
+    wrapped = {_FORMAT_KEY: _FORMAT_VERSION, "object": obj}
+    if _has_global_tensor(obj) or global_dst_rank is not None:
+        import io
+
+        dst = 0 if global_dst_rank is None else int(global_dst_rank)
+        world = flow.env.get_world_size()
+        if not 0 <= dst < world:
+            raise ValueError(f"oneflow.save: global_dst_rank {dst} is not a rank of this job "
+                             f"(world size {world})")
+        buf = io.BytesIO()
+        _make_pickler(buf).dump(wrapped)
+        if flow.env.get_rank() == dst:
+            _write_atomically(path, lambda f: f.write(buf.getbuffer()))
+        if world > 1:
+            flow.comm.barrier()
+        return
+    _write_atomically(path, lambda f: _make_pickler(f).dump(wrapped))
+
+
+def _write_atomically(path, write):
+    if hasattr(path, "write"):  # an open file or io.BytesIO
+        write(path)
+        return
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -139,7 +183,7 @@ def save(obj, path):
     fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            _make_pickler(f).dump(wrapped)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
@@ -166,14 +210,37 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
-def load(path, map_location=None):
+def load(path, map_location=None, global_src_rank=None):
     """Reads an object written by save.
 
     map_location: None (tensors go back to the device they were saved from), a device or a
     device string such as "cpu", a dict {"cuda:0": "cpu"}, or a callable(tensor, device_str)
     returning the tensor to use.
+    global_src_rank: only that rank reads the file (the others need not see it) and sends its
+    bytes to every rank (a collective: every rank calls load). Tensors come back whole and
+    local; `global_module.load_state_dict(...)` keeps each parameter's placement and sbp.
     """
     import pickle
+
+    if global_src_rank is not None:
+        import io
+
+        src = int(global_src_rank)
+        if flow.env.get_rank() == src:
+            with open(os.fspath(path), "rb") as f:
+                data = f.read()
+            size = flow.tensor([len(data)], dtype=flow.int64)
+        else:
+            size = flow.zeros(1, dtype=flow.int64)
+        flow.comm.broadcast(size, src)
+        if flow.env.get_rank() == src:
+            payload = flow._C.from_bytes(data, (len(data),), flow.uint8)
+        else:
+            payload = flow.zeros(int(size.item()), dtype=flow.uint8)
+        flow.comm.broadcast(payload, src)
+        f = io.BytesIO(payload._raw_bytes())
+        f.name = os.fspath(path)
+        return load(f, map_location)
 
     if hasattr(path, "read"):
         name = getattr(path, "name", "<file object>")
