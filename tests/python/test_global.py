@@ -165,3 +165,11 @@ def test_global_state_dict_save_and_load(tmp_path):
         assert not state[k].is_global
         np.testing.assert_array_equal(state[k].numpy(), expected[k])
     assert tuple(state["0.weight"].shape) == (7, 5)
+
+
+def test_gradients_flow_through_to_global_and_to_local():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "global_grad.py"), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local"):
+        assert r.stdout.count(f"{case} ok") == 2, r.stdout

@@ -1,0 +1,39 @@
+"""Gradients through to_global and to_local, on every rank; prints '<case> ok'."""
+
+import numpy as np
+
+import oneflow as flow
+
+rank, world = flow.env.get_rank(), flow.env.get_world_size()
+P = flow.placement("cpu", ranks=list(range(world)))
+S0, B, PS = flow.sbp.split(0), flow.sbp.broadcast, flow.sbp.partial_sum
+
+# A local leaf becomes this rank's rows of a global tensor: its gradient is its rows' gradient.
+x = flow.tensor(np.arange(3, dtype=np.float32) + 10 * rank, requires_grad=True)
+y = x.to_global(placement=P, sbp=S0)
+assert not y.is_leaf
+(y * y).sum().backward()
+assert np.allclose(x.grad.numpy(), 2 * x.detach().numpy()), x.grad
+print("local_to_split ok")
+
+# Parts of a partial sum each see the whole gradient.
+x = flow.ones(4, requires_grad=True)
+w = flow.arange(4, dtype=flow.float32).to_global(placement=P, sbp=B)
+(x.to_global(placement=P, sbp=PS) * w).sum().backward()
+assert np.allclose(x.grad.numpy(), np.arange(4)), x.grad
+print("local_to_partial ok")
+
+# A global leaf through a layout change: the gradient comes back in the leaf's layout.
+g = flow.ones(2 * world, 3, placement=P, sbp=B, requires_grad=True)
+wt = flow.arange(6 * world, dtype=flow.float32).reshape(2 * world, 3)
+z = g.to_global(sbp=S0) * wt.to_global(placement=P, sbp=B)
+z.sum().backward()
+assert g.grad.sbp == (B,), g.grad.sbp
+assert np.allclose(g.grad.numpy(), wt.numpy())
+print("broadcast_to_split ok")
+
+# to_local then a loss every rank computes alike: the gradient of the broadcast tensor.
+h = flow.full((3,), 2.0, placement=P, sbp=B, requires_grad=True)
+(h.to_local() * 3).sum().backward()
+assert np.allclose(h.grad.numpy(), 3.0), h.grad
+print("to_local ok")
