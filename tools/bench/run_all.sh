@@ -6,7 +6,8 @@
 #
 # Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
 # import time (bench_eager.py), 2-rank all_reduce from 4 KiB to 64 MiB against torch.distributed
-# gloo (bench_allreduce.py). Each script can also be run alone; see their docstrings.
+# gloo (bench_allreduce.py), 2-rank DDP training of the MLP and LeNet against PyTorch DDP
+# (bench_ddp.py). Each script can also be run alone; see their docstrings.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="$HERE/../python"
@@ -24,5 +25,7 @@ trap 'rm -rf "$TMP"' EXIT
 "$PY" "$HERE/bench_train.py" "${QUICK[@]}" --json "$TMP/train.json"
 "$PY" "$HERE/bench_eager.py" "${QUICK[@]}" --json "$TMP/eager.json"
 "$PY" "$HERE/bench_allreduce.py" "${QUICK[@]}" --json "$TMP/allreduce.json"
+"$PY" "$HERE/bench_ddp.py" "${QUICK[@]}" --json "$TMP/ddp.json"
 echo
-"$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json"
+"$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json" \
+  "$TMP/ddp.json"
