@@ -71,7 +71,12 @@ RuleFn Pointwise(std::vector<std::vector<int>> partial) {
       s.out.assign(c.out.size(), Sbp::Split(static_cast<int>(a)));
       out.push_back(std::move(s));
     }
-    for (const auto& group : partial) {
+    // A partial sum of bools is their OR, which sub and div do not carry through (and no
+    // caller needs bool partial sums): P only for number tensors.
+    bool numbers = true;
+    for (const TensorMeta& m : c.in) numbers &= m.dtype != DType::kBool;
+    for (const TensorMeta& m : c.out) numbers &= m.dtype != DType::kBool;
+    for (const auto& group : numbers ? partial : std::vector<std::vector<int>>{}) {
       Signature s;
       s.in.assign(c.in.size(), Sbp::Broadcast());
       for (int i : group) s.in[i] = Sbp::PartialSum();

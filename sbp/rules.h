@@ -52,7 +52,7 @@ Signature AllBroadcast(const RuleContext& c);
 std::vector<Signature> BroadcastOnly(const RuleContext& c);
 // Elementwise with broadcasting: split along any output axis every input has at full size
 // (inputs broadcast along it stay B); `partial`: which inputs may be P together (all others
-// B) giving a P output, e.g. {{0, 1}} for add, {{0}, {1}} for mul.
+// B) giving a P output, e.g. {{0, 1}} for add, {{0}, {1}} for mul; never for bool tensors.
 RuleFn Pointwise(std::vector<std::vector<int>> partial = {});
 // Same Sbp for every input and output, for any split axis of input 0 or B (optimizer updates).
 RuleFn SameEverywhere();

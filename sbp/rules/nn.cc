@@ -13,19 +13,28 @@ Signature Uniform(const RuleContext& c, Sbp in, Sbp out) {
   return Signature{std::vector<Sbp>(c.in.size(), in), std::vector<Sbp>(c.out.size(), out)};
 }
 
+// Output channels split only without groups: with groups, a rank's slice of the weight would
+// need the matching group's input channels, and its local kernel would regroup what it holds.
+bool Ungrouped(const RuleContext& c) { return c.attrs.Get<int64_t>("groups") == 1; }
+
 // conv2d(x, w, b?): split the batch (weights broadcast) or the output channels (weights split).
 std::vector<Signature> Conv2dRule(const RuleContext& c) {
   const bool bias = c.in.size() == 3;
   Signature batch{{S(0), B}, {S(0)}}, channels{{B, S(0)}, {S(1)}};
   if (bias) batch.in.push_back(B), channels.in.push_back(S(0));
+  if (!Ungrouped(c)) return {AllBroadcast(c), batch};
   return {AllBroadcast(c), batch, channels};
 }
 // conv2d_grad_input(dy, w) -> dx; conv2d_grad_weight(dy, x) -> dw.
 std::vector<Signature> Conv2dGradInputRule(const RuleContext& c) {
-  return {AllBroadcast(c), {{S(0), B}, {S(0)}}, {{S(1), S(0)}, {P}}};
+  std::vector<Signature> out{AllBroadcast(c), {{S(0), B}, {S(0)}}};
+  if (Ungrouped(c)) out.push_back({{S(1), S(0)}, {P}});
+  return out;
 }
 std::vector<Signature> Conv2dGradWeightRule(const RuleContext& c) {
-  return {AllBroadcast(c), {{S(0), S(0)}, {P}}, {{S(1), B}, {S(0)}}};
+  std::vector<Signature> out{AllBroadcast(c), {{S(0), S(0)}, {P}}};
+  if (Ungrouped(c)) out.push_back({{S(1), B}, {S(0)}});
+  return out;
 }
 
 // Pools and their gradients work per (sample, channel) plane: split N or C.

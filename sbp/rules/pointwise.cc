@@ -1,17 +1,36 @@
 // Elementwise ops: a common split along any output axis, and P through the linear ones
-// (add/sub of P and P, P * B, B * P, P / B, -P, copy and cast of P).
+// (add/sub of P and P, P * B, B * P, P / B for floats, -P, copy of P and the casts that keep
+// sums), never for bool tensors.
 #include "sbp/rules.h"
 
 namespace oneflow {
 namespace sbp {
 
+namespace {
+
+// P / B is P only for true division: integer division truncates each part.
+std::vector<Signature> DivRule(const RuleContext& c) {
+  if (IsFloating(c.out[0].dtype)) return Pointwise({{0}})(c);
+  return Pointwise()(c);
+}
+
+// A cast keeps a partial sum only where the cast of a sum is the sum of the casts: between
+// number types, and not from floating to integer (each part would be truncated). Pointwise
+// already refuses bool, whose partial sum is an OR.
+std::vector<Signature> CastRule(const RuleContext& c) {
+  if (IsFloating(c.in[0].dtype) && !IsFloating(c.out[0].dtype)) return Pointwise()(c);
+  return Pointwise({{0}})(c);
+}
+
+}  // namespace
+
 ONEFLOW_REGISTER_SBP_RULE(add, Pointwise({{0, 1}}));
 ONEFLOW_REGISTER_SBP_RULE(sub, Pointwise({{0, 1}}));
 ONEFLOW_REGISTER_SBP_RULE(mul, Pointwise({{0}, {1}}));
-ONEFLOW_REGISTER_SBP_RULE(div, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(div, DivRule);
 ONEFLOW_REGISTER_SBP_RULE(neg, Pointwise({{0}}));
 ONEFLOW_REGISTER_SBP_RULE(copy, Pointwise({{0}}));
-ONEFLOW_REGISTER_SBP_RULE(cast, Pointwise({{0}}));
+ONEFLOW_REGISTER_SBP_RULE(cast, CastRule);
 // relu_grad(dy, x) and gelu_grad(dy, x) are linear in dy.
 ONEFLOW_REGISTER_SBP_RULE(relu_grad, Pointwise({{0}}));
 ONEFLOW_REGISTER_SBP_RULE(gelu_grad, Pointwise({{0}}));

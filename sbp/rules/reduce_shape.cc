@@ -33,7 +33,8 @@ std::vector<Signature> SumRule(const RuleContext& c) {
     int64_t o = ReducedAxis(a, mask, keepdim);
     out.push_back({{S(a)}, {o < 0 ? P : S(o)}});
   }
-  out.push_back({{P}, {P}});
+  // A partial bool is an OR of its parts: summing the parts would count a true twice.
+  if (c.in[0].dtype != DType::kBool) out.push_back({{P}, {P}});
   return out;
 }
 
@@ -113,14 +114,17 @@ std::vector<Signature> ExpandRule(const RuleContext& c) {
 }
 
 // index_select(x, index) along dim: split another axis of x, or split the index (dim of out).
+// A 0-dim index (one row) or a 0-dim x has no axis to split.
 std::vector<Signature> IndexSelectRule(const RuleContext& c) {
   const int64_t n = c.in[0].shape.ndim();
-  const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
   std::vector<Signature> out{AllBroadcast(c)};
-  for (int64_t a = 0; a < n; ++a) {
-    if (a != dim) out.push_back({{S(a), B}, {S(a)}});
+  if (n > 0) {
+    const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
+    for (int64_t a = 0; a < n; ++a) {
+      if (a != dim) out.push_back({{S(a), B}, {S(a)}});
+    }
+    if (c.in[1].shape.ndim() == 1) out.push_back({{B, S(0)}, {S(dim)}});
   }
-  out.push_back({{B, S(0)}, {S(dim)}});
   out.push_back({{P, B}, {P}});
   return out;
 }
