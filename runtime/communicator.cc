@@ -332,6 +332,36 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   });
 }
 
+void Communicator::AllReduceInto(const std::vector<Tensor>& in, Tensor& out, ReduceOp op) {
+  const char* name = "all_reduce";
+  CheckTensor(out, name, "output");
+  CheckAverage(op, out.dtype(), name);
+  int64_t total = 0;
+  for (const Tensor& t : in) {
+    ONEFLOW_CHECK(t.dtype() == out.dtype() && t.is_contiguous(), name, ": every input must be a ",
+                  "contiguous ", DTypeName(out.dtype()), " tensor, got ", DTypeName(t.dtype()),
+                  t.is_contiguous() ? "" : " (not contiguous)");
+    total += t.numel();
+  }
+  ONEFLOW_CHECK(total == out.numel(), name, ": inputs hold ", total, " elements but the output ",
+                out.numel());
+  if (shm_ && size() > 1 && total > 0) {
+    Drain();
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ShmGroup::Piece> pieces;
+    for (const Tensor& t : in) pieces.push_back({t.raw_data(), t.numel()});
+    shm_->Reduce(pieces, out.raw_data(), total, out.dtype(), op, 0, total, name);
+    return;
+  }
+  const size_t item = SizeOf(out.dtype());
+  uint8_t* dst = static_cast<uint8_t*>(out.raw_data());
+  for (const Tensor& t : in) {
+    std::memcpy(dst, t.raw_data(), static_cast<size_t>(t.numel()) * item);
+    dst += static_cast<size_t>(t.numel()) * item;
+  }
+  AllReduce(out, op);
+}
+
 void Communicator::Broadcast(Tensor& t, int root) {
   const char* name = "broadcast";
   CheckTensor(t, name, "tensor");

@@ -118,6 +118,10 @@ class Communicator {
 
   // In place on every rank.
   void AllReduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
+  // out = the reduction over ranks of the concatenation of `in` (contiguous tensors of out's
+  // dtype, flattened; numel adding up to out's). Through shared memory the inputs are read in
+  // place; DDP's buckets use it to skip flattening gradients into a staging buffer.
+  void AllReduceInto(const std::vector<Tensor>& in, Tensor& out, ReduceOp op = ReduceOp::kSum);
   // t of the root (a global rank) overwrites t everywhere; shapes must agree.
   void Broadcast(Tensor& t, int root);
   // out = cat(in of every rank, dim 0); out has size() * in.shape[0] rows.

@@ -206,9 +206,31 @@ void ShmGroup::Meet(const char* opname) {
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
                       int64_t keep_begin, int64_t keep_end, const char* opname) {
+  Reduce(std::vector<Piece>{{in, count}}, out, count, dtype, op, keep_begin, keep_end, opname);
+}
+
+void ShmGroup::Reduce(const std::vector<Piece>& in, void* out, int64_t count, DType dtype,
+                      ReduceOp op, int64_t keep_begin, int64_t keep_end, const char* opname) {
   DispatchCommDType(dtype, opname, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* src = static_cast<const T*>(in);
+    size_t piece = 0;      // the input piece the next chunk starts in
+    int64_t piece_at = 0;  // and the element within it
+    // Copies the next len input elements to dst, walking the pieces.
+    auto gather = [&](T* dst, int64_t len) {
+      while (len > 0) {
+        const int64_t n = std::min(len, in[piece].count - piece_at);
+        std::memcpy(dst, static_cast<const T*>(in[piece].data) + piece_at,
+                    static_cast<size_t>(n) * sizeof(T));
+        dst += n;
+        len -= n;
+        piece_at += n;
+        if (piece_at == in[piece].count) {
+          ++piece;
+          piece_at = 0;
+        }
+      }
+    };
+    while (piece < in.size() && in[piece].count == 0) ++piece;
     T* dst = static_cast<T*>(out);
     const int64_t per_chunk = static_cast<int64_t>(chunk_bytes_ / sizeof(T));
     std::vector<const T*> slots(size_);
@@ -217,7 +239,7 @@ void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, Red
     T* mine = reinterpret_cast<T*>(Slot(group_rank_));
     for (int64_t off = 0; off < count; off += per_chunk) {
       const int64_t len = std::min(per_chunk, count - off);
-      std::memcpy(mine, src + off, static_cast<size_t>(len) * sizeof(T));
+      gather(mine, len);
       Meet(opname);
       int64_t part = (len + size_ - 1) / size_;
       part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;

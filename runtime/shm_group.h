@@ -65,6 +65,13 @@ class ShmGroup {
   // out[i - keep_begin]; in may equal out (in place, keep = everything).
   void Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
               int64_t keep_begin, int64_t keep_end, const char* opname);
+  // The same with the input given as consecutive pieces (read in place: no staging copy).
+  struct Piece {
+    const void* data;
+    int64_t count;  // elements
+  };
+  void Reduce(const std::vector<Piece>& in, void* out, int64_t count, DType dtype, ReduceOp op,
+              int64_t keep_begin, int64_t keep_end, const char* opname);
   // The root's bytes (a group rank) overwrite everyone's.
   void Broadcast(void* data, size_t bytes, int root, const char* opname);
   // out = concatenation of every rank's in; bytes[i] is rank i's size.

@@ -110,6 +110,7 @@ void Reducer::Reset() {
   std::fill(used_.begin(), used_.end(), 0);
   for (Bucket& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
+    b.inputs.assign(b.params.size(), Tensor());
     b.work.reset();
   }
   used_work_.reset();
@@ -152,25 +153,26 @@ void Reducer::MarkReady(int index, bool used) {
   used_[index] = used ? 1 : 0;
   Bucket& b = buckets_[bucket_of_[index]];
   const Tensor& p = params_[index];
-  Tensor piece = Piece(b.flat, b.offsets[slot_of_[index]], p);
   Tensor grad = p.grad();
-  if (grad.defined()) {
-    fn::copy_(piece, grad);
-  } else {
-    fn::fill_(piece, 0.0);
+  if (!grad.defined()) {
+    grad = fn::zeros(p.shape(), p.dtype(), p.device());
+  } else if (!grad.is_contiguous()) {
+    grad = fn::clone(grad);  // a gradient a user set by hand
   }
+  b.inputs[slot_of_[index]] = grad;
   --b.pending;
 }
 
 void Reducer::LaunchReadyBuckets() {
-  NoGradGuard no_grad;
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_++];
     Tensor flat = b.flat;
+    std::vector<Tensor> inputs = std::move(b.inputs);  // kept alive by the call
+    b.inputs.assign(b.params.size(), Tensor());
     std::shared_ptr<double> seconds = comm_seconds_;
-    b.work = comm_.Async([flat, seconds](Communicator& c) mutable {
+    b.work = comm_.Async([inputs, flat, seconds](Communicator& c) mutable {
       Clock::time_point start = Clock::now();
-      c.AllReduce(flat, ReduceOp::kAvg);
+      c.AllReduceInto(inputs, flat, ReduceOp::kAvg);
       *seconds += SecondsSince(start);
     });
   }
@@ -209,15 +211,8 @@ void Reducer::Finalize() {
   for (const Bucket& b : buckets_) {
     for (size_t s = 0; s < b.params.size(); ++s) {
       int i = b.params[s];
-      Tensor& p = params_[i];
       if (options_.find_unused_parameters && used_flags_.data<int32_t>()[i] == 0) continue;
-      Tensor piece = Piece(b.flat, b.offsets[s], p);
-      Tensor grad = p.grad();
-      if (grad.defined()) {
-        fn::copy_(grad, piece);
-      } else {
-        p.set_grad(fn::clone(piece));
-      }
+      params_[i].set_grad(Piece(b.flat, b.offsets[s], params_[i]));
     }
   }
   Reset();

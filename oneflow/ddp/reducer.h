@@ -2,7 +2,8 @@
 // order, the order backward produces their gradients); as soon as every gradient of a bucket
 // has been accumulated, the bucket is flattened and all-reduced (averaged) asynchronously on
 // the communicator's worker thread while backward goes on. At the end of backward the reducer
-// waits for the buckets and writes the averages back into each parameter's .grad.
+// waits for the buckets and makes each parameter's .grad a view of its bucket's result (as
+// PyTorch's gradient_as_bucket_view: no copy back; the next reduction overwrites it).
 //
 //   auto reducer = ddp::Reducer::Create(params, names, runtime::Env::Get().WorldComm(), {});
 //   reducer->PrepareForBackward();  // in the wrapped forward
@@ -57,7 +58,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   struct Bucket {
     std::vector<int> params;
     std::vector<int64_t> offsets;  // element offset of each parameter in flat
-    Tensor flat;
+    std::vector<Tensor> inputs;    // per parameter: its gradient (or zeros) once ready
+    Tensor flat;                   // the averaged gradients; .grad become views of it
     int pending = 0;
     std::shared_ptr<runtime::Work> work;
   };
