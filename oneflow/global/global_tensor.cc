@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "boxing/execute.h"
@@ -49,12 +50,48 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
 
 // ---------------------------------------------------------------- the interpreter
 
+// The deduction cache's key: raw bytes of everything deduction depends on (op, attrs, and per
+// input the logical shape, dtype, nd_sbp and placement). Built on every global op call, so no
+// text formatting.
+template <typename T>
+void PutBytes(std::string& k, const T& v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+void PutValue(std::string& k, const std::vector<int64_t>& v) {
+  PutBytes(k, v.size());
+  k.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+}
+void PutValue(std::string& k, const std::string& v) {
+  PutBytes(k, v.size());
+  k += v;
+}
+template <typename T>
+void PutValue(std::string& k, const T& v) {
+  PutBytes(k, v);
+}
+
 std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins) {
-  std::string k = op.name + "|" + attrs.ToString();
+  std::string k;
+  k.reserve(128);
+  PutBytes(k, &op);
+  for (const auto& [name, value] : attrs.items()) {
+    k += name;
+    PutBytes(k, static_cast<uint8_t>(value.index()));
+    std::visit([&k](const auto& v) { PutValue(k, v); }, value);
+  }
   for (const Tensor& t : ins) {
     const GlobalMeta& m = Meta(t);
-    k += StrCat("|", t.shape().ToString(), DTypeName(t.dtype()), sbp::ToString(m.nd_sbp),
-                m.placement.ToString());
+    PutValue(k, t.shape().dims());
+    PutBytes(k, static_cast<uint8_t>(t.dtype()));
+    for (const Sbp& s : m.nd_sbp) {
+      PutBytes(k, static_cast<uint8_t>(s.kind()));
+      PutBytes(k, static_cast<int32_t>(s.axis()));
+    }
+    PutBytes(k, static_cast<uint8_t>(m.placement.device()));
+    PutBytes(k, m.placement.ranks().size());
+    k.append(reinterpret_cast<const char*>(m.placement.ranks().data()),
+             m.placement.ranks().size() * sizeof(int));
+    PutValue(k, m.placement.hierarchy());
   }
   return k;
 }
@@ -170,13 +207,15 @@ std::vector<Tensor> Interpret(const OpDef& op, const std::vector<Tensor>& inputs
     }
     return outs;
   }
-  Attrs local_attrs = attrs;
+  // Shape attrs name the logical output; the kernel makes this rank's shard.
+  std::optional<Attrs> local_attrs;
   for (const char* name : {"shape", "input_shape", "weight_shape"}) {
     if (attrs.Has(name)) {
-      local_attrs.Set(name, sbp::LocalShape(out_metas[0].shape, *pl, d.out[0], rank).dims());
+      if (!local_attrs) local_attrs = attrs;
+      local_attrs->Set(name, sbp::LocalShape(out_metas[0].shape, *pl, d.out[0], rank).dims());
     }
   }
-  std::vector<Tensor> local_outs = RunLocalKernel(op, locals, local_attrs);
+  std::vector<Tensor> local_outs = RunLocalKernel(op, locals, local_attrs ? *local_attrs : attrs);
   for (size_t k = 0; k < local_outs.size(); ++k) {
     outs.push_back(MakeGlobal(local_outs[k], out_metas[k].shape, *pl, d.out[k]));
   }

@@ -7,7 +7,8 @@
 # Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
 # import time (bench_eager.py), 2-rank all_reduce from 4 KiB to 64 MiB against torch.distributed
 # gloo (bench_allreduce.py), 2-rank DDP training of the MLP and LeNet against PyTorch DDP
-# (bench_ddp.py). Each script can also be run alone; see their docstrings.
+# (bench_ddp.py, also global-tensor data parallelism), the overhead of a global op against
+# the same local op (bench_global_op.py; its "PyTorch" column is our local op). Each script can also be run alone; see their docstrings.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="$HERE/../python"
@@ -26,6 +27,7 @@ trap 'rm -rf "$TMP"' EXIT
 "$PY" "$HERE/bench_eager.py" "${QUICK[@]}" --json "$TMP/eager.json"
 "$PY" "$HERE/bench_allreduce.py" "${QUICK[@]}" --json "$TMP/allreduce.json"
 "$PY" "$HERE/bench_ddp.py" "${QUICK[@]}" --json "$TMP/ddp.json"
+"$PY" "$HERE/bench_global_op.py" "${QUICK[@]}" --json "$TMP/global_op.json"
 echo
 "$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json" \
-  "$TMP/ddp.json"
+  "$TMP/ddp.json" "$TMP/global_op.json"
