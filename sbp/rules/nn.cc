@@ -95,8 +95,9 @@ ONEFLOW_REGISTER_SBP_RULE(softmax, SoftmaxRule);
 ONEFLOW_REGISTER_SBP_RULE(log_softmax, SoftmaxRule);
 ONEFLOW_REGISTER_SBP_RULE(nll_loss, NllLossRule);
 ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, NllLossGradRule);
-// Training batch norm needs statistics over the whole batch: broadcast for now (SyncBatchNorm
-// is the split version).
+// The fused training kernel needs statistics over the whole batch: broadcast. nn.BatchNorm on a
+// split global batch does not come here: it computes the statistics with global reductions and
+// normalises with batch_norm_elemt, which splits (oneflow/nn/modules/batchnorm.py).
 ONEFLOW_REGISTER_SBP_RULE(batch_norm_train, BroadcastOnly);
 ONEFLOW_REGISTER_SBP_RULE(batch_norm_train_grad, BroadcastOnly);
 ONEFLOW_REGISTER_SBP_RULE(batch_norm_elemt, BatchNormElemtRule);

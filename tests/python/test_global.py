@@ -171,5 +171,6 @@ def test_gradients_flow_through_to_global_and_to_local():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "global_grad.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local"):
+    for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local",
+                 "batch_norm_split"):
         assert r.stdout.count(f"{case} ok") == 2, r.stdout

@@ -37,3 +37,23 @@ h = flow.full((3,), 2.0, placement=P, sbp=B, requires_grad=True)
 (h.to_local() * 3).sum().backward()
 assert np.allclose(h.grad.numpy(), 3.0), h.grad
 print("to_local ok")
+
+# Training batch norm on a split batch stays split, with statistics of the whole batch.
+import oneflow.nn as nn  # noqa: E402
+
+flow.manual_seed(5)
+xs = flow.randn(6, 3, 4, 4) * 2 + 1
+ref = nn.BatchNorm2d(3)
+glob = nn.BatchNorm2d(3).to_global(placement=P, sbp=B)
+xg = xs.to_global(placement=P, sbp=B).to_global(sbp=S0).requires_grad_(True)
+xl = xs.clone().requires_grad_(True)
+yg, yl = glob(xg), ref(xl)
+assert yg.sbp == (S0,), yg.sbp
+wts = flow.arange(6 * 3 * 16, dtype=flow.float32).reshape(6, 3, 4, 4) / 100
+(yg * wts.to_global(placement=P, sbp=B)).sum().backward()
+(yl * wts).sum().backward()
+assert np.allclose(yg.numpy(), yl.detach().numpy(), atol=1e-5)
+assert np.allclose(xg.grad.numpy(), xl.grad.numpy(), atol=1e-5)
+assert np.allclose(glob.weight.grad.numpy(), ref.weight.grad.numpy(), atol=1e-4)
+assert np.allclose(glob.running_var.numpy(), ref.running_var.numpy(), atol=1e-6)
+print("batch_norm_split ok")

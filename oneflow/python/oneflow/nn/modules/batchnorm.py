@@ -64,8 +64,8 @@ class _BatchNorm(Module):
             wanted = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"{self._get_name()}: expected {wanted} input (got {input.dim()}D input)")
 
-    def forward(self, input):
-        self._check_input_dim(input)
+    def _momentum_factor(self):
+        """Counts a training batch; the running statistics' update factor for it."""
         # momentum=None means a cumulative moving average: factor 1/n for the n-th batch.
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
@@ -73,6 +73,15 @@ class _BatchNorm(Module):
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:
                 factor = 1.0 / float(self.num_batches_tracked.item())
+        return factor
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if self.training and input.is_global and any(s != flow.sbp.broadcast for s in input.sbp):
+            # A batch split over ranks: statistics over the whole batch through global ops
+            # (boxing all-reduces their partial sums), so the layer stays data-parallel.
+            return self._normalize_with_batch_stats(input, lambda t: t, input.numel() // input.size(1))
+        factor = self._momentum_factor()
         # Without running statistics, eval mode still normalises with the batch's.
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
@@ -86,6 +95,28 @@ class _BatchNorm(Module):
             factor,
             self.eps,
         )
+
+    def _normalize_with_batch_stats(self, input, sum_over_ranks, total):
+        """Training batch norm from per-channel sums that sum_over_ranks completes over the
+        global batch of `total` values per channel: two passes (mean, then squared
+        deviations) for accuracy; normalising with given statistics is batch_norm's eval path,
+        differentiable in them."""
+        if total <= 1:
+            raise ValueError(f"{self._get_name()}: expected more than 1 value per channel over "
+                             f"the whole batch when training, got input of shape {tuple(input.shape)}")
+        factor = self._momentum_factor()
+        c = input.size(1)
+        dims = [0] + list(range(2, input.dim()))
+        bshape = [1, c] + [1] * (input.dim() - 2)
+        mean = sum_over_ranks(input.sum(dims)) / total
+        dev = input - mean.reshape(bshape)
+        var = sum_over_ranks((dev * dev).sum(dims)) / total
+        if self.track_running_stats and self.running_mean is not None:
+            with flow.no_grad():
+                self.running_mean.mul_(1 - factor).add_(mean.detach() * factor)
+                unbiased = var.detach() * (total / (total - 1))
+                self.running_var.mul_(1 - factor).add_(unbiased * factor)
+        return F.batch_norm(input, mean, var, self.weight, self.bias, False, 0.0, self.eps)
 
     def extra_repr(self):
         return (
@@ -149,33 +180,11 @@ class SyncBatchNorm(_BatchNorm):
         self._check_input_dim(input)
         if not self.training or self._group_size() == 1 or input.is_global:
             return super().forward(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.track_running_stats and self.num_batches_tracked is not None:
-            with flow.no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.item())
-        c = input.size(1)
-        dims = [0] + list(range(2, input.dim()))
-        bshape = [1, c] + [1] * (input.dim() - 2)
-        # Two passes (mean, then the squared deviations) for accuracy; each one all-reduce of
-        # the channel sums with the element count riding along.
-        count = flow.tensor([input.numel() // c], dtype=input.dtype)
-        sums = _AllReduceSum.apply(flow.cat([input.sum(dims), count]), self.process_group)
-        total = sums[c].item()
-        if total <= 1:
-            raise ValueError("SyncBatchNorm: expected more than 1 value per channel over all "
-                             f"ranks when training, got input of shape {tuple(input.shape)}")
-        mean = sums[:c] / total
-        dev = input - mean.reshape(bshape)
-        var = _AllReduceSum.apply((dev * dev).sum(dims), self.process_group) / total
-        if self.track_running_stats and self.running_mean is not None:
-            with flow.no_grad():
-                self.running_mean.mul_(1 - factor).add_(mean.detach() * factor)
-                unbiased = var.detach() * (total / (total - 1))
-                self.running_var.mul_(1 - factor).add_(unbiased * factor)
-        # Normalising with given statistics is batch_norm's eval path, differentiable in them.
-        return F.batch_norm(input, mean, var, self.weight, self.bias, False, 0.0, self.eps)
+        count = flow.tensor([input.numel() // input.size(1)], dtype=flow.int64)
+        flow.comm.all_reduce(count, group=self.process_group)
+        group = self.process_group
+        return self._normalize_with_batch_stats(
+            input, lambda t: _AllReduceSum.apply(t, group), int(count.item()))
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):
