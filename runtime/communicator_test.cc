@@ -423,6 +423,46 @@ TEST_CASE("communicator: shared memory across several chunks, uneven, every op",
   }
 }
 
+TEST_CASE("communicator: all-reduce of several pieces into one output (DDP's buckets)",
+          "[runtime]") {
+  const bool over_tcp = GENERATE(false, true);
+  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
+  struct Unset {
+    ~Unset() { unsetenv("ONEFLOW_SHM"); }
+  } unset;
+  // 300001 elements in pieces of 100000, 0 and 200001: several shared-memory chunks, a chunk
+  // boundary inside a piece, and an empty piece.
+  const std::vector<int64_t> sizes = {100000, 0, 200001};
+  const int64_t total = 300001;
+  std::string error;
+  auto results = RunRanks(2, [&](Communicator& c, int r) {
+    std::vector<Tensor> pieces;
+    int64_t start = 0;
+    for (int64_t n : sizes) {
+      pieces.push_back(Make(Range(start + r * 1000, n), {n}, DType::kFloat64));
+      start += n;
+    }
+    Tensor out = Make(std::vector<double>(total), {total}, DType::kFloat64);
+    c.AllReduceInto(pieces, out, ReduceOp::kAvg);
+    Tensor small = Make(std::vector<double>(3), {3}, DType::kFloat64);
+    try {
+      c.AllReduceInto(pieces, small, ReduceOp::kSum);
+    } catch (const std::exception& e) {
+      if (r == 0) error = e.what();
+    }
+    return std::vector<std::vector<double>>{Read(out)};
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << (over_tcp ? " gloo" : " shm"));
+    REQUIRE(results[r].error == "");
+    const auto& o = results[r].outputs[0];
+    REQUIRE(static_cast<int64_t>(o.size()) == total);
+    for (int64_t i = 0; i < total; i += 991) REQUIRE(o[i] == i + 500.0);  // (i + i+1000) / 2
+    REQUIRE(o[total - 1] == total - 1 + 500.0);
+  }
+  REQUIRE(error == "all_reduce: inputs hold 300001 elements but the output 3");
+}
+
 TEST_CASE("communicator: asynchronous calls run in order and wait() returns their result",
           "[runtime]") {
   auto results = RunRanks(2, [&](Communicator& c, int r) {

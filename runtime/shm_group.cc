@@ -215,7 +215,7 @@ void ShmGroup::Reduce(const std::vector<Piece>& in, void* out, int64_t count, DT
     using T = typename decltype(tag)::type;
     size_t piece = 0;      // the input piece the next chunk starts in
     int64_t piece_at = 0;  // and the element within it
-    // Copies the next len input elements to dst, walking the pieces.
+    // Copies the next len input elements to dst, walking the pieces (empty ones included).
     auto gather = [&](T* dst, int64_t len) {
       while (len > 0) {
         const int64_t n = std::min(len, in[piece].count - piece_at);
@@ -230,7 +230,6 @@ void ShmGroup::Reduce(const std::vector<Piece>& in, void* out, int64_t count, DT
         }
       }
     };
-    while (piece < in.size() && in[piece].count == 0) ++piece;
     T* dst = static_cast<T*>(out);
     const int64_t per_chunk = static_cast<int64_t>(chunk_bytes_ / sizeof(T));
     std::vector<const T*> slots(size_);
