@@ -83,6 +83,7 @@ def _make_pickler(file):
             super().__init__(f, protocol=4)
             self._keys = {}  # id(tensor) -> key
             self._alive = []  # keeps the tensors alive so their ids stay unique while saving
+            self.saw_global = False  # a global tensor was gathered: the file is a collective's
 
         def persistent_id(self, obj):
             if isinstance(obj, flow.dtype):  # binding objects do not pickle; their names do
@@ -95,6 +96,7 @@ def _make_pickler(file):
             key = len(self._keys)
             self._keys[id(obj)] = key
             self._alive.append(obj)
+            self.saw_global |= obj.is_global
             # Pickling and unpickling walk the object in the same order, so the first
             # occurrence carries the data and later ones refer to it by key.
             return (_PID_TAG, key, _tensor_record(obj))
@@ -123,22 +125,6 @@ def _make_unpickler(file, map_location):
     return _Unpickler(file)
 
 
-def _has_global_tensor(obj, seen=None):
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return False
-    seen.add(id(obj))
-    if isinstance(obj, flow.Tensor):
-        return obj.is_global
-    if isinstance(obj, dict):
-        return any(_has_global_tensor(v, seen) for v in obj.values())
-    if isinstance(obj, (list, tuple, set)):
-        return any(_has_global_tensor(v, seen) for v in obj)
-    if isinstance(obj, flow.nn.Module):
-        return any(t.is_global for t in list(obj.parameters()) + list(obj.buffers()))
-    return False
-
-
 def save(obj, path, global_dst_rank=None):
     """Writes obj to path atomically: readers see the old file or the new one, never a part.
 
@@ -146,23 +132,25 @@ def save(obj, path, global_dst_rank=None):
     call save; rank global_dst_rank (default 0) alone writes the file, and save returns on every
     rank once the file is complete. The file loads in one process like any other.
     """
-    wrapped = {_FORMAT_KEY: _FORMAT_VERSION, "object": obj}
-    if _has_global_tensor(obj) or global_dst_rank is not None:
-        import io
+    import io
 
-        dst = 0 if global_dst_rank is None else int(global_dst_rank)
-        world = flow.env.get_world_size()
-        if not 0 <= dst < world:
-            raise ValueError(f"oneflow.save: global_dst_rank {dst} is not a rank of this job "
-                             f"(world size {world})")
-        buf = io.BytesIO()
-        _make_pickler(buf).dump(wrapped)
-        if flow.env.get_rank() == dst:
-            _write_atomically(path, lambda f: f.write(buf.getbuffer()))
-        if world > 1:
-            flow.comm.barrier()
+    # Pickled in memory first: only the pickler finds every (possibly global) tensor, wherever
+    # it sits in obj, and a global tensor decides who writes.
+    buf = io.BytesIO()
+    pickler = _make_pickler(buf)
+    pickler.dump({_FORMAT_KEY: _FORMAT_VERSION, "object": obj})
+    if not pickler.saw_global and global_dst_rank is None:
+        _write_atomically(path, lambda f: f.write(buf.getbuffer()))
         return
-    _write_atomically(path, lambda f: _make_pickler(f).dump(wrapped))
+    dst = 0 if global_dst_rank is None else int(global_dst_rank)
+    world = flow.env.get_world_size()
+    if not 0 <= dst < world:
+        raise ValueError(f"oneflow.save: global_dst_rank {dst} is not a rank of this job "
+                         f"(world size {world})")
+    if flow.env.get_rank() == dst:
+        _write_atomically(path, lambda f: f.write(buf.getbuffer()))
+    if world > 1:
+        flow.comm.barrier()
 
 
 def _write_atomically(path, write):
