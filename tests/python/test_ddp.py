@@ -78,6 +78,13 @@ def test_parameter_shapes_must_agree_at_wrap_time():
             "(8, 4) on rank 1; every rank must build the same model") in r.stdout + r.stderr
 
 
+def test_parameter_counts_must_agree_at_wrap_time():
+    r = run_dist(2, "ddp_cases.py", "count", timeout=60)
+    assert r.returncode != 0
+    assert ("DistributedDataParallel: rank 1 has 4 parameters but rank 0 has 2 (first missing: "
+            "'1.weight'); every rank must build the same model") in r.stdout + r.stderr
+
+
 def test_parameters_and_buffers_come_from_rank_zero():
     r = run_dist(2, "ddp_cases.py", "buffers")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -113,6 +120,9 @@ def test_ddp_argument_errors():
         DDP(3)
     with pytest.raises(ValueError, match="DistributedDataParallel: bucket_cap_mb must be positive, got 0"):
         DDP(nn.Linear(2, 2), bucket_cap_mb=0)
+    with pytest.raises(TypeError, match="DistributedDataParallel: process_group must be a list of "
+                       "ranks or None, got int"):
+        DDP(nn.Linear(2, 2), process_group=0)
     with pytest.raises(ValueError, match="DistributedDataParallel: parameter 'weight' is a global tensor"):
         DDP(nn.Linear(2, 2).to_global(flow.placement("cpu", ranks=[0]), flow.sbp.broadcast))
 
@@ -161,6 +171,17 @@ def test_autograd_function_errors():
         y.backward()
 
 
+def test_autograd_function_outputs_must_be_tensors():
+    class Pair(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 3
+
+    with pytest.raises(TypeError, match=r"Pair.forward: expected tensors as outputs, got "
+                       r"\['Tensor', 'int'\]"):
+        Pair.apply(flow.ones(2, requires_grad=True))
+
+
 def test_queue_callback_runs_after_backward():
     seen = []
     w = flow.ones(2, requires_grad=True)
@@ -189,3 +210,12 @@ def test_sync_batchnorm_in_one_process_is_batchnorm():
     assert np.allclose(bn.running_var.numpy(), sync.running_var.numpy())
     with pytest.raises(ValueError, match=r"SyncBatchNorm: expected 2D or 3D or 4D input \(got 5D input\)"):
         sync(flow.randn(2, 3, 2, 2, 2))
+
+
+def test_batchnorm_on_a_split_global_batch_of_one_row_is_a_clear_error():
+    P1 = flow.placement("cpu", ranks=[0])
+    x = flow.randn(1, 3).to_global(placement=P1, sbp=flow.sbp.split(0))
+    bn = nn.BatchNorm1d(3).to_global(placement=P1, sbp=flow.sbp.broadcast)
+    with pytest.raises(ValueError, match=r"BatchNorm1d: expected more than 1 value per channel over "
+                       r"the whole batch when training, got input of shape \(1, 3\)"):
+        bn(x)

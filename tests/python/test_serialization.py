@@ -207,3 +207,10 @@ def test_whole_optimizer_round_trip_keeps_its_state_keyed_by_parameter(tmp_path)
     loaded = flow.load(path)
     loaded_p = loaded.param_groups[0]["params"][0]
     assert loaded.state[loaded_p]["momentum_buffer"].tolist() == [1.0, 1.0]
+
+
+def test_save_global_dst_rank_must_be_a_rank_of_the_job(tmp_path):
+    with pytest.raises(ValueError, match=r"oneflow.save: global_dst_rank 1 is not a rank of this "
+                       r"job \(world size 1\)"):
+        flow.save({"w": flow.ones(2)}, str(tmp_path / "x.of"), global_dst_rank=1)
+    assert not (tmp_path / "x.of").exists()

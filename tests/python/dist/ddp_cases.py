@@ -1,4 +1,5 @@
-"""DDP cases that need several ranks.  usage: ddp_cases.py unused|unused_error|shapes|buffers"""
+"""DDP cases that need several ranks.
+    usage: ddp_cases.py unused|unused_error|shapes|count|buffers"""
 
 import sys
 
@@ -40,7 +41,6 @@ if case in ("unused", "unused_error"):
     expected = h.sum(0, keepdim=True).detach() / world if rank == 0 else None
     if rank == 0:
         assert float((g - expected).abs().max()) < 1e-5, (g, expected)
-    ref = flow.zeros(1)
     got = g.sum().reshape(1)
     flow.comm.all_reduce(got, op=flow.comm.ReduceOp.MAX)
     assert float((g.sum() - got[0]).abs()) < 1e-5, "head_b's gradient differs across ranks"
@@ -48,6 +48,9 @@ if case in ("unused", "unused_error"):
 elif case == "shapes":
     width = 8 if rank == world - 1 else 4
     DDP(nn.Sequential(nn.Linear(4, 4), nn.Linear(4, width)))
+elif case == "count":
+    n_layers = 1 if rank == 0 else 2
+    DDP(nn.Sequential(*[nn.Linear(4, 4) for _ in range(n_layers)]))
 elif case == "buffers":
     flow.manual_seed(rank)  # different weights and running stats per rank before wrapping
     bn = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
@@ -59,9 +62,17 @@ elif case == "buffers":
     assert all(bool((t == gathered[0]).all()) for t in gathered), "weights not broadcast"
     assert float(model.module[1].running_mean.abs().max()) == 0.0, "buffers not broadcast"
     # Each rank's forward updates its running stats from its own data; the next forward
-    # broadcasts rank 0's again (broadcast_buffers=True).
+    # starts from rank 0's again (broadcast_buffers=True), so equal data gives equal stats.
+    def differs_from_rank0(t):
+        theirs = t.clone()
+        flow.comm.broadcast(theirs, 0)
+        return float((theirs - t).abs().max()) > 0
+
     model(flow.randn(4, 3) + rank)
+    differs = differs_from_rank0(model.module[1].running_mean)  # a collective: every rank
+    assert differs == (rank != 0), "the first forward should leave rank-local statistics"
+
+    flow.manual_seed(9)
     model(flow.randn(4, 3))
-    rm = model.module[1].running_mean.clone()
-    flow.comm.broadcast(rm, 0)
+    assert not differs_from_rank0(model.module[1].running_mean), "buffers not broadcast in forward"
     print(f"rank {rank}: parameters and buffers broadcast from rank 0")

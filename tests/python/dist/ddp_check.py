@@ -13,6 +13,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.parallel import DistributedDataParallel as DDP
+from tutorial_models import make_model, make_opt
 
 model_name, opt_name = sys.argv[1], sys.argv[2]
 accumulate = len(sys.argv) > 3 and sys.argv[3] == "no_sync"
@@ -20,35 +21,20 @@ bucket_mb = float(sys.argv[4]) if len(sys.argv) > 4 else 25
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 
 
-def make_model():
-    flow.manual_seed(7)
-    if model_name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return nn.Sequential(
-        nn.Conv2d(3, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 32), nn.ReLU(), nn.Linear(32, 10))
-
-
-def make_opt(params):
-    if opt_name == "sgd":
-        return flow.optim.SGD(params, lr=0.05, momentum=0.9)
-    return flow.optim.Adam(params, lr=1e-3)
-
-
 per_rank = 4
 rng = np.random.RandomState(0)
 shape = (per_rank * world, 64) if model_name == "mlp" else (per_rank * world, 3, 32, 32)
 batches = [(rng.randn(*shape).astype(np.float32), rng.randint(0, 10, shape[0])) for _ in range(6)]
 
-ref = make_model()
-ref_opt = make_opt(ref.parameters())
-local = make_model()
+ref = make_model(model_name)
+ref_opt = make_opt(opt_name, ref.parameters())
+local = make_model(model_name)
 if rank != 0:  # DDP must give every rank rank 0's weights
     with flow.no_grad():
         for p in local.parameters():
             p.add_(1.0)
 model = DDP(local, bucket_cap_mb=bucket_mb)
-opt = make_opt(model.parameters())
+opt = make_opt(opt_name, model.parameters())
 loss_fn = nn.CrossEntropyLoss()
 mine = slice(rank * per_rank, (rank + 1) * per_rank)
 
@@ -65,7 +51,6 @@ for i, (xb, yb) in enumerate(batches):
         ref_loss = (loss_fn(ref(prev[0]), prev[1]) + loss_fn(ref(x), y)) / 2
     else:
         ref_loss = loss_fn(ref(x), y)
-    ref_opt.zero_grad() if not accumulate else None
     ref_loss.backward()
     ref_opt.step()
     ref_opt.zero_grad()

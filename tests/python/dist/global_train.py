@@ -12,25 +12,11 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from tutorial_models import make_model, make_opt
 
 model_name, opt_name = sys.argv[1], sys.argv[2]
 rank = flow.env.get_rank()
 P = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
-
-
-def make_model():
-    flow.manual_seed(7)
-    if model_name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return nn.Sequential(
-        nn.Conv2d(3, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 32), nn.ReLU(), nn.Linear(32, 10))
-
-
-def make_opt(params):
-    if opt_name == "sgd":
-        return flow.optim.SGD(params, lr=0.05, momentum=0.9)
-    return flow.optim.Adam(params, lr=1e-3)
 
 
 rng = np.random.RandomState(0)
@@ -38,10 +24,10 @@ shape = (8, 64) if model_name == "mlp" else (7, 3, 32, 32)  # 7: uneven over 2 r
 batches = [(rng.randn(*shape).astype(np.float32), rng.randint(0, 10, shape[0]))
            for _ in range(4)]
 
-ref = make_model()
-ref_opt = make_opt(ref.parameters())
-glob = make_model().to_global(placement=P, sbp=flow.sbp.broadcast)
-glob_opt = make_opt(glob.parameters())
+ref = make_model(model_name)
+ref_opt = make_opt(opt_name, ref.parameters())
+glob = make_model(model_name).to_global(placement=P, sbp=flow.sbp.broadcast)
+glob_opt = make_opt(opt_name, glob.parameters())
 loss_fn = nn.CrossEntropyLoss()
 
 for step, (xb, yb) in enumerate(batches):
