@@ -13,18 +13,13 @@ its fraction of single-thread memcpy bandwidth says how close we are to the mach
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import median, pin_single_thread, print_table, save_results  # noqa: E402
+from common import median, pin_single_thread, print_table, run_workers, save_results  # noqa: E402
 
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = os.path.join(HERE, "..", "python")
 
 
 def label(nbytes):
@@ -75,22 +70,9 @@ def worker(framework, out_path, quick):
         dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(framework, quick):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "r.json")
-        cmd = [PY, "-m", "oneflow.distributed.launch", "--nproc_per_node", "2", "--master_port",
-               str(free_port()), os.path.abspath(__file__), "--worker", framework, "--out", out]
-        if quick:
-            cmd.append("--quick")
-        subprocess.run(cmd, check=True)
-        with open(out) as f:
-            return {int(k): v for k, v in json.load(f).items()}
+    results = run_workers(__file__, 2, framework, *(["--quick"] if quick else []))
+    return {int(k): v for k, v in results.items()}
 
 
 def memcpy_bandwidth():

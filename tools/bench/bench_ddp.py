@@ -20,17 +20,11 @@ waited for all-reduces still running: communication not hidden behind backward.
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import median, pin_single_thread, print_table, save_results  # noqa: E402
-
-PY = os.path.join(HERE, "..", "python")
+from common import free_port, median, pin_single_thread, print_table, run_workers, save_results  # noqa: E402,E501
 
 
 def worker(out_path, torch_port, quick):
@@ -119,23 +113,9 @@ def worker(out_path, torch_port, quick):
         dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(nproc, quick):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "r.json")
-        cmd = [PY, "-m", "oneflow.distributed.launch", "--nproc_per_node", str(nproc),
-               "--master_port", str(free_port()), os.path.abspath(__file__), "--worker",
-               "--out", out, "--torch-port", str(free_port())]
-        if quick:
-            cmd.append("--quick")
-        subprocess.run(cmd, check=True)
-        with open(out) as f:
-            return json.load(f)
+    return run_workers(__file__, nproc, "--torch-port", str(free_port()),
+                       *(["--quick"] if quick else []))
 
 
 def main():

@@ -11,17 +11,12 @@ op on this rank's shard (the work the global op does after deduction). Medians o
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import median, pin_single_thread, print_table, save_results  # noqa: E402
-
-PY = os.path.join(HERE, "..", "python")
+from common import median, pin_single_thread, print_table, run_workers, save_results  # noqa: E402,E501
 
 
 def worker(out_path, quick):
@@ -58,12 +53,6 @@ def worker(out_path, quick):
             json.dump(results, f)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
@@ -73,15 +62,7 @@ def main():
     args = p.parse_args()
     if args.worker:
         return worker(args.out, args.quick)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "r.json")
-        cmd = [PY, "-m", "oneflow.distributed.launch", "--nproc_per_node", "2", "--master_port",
-               str(free_port()), os.path.abspath(__file__), "--worker", "--out", out]
-        if args.quick:
-            cmd.append("--quick")
-        subprocess.run(cmd, check=True)
-        with open(out) as f:
-            results = json.load(f)
+    results = run_workers(__file__, 2, *(["--quick"] if args.quick else []))
     rows = []
     for name, r in results.items():
         print(f"{name:7} global {r['global'] * 1e6:7.2f} us  local {r['local'] * 1e6:7.2f} us  "

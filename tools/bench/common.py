@@ -11,8 +11,11 @@ a ratio target compares ours/torch, an absolute one compares our own figure.
 
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -21,6 +24,28 @@ def pin_single_thread():
     """One thread for every BLAS/OpenMP pool. Call BEFORE importing oneflow or torch."""
     for var in THREAD_VARS:
         os.environ[var] = "1"
+
+
+TOOLS_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_workers(script, nproc, *args):
+    """Runs `script --worker --out FILE *args` on nproc ranks under our launcher and returns
+    the JSON its rank 0 wrote to FILE."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = [TOOLS_PYTHON, "-m", "oneflow.distributed.launch", "--nproc_per_node", str(nproc),
+               "--master_port", str(free_port()), os.path.abspath(script), "--worker", *args,
+               "--out", out]
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            return json.load(f)
 
 
 def median(values):
