@@ -1,0 +1,266 @@
+#include "core/kernels/cuda/cuda_util.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/storage.h"
+
+namespace oneflow {
+namespace cuda {
+
+void Check(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky-free error so the next call is not blamed for it
+  int dev = -1;
+  cudaGetDevice(&dev);
+  throw Error(StrCat("cuda: ", what, " failed: ", cudaGetErrorString(err), " (device ", dev, ")"));
+}
+
+namespace {
+
+struct Probe {
+  int count = 0;
+  std::string why;
+};
+
+const Probe& GetProbe() {
+  static const Probe probe = [] {
+    Probe p;
+    cudaError_t err = cudaGetDeviceCount(&p.count);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      p.count = 0;
+      p.why = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+                  ? StrCat("no CUDA device or driver on this machine (", cudaGetErrorString(err),
+                           ")")
+                  : StrCat("cudaGetDeviceCount failed: ", cudaGetErrorString(err));
+    } else if (p.count == 0) {
+      p.why = "no CUDA device on this machine";
+    }
+    return p;
+  }();
+  return probe;
+}
+
+std::atomic<bool> g_allow_tf32{false};
+
+}  // namespace
+
+int DeviceCount() { return GetProbe().count; }
+std::string Unavailable() { return GetProbe().why; }
+
+void RequireDevice(int index, const char* op) {
+  int n = DeviceCount();
+  if (n == 0) throw Error(StrCat(op, ": CUDA is not available (", Unavailable(), ")"));
+  if (index < 0 || index >= n) {
+    throw Error(StrCat(op, ": CUDA device ", index, " does not exist (this machine has ", n,
+                       n == 1 ? " device)" : " devices)"));
+  }
+}
+
+int CurrentDevice() {
+  int d = 0;
+  ONEFLOW_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+void SetDevice(int index) {
+  thread_local int current = -1;
+  if (current == index) return;
+  ONEFLOW_CUDA_CHECK(cudaSetDevice(index));
+  current = index;
+}
+
+cudaStream_t StreamFor(const Device& device) {
+  static std::mutex mu;
+  static std::vector<cudaStream_t> streams;
+  SetDevice(device.index);
+  std::lock_guard<std::mutex> lock(mu);
+  if (streams.empty()) {
+    RequireDevice(device.index, "cuda stream");
+    streams.assign(DeviceCount(), nullptr);
+  }
+  RequireDevice(device.index, "cuda stream");
+  cudaStream_t& s = streams[device.index];
+  if (!s) ONEFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void Synchronize(int index) {
+  ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(StreamFor(Device::CUDA(index))));
+}
+
+bool AllowTf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+void SetAllowTf32(bool allow) { g_allow_tf32.store(allow); }
+
+Event::Event() { ONEFLOW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+void Event::RecordOn(cudaStream_t stream) { ONEFLOW_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void Event::WaitOn(cudaStream_t stream) const {
+  ONEFLOW_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
+void Event::Synchronize() const { ONEFLOW_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+// ---------------------------------------------------------------- caching allocator
+
+namespace {
+
+// Freed blocks go to per-device free lists keyed by rounded size and are handed to the next
+// request of that size without cudaMalloc/cudaFree (both synchronise the device). Safe because
+// every use of a block is ordered on the device's one compute stream; work on another stream
+// (NCCL) keeps its tensors alive until an event says it finished. When cudaMalloc fails the
+// cache is returned to the driver and the allocation retried once.
+class CachingAllocator : public Allocator {
+ public:
+  void* Allocate(size_t nbytes, const Device& device) override {
+    if (nbytes == 0) return nullptr;
+    RequireDevice(device.index, "cuda allocator");
+    size_t size = Round(nbytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      PerDevice& d = dev_[device.index];
+      auto it = d.free.find(size);
+      if (it != d.free.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        d.allocated += size;
+        return p;
+      }
+    }
+    SetDevice(device.index);
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, size);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      Release(device.index);
+      err = cudaMalloc(&p, size);
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      std::lock_guard<std::mutex> lock(mu_);
+      const PerDevice& d = dev_[device.index];
+      throw Error(StrCat("cuda allocator: out of memory allocating ", nbytes, " bytes on ",
+                         device.ToString(), " (", d.allocated, " bytes in use by tensors, ",
+                         d.reserved - d.allocated, " cached): ", cudaGetErrorString(err)));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    PerDevice& d = dev_[device.index];
+    d.allocated += size;
+    d.reserved += size;
+    return p;
+  }
+
+  void Deallocate(void* ptr, size_t nbytes, const Device& device) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    PerDevice& d = dev_[device.index];
+    size_t size = Round(nbytes);
+    d.free[size].push_back(ptr);
+    d.allocated -= size;
+  }
+
+  size_t Allocated(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dev_[index].allocated;
+  }
+  size_t Reserved(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dev_[index].reserved;
+  }
+
+  // Returns every cached block of the device (all devices for -1) to the driver.
+  void Release(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [dev, d] : dev_) {
+      if (index >= 0 && dev != index) continue;
+      SetDevice(dev);
+      cudaDeviceSynchronize();
+      for (auto& [size, blocks] : d.free) {
+        for (void* p : blocks) cudaFree(p);
+        d.reserved -= size * blocks.size();
+      }
+      d.free.clear();
+    }
+  }
+
+ private:
+  struct PerDevice {
+    std::unordered_map<size_t, std::vector<void*>> free;
+    size_t allocated = 0;
+    size_t reserved = 0;
+  };
+  // 512-byte granules below 1 MiB, 2 MiB ones above: few distinct sizes, little waste.
+  static size_t Round(size_t n) {
+    const size_t g = n < (size_t{1} << 20) ? 512 : (size_t{2} << 20);
+    return (n + g - 1) / g * g;
+  }
+
+  std::mutex mu_;
+  std::map<int, PerDevice> dev_;
+};
+
+CachingAllocator& TheAllocator() {
+  static CachingAllocator* a = new CachingAllocator();  // outlives tensors freed at exit
+  return *a;
+}
+
+[[maybe_unused]] const bool g_installed = [] {
+  SetAllocator(DeviceType::kCUDA, &TheAllocator());
+  return true;
+}();
+
+}  // namespace
+
+size_t MemoryAllocated(int index) { return DeviceCount() ? TheAllocator().Allocated(index) : 0; }
+size_t MemoryReserved(int index) { return DeviceCount() ? TheAllocator().Reserved(index) : 0; }
+void EmptyCache() {
+  if (DeviceCount()) TheAllocator().Release(-1);
+}
+
+// ---------------------------------------------------------------- helpers
+
+Geometry BroadcastGeometry(const Tensor& t, const Shape& shape, const char* op) {
+  ONEFLOW_CHECK(shape.ndim() <= kMaxDims, op, ": CUDA kernels take at most ", kMaxDims,
+                " dims, got ", shape.ndim());
+  Geometry g;
+  g.ndim = static_cast<int>(shape.ndim());
+  const int64_t lead = shape.ndim() - t.ndim();
+  for (int64_t i = 0; i < shape.ndim(); ++i) {
+    g.sizes[i] = shape[i];
+    int64_t j = i - lead;
+    g.strides[i] = (j < 0 || t.shape()[j] == 1) ? 0 : t.strides()[j];
+  }
+  return g;
+}
+
+void CopyBytes(const Tensor& dst, const Tensor& src) {
+  ONEFLOW_CHECK(dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel() &&
+                    dst.dtype() == src.dtype(),
+                "cuda copy: expected contiguous tensors of one size and dtype, got ",
+                src.ToString(), " and ", dst.ToString());
+  const size_t n = dst.numel() * SizeOf(dst.dtype());
+  if (n == 0) return;
+  const bool dst_cuda = !dst.is_cpu(), src_cuda = !src.is_cpu();
+  cudaStream_t s = StreamFor(dst_cuda ? dst.device() : src.device());
+  if (dst_cuda && src_cuda && dst.device() != src.device()) {
+    // Peer copy: order it after the source device's pending work.
+    Synchronize(src.device().index);
+    ONEFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
+                                           src.device().index, n, s));
+    return;
+  }
+  cudaMemcpyKind kind = dst_cuda && src_cuda ? cudaMemcpyDeviceToDevice
+                        : dst_cuda           ? cudaMemcpyHostToDevice
+                                             : cudaMemcpyDeviceToHost;
+  ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n, kind, s));
+  // The host side of the copy must not change (or be freed) before the copy read it, and a
+  // host destination is read right after: both directions wait.
+  if (kind != cudaMemcpyDeviceToDevice) ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+}  // namespace cuda
+}  // namespace oneflow

@@ -1,0 +1,111 @@
+// The CUDA backend's runtime: devices, the compute stream of each device, the caching
+// allocator, and helpers every CUDA kernel file uses. Only compiled when the build has CUDA
+// (ONEFLOW_WITH_CUDA); nothing here needs a GPU until a CUDA tensor is created.
+//
+//   cudaStream_t s = cuda::StreamFor(x.device());  // makes x's device current
+//   MyKernel<<<cuda::Blocks(n), cuda::kThreads, 0, s>>>(...);
+//   ONEFLOW_CUDA_CHECK(cudaGetLastError());
+//
+// Ordering: every kernel and copy of a device runs on its one compute stream, so the caching
+// allocator may hand a freed block to the next op without synchronising. Work on other streams
+// (NCCL's) orders itself against the compute stream with events (RecordOn / WaitOn).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace oneflow {
+namespace cuda {
+
+// Throws oneflow::Error("cuda: <what> failed: <error string> (device N)").
+void Check(cudaError_t err, const char* what);
+#define ONEFLOW_CUDA_CHECK(expr) ::oneflow::cuda::Check((expr), #expr)
+
+// Number of usable devices; 0 without a driver or a device (never throws).
+int DeviceCount();
+// Why DeviceCount() is 0 ("no CUDA driver: ...", "no CUDA device"), empty when it is not.
+std::string Unavailable();
+// Throws "<op>: CUDA device N is not available (<why>)" unless device N exists.
+void RequireDevice(int index, const char* op);
+
+int CurrentDevice();
+void SetDevice(int index);  // cheap when already current
+// The compute stream of a CUDA device; also makes the device current. Created on first use.
+cudaStream_t StreamFor(const Device& device);
+// Waits for all work queued on the device's compute stream.
+void Synchronize(int index);
+
+// TF32 for float32 matmul and convolution (oneflow.backends.cuda.matmul.allow_tf32); off by
+// default, as in PyTorch's matmul.
+bool AllowTf32();
+void SetAllowTf32(bool allow);
+
+// An event recorded on `stream`; WaitOn makes `stream` wait for it (no host blocking).
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void RecordOn(cudaStream_t stream);
+  void WaitOn(cudaStream_t stream) const;
+  void Synchronize() const;
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Caching allocator statistics (oneflow.cuda.memory_allocated / memory_reserved).
+size_t MemoryAllocated(int index);
+size_t MemoryReserved(int index);
+void EmptyCache();
+
+// ---------------------------------------------------------------- kernel helpers
+
+constexpr int kThreads = 256;
+inline unsigned Blocks(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  return static_cast<unsigned>(b > 65535 * 32 ? 65535 * 32 : b);  // grid-stride loops cover the rest
+}
+
+// Up to kMaxDims dims: shape and per-operand strides, passed to kernels by value.
+constexpr int kMaxDims = 8;
+struct Geometry {
+  int ndim = 0;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxDims];
+};
+// t's geometry viewed as `shape` under broadcasting (stride 0 on broadcast dims), with the
+// element offset folded into the base pointer by the caller (t.data<T>()).
+// Throws when shape has more than kMaxDims dims.
+Geometry BroadcastGeometry(const Tensor& t, const Shape& shape, const char* op);
+
+// Element offset of linear index i (row-major over g.sizes) under g.strides.
+__host__ __device__ inline int64_t OffsetOf(const Geometry& g, int64_t i) {
+  int64_t off = 0;
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    int64_t idx = i % g.sizes[d];
+    i /= g.sizes[d];
+    off += idx * g.strides[d];
+  }
+  return off;
+}
+
+// dst (any strides, on a CUDA device) = src (same device; broadcastable to dst's shape; any
+// dtype, converted). The kernel behind the copy and cast ops and Tensor.copy_ on CUDA.
+// Defined in elementwise.cu.
+void CopyStrided(const Tensor& dst, const Tensor& src);
+
+// Copies between devices (or within one): dst and src have one shape and dtype and are
+// contiguous. Host <-> device copies are synchronous for the host.
+void CopyBytes(const Tensor& dst, const Tensor& src);
+
+}  // namespace cuda
+}  // namespace oneflow
