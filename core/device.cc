@@ -6,6 +6,13 @@ namespace oneflow {
 
 const char* DeviceTypeName(DeviceType t) { return t == DeviceType::kCPU ? "cpu" : "cuda"; }
 
+namespace {
+int g_current_cuda_index = 0;
+}  // namespace
+
+int CurrentCudaIndex() { return g_current_cuda_index; }
+void SetCurrentCudaIndex(int index) { g_current_cuda_index = index; }
+
 Device Device::Parse(const std::string& s) {
   std::string type = s.substr(0, s.find(':'));
   Device d;
@@ -13,6 +20,7 @@ Device Device::Parse(const std::string& s) {
     d.type = DeviceType::kCPU;
   } else if (type == "cuda" || type == "gpu") {
     d.type = DeviceType::kCUDA;
+    d.index = CurrentCudaIndex();
   } else {
     throw Error(StrCat("device: expected 'cpu' or 'cuda[:index]', got '", s, "'"));
   }

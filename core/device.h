@@ -27,4 +27,9 @@ struct Device {
 
 const char* DeviceTypeName(DeviceType t);
 
+// The CUDA device "cuda" without an index means (PyTorch's current device): 0 unless set. The
+// runtime sets it to the local rank's GPU at start-up; oneflow.cuda.set_device changes it.
+int CurrentCudaIndex();
+void SetCurrentCudaIndex(int index);
+
 }  // namespace oneflow

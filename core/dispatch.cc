@@ -110,6 +110,13 @@ GlobalHooks g_global_hooks;
 void SetGlobalHooks(const GlobalHooks& hooks) { g_global_hooks = hooks; }
 const GlobalHooks& GetGlobalHooks() { return g_global_hooks; }
 
+namespace {
+DeviceHooks g_device_hooks;
+}  // namespace
+
+void SetDeviceHooks(const DeviceHooks& hooks) { g_device_hooks = hooks; }
+const DeviceHooks& GetDeviceHooks() { return g_device_hooks; }
+
 Tensor FullLike(const Tensor& like, double value) {
   if (like.is_global() && g_global_hooks.full_like) return g_global_hooks.full_like(like, value);
   return Full(like.meta(), value);

@@ -41,6 +41,17 @@ struct GlobalHooks {
 };
 void SetGlobalHooks(const GlobalHooks& hooks);
 const GlobalHooks& GetGlobalHooks();
+// What the CUDA backend installs at start-up for device-agnostic code in core (null in a
+// build without CUDA): copies between devices, and strided copies on a device.
+struct DeviceHooks {
+  // A contiguous copy of contiguous `src` on another device.
+  Tensor (*copy_to)(const Tensor& src, const Device& device) = nullptr;
+  // dst (any strides) = src (broadcast to dst's shape, converted to its dtype), one CUDA device.
+  void (*copy_strided)(const Tensor& dst, const Tensor& src) = nullptr;
+};
+void SetDeviceHooks(const DeviceHooks& hooks);
+const DeviceHooks& GetDeviceHooks();
+
 // A tensor of `value` with like's metadata (global when like is).
 Tensor FullLike(const Tensor& like, double value);
 

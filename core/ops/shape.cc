@@ -2,6 +2,7 @@
 // (reshape copies when the input's strides do not allow a view); cat, copy and cast copy.
 #include <cstring>
 
+#include "core/autograd.h"
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
 
@@ -341,6 +342,20 @@ D ConvertValue(S v) {
   }
 }
 
+// The gradient of a move between devices is the move back.
+class ToDeviceNode : public Node {
+ public:
+  explicit ToDeviceNode(Device from) : from_(from) {}
+  std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
+    const Tensor& g = grads[0].defined() ? grads[0] : Full(output_metas[0], 0.0);
+    return {fn::to_device(g, from_)};
+  }
+  std::string name() const override { return "ToCopyBackward0"; }
+
+ private:
+  Device from_;
+};
+
 }  // namespace
 
 namespace fn {
@@ -474,8 +489,28 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
 
 Tensor to_device(const Tensor& x, const Device& device) {
   if (x.device() == device) return x;
-  throw Error(StrCat("to: cannot move a tensor from ", x.device().ToString(), " to ",
-                     device.ToString(), ": this build has no CUDA support"));
+  ONEFLOW_CHECK(!x.is_global(), "to: a global tensor moves between devices with to_global ",
+                "and a placement of the other device type, got ", x.ToString(), " to ",
+                device.ToString());
+  const DeviceHooks& hooks = GetDeviceHooks();
+  if (!hooks.copy_to) {
+    throw Error(StrCat("to: cannot move a tensor from ", x.device().ToString(), " to ",
+                       device.ToString(), ": this build has no CUDA support"));
+  }
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = hooks.copy_to(contiguous(x), device);
+  }
+  if (x.requires_grad() && GradModeEnabled() && IsFloating(x.dtype())) {
+    auto node = std::make_shared<ToDeviceNode>(x.device());
+    node->next_edges.push_back(GradientEdge(x));
+    node->output_metas.push_back(out.meta());
+    AutogradMeta& am = out.impl()->mutable_autograd();
+    am.requires_grad = true;
+    am.grad_fn = node;
+  }
+  return out;
 }
 
 void copy_(const Tensor& dst, const Tensor& src) {
@@ -485,7 +520,13 @@ void copy_(const Tensor& dst, const Tensor& src) {
   Shape s = BroadcastShapes(dst.shape(), src.shape(), "copy_");
   ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
                 " into destination of shape ", dst.shape());
-  ONEFLOW_CHECK(dst.is_cpu() && src.is_cpu(), "copy_: cpu tensors expected in this build");
+  if (!dst.is_cpu()) {
+    Tensor from = to_device(src.detach(), dst.device());
+    dst.storage()->bump_version();
+    GetDeviceHooks().copy_strided(dst, from);
+    return;
+  }
+  if (!src.is_cpu()) return copy_(dst, to_device(src.detach(), dst.device()));
   dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
@@ -515,7 +556,12 @@ void copy_(const Tensor& dst, const Tensor& src) {
 
 void fill_(const Tensor& dst, double value) {
   if (dst.is_global() && GetGlobalHooks().fill) return GetGlobalHooks().fill(dst, value);
-  ONEFLOW_CHECK(dst.is_cpu(), "fill_: cpu tensors expected in this build");
+  if (!dst.is_cpu()) {
+    Tensor v = Full(TensorMeta{Shape({}), dst.dtype(), dst.device()}, value);
+    dst.storage()->bump_version();
+    GetDeviceHooks().copy_strided(dst, v);
+    return;
+  }
   dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -34,8 +34,7 @@ const Probe& GetProbe() {
       cudaGetLastError();
       p.count = 0;
       p.why = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
-                  ? StrCat("no CUDA device or driver on this machine (", cudaGetErrorString(err),
-                           ")")
+                  ? StrCat("no CUDA driver or device on this machine: ", cudaGetErrorString(err))
                   : StrCat("cudaGetDeviceCount failed: ", cudaGetErrorString(err));
     } else if (p.count == 0) {
       p.why = "no CUDA device on this machine";
@@ -46,6 +45,7 @@ const Probe& GetProbe() {
 }
 
 std::atomic<bool> g_allow_tf32{false};
+std::atomic<bool> g_allow_cudnn_tf32{true};
 
 }  // namespace
 
@@ -95,6 +95,8 @@ void Synchronize(int index) {
 
 bool AllowTf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 void SetAllowTf32(bool allow) { g_allow_tf32.store(allow); }
+bool AllowCudnnTf32() { return g_allow_cudnn_tf32.load(std::memory_order_relaxed); }
+void SetAllowCudnnTf32(bool allow) { g_allow_cudnn_tf32.store(allow); }
 
 Event::Event() { ONEFLOW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
 Event::~Event() {

@@ -45,6 +45,10 @@ void Synchronize(int index);
 // default, as in PyTorch's matmul.
 bool AllowTf32();
 void SetAllowTf32(bool allow);
+// TF32 for float32 convolutions (oneflow.backends.cudnn.allow_tf32); on by default, as in
+// PyTorch.
+bool AllowCudnnTf32();
+void SetAllowCudnnTf32(bool allow);
 
 // An event recorded on `stream`; WaitOn makes `stream` wait for it (no host blocking).
 class Event {

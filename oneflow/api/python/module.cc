@@ -173,6 +173,7 @@ py::array ToNumpy(const Tensor& t) {
 void BindComm(py::module_& m);    // comm.cc
 void BindGlobal(py::module_& m);  // global.cc
 void BindDdp(py::module_& m);     // ddp.cc
+void BindCuda(py::module_& m);    // cuda.cc
 
 PYBIND11_MODULE(_oneflow_internal, m) {
   m.doc() = "oneflow C++ core";
@@ -598,6 +599,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   BindComm(m);
   BindGlobal(m);
   BindDdp(m);
+  BindCuda(m);
 }
 
 }  // namespace python
