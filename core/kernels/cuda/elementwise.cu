@@ -1,0 +1,366 @@
+// CUDA kernels of the elementwise ops (core/ops/elementwise.cc) and of copy and cast
+// (core/ops/shape.cc), and cuda::CopyStrided behind them. Each functor repeats the expression
+// of the CPU kernel's functor so both devices compute the same thing in the same type; add,
+// sub, mul, div, neg, relu and relu_grad also take the half types (computed in float), which
+// the CPU kernels refuse.
+#include <cmath>
+#include <type_traits>
+
+#include "core/kernels/cuda/elementwise.cuh"
+#include "core/op_registry.h"
+
+namespace oneflow {
+
+namespace {
+
+using cuda::Map;
+
+// Which element types a kernel accepts; the error for the others is the CPU kernel's.
+enum class Types { kAll, kFloating, kWithHalf, kFloatingWithHalf };
+
+template <Types kTypes, typename Fn>
+void Dispatch(DType t, const char* op, Fn&& fn) {
+  if constexpr (kTypes == Types::kAll) {
+    DispatchAll(t, op, fn);
+  } else if constexpr (kTypes == Types::kFloating) {
+    DispatchFloating(t, op, fn);
+  } else if constexpr (kTypes == Types::kWithHalf) {
+    DispatchWithHalf(t, op, fn);
+  } else if (t == DType::kFloat16) {
+    fn(TypeTag<Half>{});
+  } else if (t == DType::kBFloat16) {
+    fn(TypeTag<BFloat16>{});
+  } else {
+    DispatchFloating(t, op, fn);
+  }
+}
+
+// ---------------------------------------------------------------- binary
+
+#define DEFINE_BINARY_FUNCTOR(Name, expr)        \
+  struct Name {                                  \
+    template <typename T>                        \
+    __device__ auto operator()(T a, T b) const { \
+      return expr;                               \
+    }                                            \
+  };
+DEFINE_BINARY_FUNCTOR(AddF, a + b)
+DEFINE_BINARY_FUNCTOR(SubF, a - b)
+DEFINE_BINARY_FUNCTOR(MulF, a* b)
+DEFINE_BINARY_FUNCTOR(DivF, a / b)
+DEFINE_BINARY_FUNCTOR(MaxF, (a != a || a > b) ? a : b)  // NaN propagates, as in PyTorch
+DEFINE_BINARY_FUNCTOR(MinF, (a != a || a < b) ? a : b)
+DEFINE_BINARY_FUNCTOR(EqF, a == b)
+DEFINE_BINARY_FUNCTOR(NeF, a != b)
+DEFINE_BINARY_FUNCTOR(LtF, a < b)
+DEFINE_BINARY_FUNCTOR(LeF, a <= b)
+DEFINE_BINARY_FUNCTOR(GtF, a > b)
+DEFINE_BINARY_FUNCTOR(GeF, a >= b)
+DEFINE_BINARY_FUNCTOR(AndF, static_cast<bool>(a) && static_cast<bool>(b))
+DEFINE_BINARY_FUNCTOR(OrF, static_cast<bool>(a) || static_cast<bool>(b))
+#undef DEFINE_BINARY_FUNCTOR
+
+// The CPU computes integer powers with std::pow in double and casts back. Device pow is not
+// correctly rounded, so an exact power could land just below the integer and truncate one
+// lower: integer powers are multiplied out instead, wrapping on overflow as the CPU's cast of
+// an out-of-range double does on x86. A negative exponent leaves 1, -1 or 0 (from 1, -1 and
+// any other base; the CPU's 0 ** -1 is an infinity cast to an integer, undefined).
+struct PowF {
+  template <typename T>
+  __device__ auto operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return powf(a, b);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return pow(a, b);
+    } else {
+      const int64_t base = static_cast<int64_t>(a);
+      if constexpr (std::is_signed_v<T>) {
+        if (b < 0)
+          return base == 1    ? int64_t{1}
+                 : base == -1 ? (b % 2 ? int64_t{-1} : int64_t{1})
+                              : int64_t{0};
+      }
+      uint64_t x = static_cast<uint64_t>(base), r = 1;
+      for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1) {
+        if (e & 1) r *= x;
+        x *= x;
+      }
+      return static_cast<int64_t>(r);
+    }
+  }
+};
+
+template <typename F, bool kToBool, Types kTypes>
+std::vector<Tensor> BinaryCuda(const std::vector<Tensor>& in, const Attrs&,
+                               const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  Dispatch<kTypes>(in[0].dtype(), "binary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<kToBool, bool, T>;
+    Map<O, T, T>("binary op", o, F{}, in[0], in[1]);
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- where
+
+struct WhereF {
+  template <typename T>
+  __device__ T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
+};
+
+std::vector<Tensor> WhereCuda(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchAll(o.dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Map<T, bool, T, T>("where", o, WhereF{}, in[0], in[1], in[2]);
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- unary
+
+#define DEFINE_UNARY_FUNCTOR(Name, expr)    \
+  struct Name {                             \
+    template <typename T>                   \
+    __device__ auto operator()(T x) const { \
+      return expr;                          \
+    }                                       \
+  };
+DEFINE_UNARY_FUNCTOR(NegF, -x)
+DEFINE_UNARY_FUNCTOR(ExpF, std::exp(x))
+DEFINE_UNARY_FUNCTOR(LogF, std::log(x))
+DEFINE_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
+DEFINE_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
+DEFINE_UNARY_FUNCTOR(SquareF, x* x)
+DEFINE_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
+DEFINE_UNARY_FUNCTOR(TanhF, std::tanh(x))
+DEFINE_UNARY_FUNCTOR(GeluF, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))))
+DEFINE_UNARY_FUNCTOR(NotF, !static_cast<bool>(x))
+#undef DEFINE_UNARY_FUNCTOR
+
+// abs, sign and relu compare with zero; for unsigned types (bool included) the comparisons
+// are constant, spelled out here so nvcc does not warn about them.
+struct AbsF {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x < T(0) ? T(-x) : x;
+    }
+  }
+};
+struct SignF {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return T(T(0) < x);
+    } else {
+      return T((T(0) < x) - (x < T(0)));
+    }
+  }
+};
+struct ReluF {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x > T(0) ? x : T(0);
+    }
+  }
+};
+
+template <typename F, Types kTypes, bool kToBool = false>
+std::vector<Tensor> UnaryCuda(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  Dispatch<kTypes>(in[0].dtype(), "unary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<kToBool, bool, T>;
+    Map<O, T>("unary op", o, F{}, in[0]);
+  });
+  return {o};
+}
+
+template <typename T>
+struct ClampF {
+  bool has_min, has_max;
+  T lo, hi;
+  __device__ T operator()(T v) const {
+    if (has_min && v < lo) v = lo;
+    if (has_max && v > hi) v = hi;
+    return v;
+  }
+};
+
+std::vector<Tensor> ClampCuda(const std::vector<Tensor>& in, const Attrs& a,
+                              const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  bool has_min = a.Get<bool>("has_min"), has_max = a.Get<bool>("has_max");
+  double lo = a.Get<double>("min"), hi = a.Get<double>("max");
+  DispatchAll(in[0].dtype(), "clamp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ClampF<T> f{has_min, has_max, static_cast<T>(lo), static_cast<T>(hi)};
+    Map<T, T>("clamp", o, f, in[0]);
+  });
+  return {o};
+}
+
+struct ReluGradF {
+  template <typename T>
+  __device__ T operator()(T g, T y) const {
+    return y > T(0) ? g : T(0);
+  }
+};
+
+// Exact (erf) gelu, in double as on the CPU.
+struct GeluGradF {
+  template <typename T>
+  __device__ double operator()(T g, T x) const {
+    double v = x;
+    double cdf = 0.5 * (1.0 + erf(v * M_SQRT1_2));
+    double pdf = exp(-0.5 * v * v) * 0.3989422804014327;
+    return g * (cdf + v * pdf);
+  }
+};
+
+template <typename F, Types kTypes>
+std::vector<Tensor> ActivationGradCuda(const char* op, const std::vector<Tensor>& in,
+                                       const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  Dispatch<kTypes>(in[0].dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Map<T, T, T>(op, o, F{}, in[0], in[1]);
+  });
+  return {o};
+}
+
+std::vector<Tensor> ReluGradCuda(const std::vector<Tensor>& in, const Attrs&,
+                                 const std::vector<TensorMeta>& out) {
+  return ActivationGradCuda<ReluGradF, Types::kFloatingWithHalf>("relu_grad", in, out);
+}
+
+std::vector<Tensor> GeluGradCuda(const std::vector<Tensor>& in, const Attrs&,
+                                 const std::vector<TensorMeta>& out) {
+  return ActivationGradCuda<GeluGradF, Types::kFloating>("gelu_grad", in, out);
+}
+
+// ---------------------------------------------------------------- copy and cast
+
+// Map stores f's result with Store, which converts exactly as the CPU's ConvertValue: the
+// half types through float, the others with static_cast.
+struct ConvertF {
+  template <typename A>
+  __device__ A operator()(A v) const {
+    return v;
+  }
+};
+
+// Copies of one dtype move elements of its size as unsigned integers: four kernels for all
+// dtypes, bit exact (NaN payloads included).
+template <typename U>
+void CopySameType(const Tensor& dst, const Tensor& src) {
+  Map<U, U>("copy_", dst, ConvertF{}, src);
+}
+
+std::vector<Tensor> CopyCuda(const std::vector<Tensor>& in, const Attrs&,
+                             const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  cuda::CopyStrided(o, in[0]);
+  return {o};
+}
+
+}  // namespace
+
+namespace cuda {
+
+void CopyStrided(const Tensor& dst, const Tensor& src) {
+  ONEFLOW_CHECK(!dst.is_cpu() && dst.device() == src.device(),
+                "copy_: expected both tensors on one CUDA device, got source on ",
+                src.device().ToString(), " and destination on ", dst.device().ToString());
+  ONEFLOW_CHECK(BroadcastShapes(dst.shape(), src.shape(), "copy_") == dst.shape(),
+                "copy_: cannot broadcast source of shape ", src.shape(),
+                " into destination of shape ", dst.shape());
+  if (dst.numel() == 0) return;
+  if (dst.dtype() == src.dtype()) {
+    if (dst.is_contiguous() && src.is_contiguous() && dst.shape() == src.shape()) {
+      ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(),
+                                         dst.numel() * SizeOf(dst.dtype()),
+                                         cudaMemcpyDeviceToDevice, StreamFor(dst.device())));
+      return;
+    }
+    switch (SizeOf(dst.dtype())) {
+      case 1:
+        return CopySameType<uint8_t>(dst, src);
+      case 2:
+        return CopySameType<uint16_t>(dst, src);
+      case 4:
+        return CopySameType<uint32_t>(dst, src);
+      default:
+        return CopySameType<uint64_t>(dst, src);
+    }
+  }
+  DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
+    using D = typename decltype(dtag)::type;
+    DispatchWithHalf(src.dtype(), "copy_", [&](auto stag) {
+      using S = typename decltype(stag)::type;
+      if constexpr (!std::is_same_v<D, S>) Map<D, S>("copy_", dst, ConvertF{}, src);
+    });
+  });
+}
+
+}  // namespace cuda
+
+#define REGISTER_BINARY(name, F, types) \
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, false, Types::types>))
+#define REGISTER_COMPARE(name, F) \
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, true, Types::kAll>))
+REGISTER_BINARY(add, AddF, kWithHalf);
+REGISTER_BINARY(sub, SubF, kWithHalf);
+REGISTER_BINARY(mul, MulF, kWithHalf);
+REGISTER_BINARY(div, DivF, kWithHalf);
+REGISTER_BINARY(pow, PowF, kAll);
+REGISTER_BINARY(maximum, MaxF, kAll);
+REGISTER_BINARY(minimum, MinF, kAll);
+REGISTER_COMPARE(eq, EqF);
+REGISTER_COMPARE(ne, NeF);
+REGISTER_COMPARE(lt, LtF);
+REGISTER_COMPARE(le, LeF);
+REGISTER_COMPARE(gt, GtF);
+REGISTER_COMPARE(ge, GeF);
+REGISTER_COMPARE(logical_and, AndF);
+REGISTER_COMPARE(logical_or, OrF);
+#undef REGISTER_BINARY
+#undef REGISTER_COMPARE
+
+ONEFLOW_REGISTER_KERNEL(where, kCUDA, WhereCuda);
+
+#define REGISTER_UNARY(name, F, types) \
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (UnaryCuda<F, Types::types>))
+REGISTER_UNARY(neg, NegF, kWithHalf);  // with half: sub's and div's gradients negate
+REGISTER_UNARY(exp, ExpF, kFloating);
+REGISTER_UNARY(log, LogF, kFloating);
+REGISTER_UNARY(sqrt, SqrtF, kFloating);
+REGISTER_UNARY(rsqrt, RsqrtF, kFloating);
+REGISTER_UNARY(abs, AbsF, kAll);
+REGISTER_UNARY(sign, SignF, kAll);
+REGISTER_UNARY(square, SquareF, kAll);
+REGISTER_UNARY(relu, ReluF, kWithHalf);
+REGISTER_UNARY(sigmoid, SigmoidF, kFloating);
+REGISTER_UNARY(tanh, TanhF, kFloating);
+REGISTER_UNARY(gelu, GeluF, kFloating);
+#undef REGISTER_UNARY
+ONEFLOW_REGISTER_KERNEL(logical_not, kCUDA, (UnaryCuda<NotF, Types::kAll, true>));
+ONEFLOW_REGISTER_KERNEL(clamp, kCUDA, ClampCuda);
+ONEFLOW_REGISTER_KERNEL(relu_grad, kCUDA, ReluGradCuda);
+ONEFLOW_REGISTER_KERNEL(gelu_grad, kCUDA, GeluGradCuda);
+
+ONEFLOW_REGISTER_KERNEL(copy, kCUDA, CopyCuda);
+ONEFLOW_REGISTER_KERNEL(cast, kCUDA, CopyCuda);
+
+}  // namespace oneflow
