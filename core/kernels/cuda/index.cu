@@ -1,0 +1,310 @@
+// CUDA kernels of the index ops (core/ops/index.cc: gather, scatter_add, index_select) and of
+// the copying shape ops (core/ops/shape.cc: slice_grad, cat).
+//
+// Index tensors are read in place through their strides (the gradients of index_select and
+// max pass expanded ones), and an out-of-range index raises the CPU kernel's IndexError (see
+// index_check.cuh). scatter_add accumulates with atomics, so float sums may differ from the
+// CPU's in the last bits and from run to run.
+#include <cstdint>
+#include <type_traits>
+
+#include "core/functional.h"
+#include "core/kernels/cuda/cuda_util.h"
+#include "core/kernels/cuda/index_check.cuh"
+#include "core/op_registry.h"
+
+namespace oneflow {
+
+namespace {
+
+// (outer, n, inner) decomposition of a contiguous shape around dim, as the CPU kernels use.
+struct Around {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+Around Split(const Shape& s, int64_t dim) {
+  Around r;
+  for (int64_t i = 0; i < dim; ++i) r.outer *= s[i];
+  r.n = s.ndim() ? s[dim] : 1;
+  for (int64_t i = dim + 1; i < s.ndim(); ++i) r.inner *= s[i];
+  return r;
+}
+
+// Calls f(TypeTag<I>{}) for an index dtype (the inference admits int32 and int64 only).
+template <typename F>
+void DispatchIndex(DType dtype, F&& f) {
+  if (dtype == DType::kInt64) {
+    f(TypeTag<int64_t>{});
+  } else {
+    f(TypeTag<int32_t>{});
+  }
+}
+
+// Element e (row-major over the index's shape) of an index tensor of any strides.
+template <typename I>
+struct IndexReader {
+  const I* p;
+  bool contiguous;
+  cuda::Geometry g = {};  // used when not contiguous
+  __host__ __device__ int64_t Offset(int64_t e) const {
+    return contiguous ? e : cuda::OffsetOf(g, e);
+  }
+  __device__ int64_t operator()(int64_t e) const { return static_cast<int64_t>(p[Offset(e)]); }
+};
+
+// *index is replaced by a contiguous copy when its rank is beyond what Geometry holds.
+template <typename I>
+IndexReader<I> MakeIndexReader(Tensor* index, const char* op) {
+  if (!index->is_contiguous() && index->ndim() > cuda::kMaxDims) *index = fn::contiguous(*index);
+  IndexReader<I> r;
+  r.p = index->data<I>();
+  r.contiguous = index->is_contiguous();
+  if (!r.contiguous) r.g = cuda::BroadcastGeometry(*index, index->shape(), op);
+  return r;
+}
+
+// Throws the CPU's message when the kernels recorded a bad index.
+template <typename I>
+void ThrowIfBad(const cuda::BadIndex& bad, const Tensor& index, const IndexReader<I>& reader,
+                int64_t bound, const char* op, int64_t dim, cudaStream_t stream) {
+  const int64_t pos = bad.First(stream);
+  if (pos < 0) return;
+  const int64_t k = cuda::ReadIndexValue(index, reader.Offset(pos), stream);
+  throw IndexError(
+      StrCat(op, ": index ", k, " is out of bounds for dimension ", dim, " with size ", bound));
+}
+
+// Wraps a negative index; false (after recording e) when it is out of [-bound, bound).
+__device__ __forceinline__ bool WrapIndex(int64_t* t, int64_t bound, int64_t e, cuda::BadSlot bad) {
+  if (*t < -bound || *t >= bound) {
+    cuda::RecordBad(bad, e);
+    return false;
+  }
+  if (*t < 0) *t += bound;
+  return true;
+}
+
+// ---------------------------------------------------------------- gather
+
+// y[i][j][k] = x[i][index[i][j][k]][k]; y has the index's shape, (outer, n_y, inner).
+template <typename T, typename I>
+__global__ void GatherKernel(const T* x, T* y, IndexReader<I> index, int64_t total, int64_t n_y,
+                             int64_t n_x, int64_t inner, cuda::BadSlot bad) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = e % inner, i = e / inner / n_y;
+    int64_t t = index(e);
+    if (!WrapIndex(&t, n_x, e, bad)) continue;
+    y[e] = x[(i * n_x + t) * inner + k];
+  }
+}
+
+std::vector<Tensor> GatherCuda(const std::vector<Tensor>& in, const Attrs& a,
+                               const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  if (o.numel() == 0) return {o};
+  Tensor x = fn::contiguous(in[0]);
+  Tensor index = in[1];
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), x.ndim(), "gather");
+  const Around xs = Split(x.shape(), dim), os = Split(o.shape(), dim);
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  cuda::BadIndex bad(o.device(), stream);
+  DispatchIndex(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const IndexReader<I> reader = MakeIndexReader<I>(&index, "gather");
+    DispatchAll(x.dtype(), "gather", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      GatherKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+          x.data<T>(), o.data<T>(), reader, o.numel(), os.n, xs.n, os.inner, bad.slot());
+      ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    });
+    ThrowIfBad(bad, index, reader, xs.n, "gather", dim, stream);
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- scatter_add
+
+// *p += v for the element types scatter_add takes. One-byte types go through a compare-and-swap
+// of the aligned word holding them (allocations are word aligned, so the word is in bounds);
+// their sum wraps as the CPU's `+=` does, and bool's is logical or.
+template <typename T>
+__device__ __forceinline__ void AtomicAdd(T* p, T v) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, int32_t>) {
+    atomicAdd(p, v);
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    static_assert(sizeof(int64_t) == sizeof(unsigned long long));
+    // Two's complement: adding the unsigned image adds the signed value.
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  } else {
+    static_assert(sizeof(T) == 1, "AtomicAdd: unsupported element type");
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+    unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~uintptr_t{3});
+    const unsigned int shift = static_cast<unsigned int>(addr & 3) * 8;
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      const T cur = static_cast<T>((assumed >> shift) & 0xffu);
+      const unsigned int next = static_cast<unsigned char>(static_cast<T>(cur + v));
+      old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (next << shift));
+    } while (old != assumed);
+  }
+}
+
+// y[i][index[i][j][k]][k] += src[i][j][k]; src (outer, n_src, inner_src) is contiguous.
+template <typename T, typename I>
+__global__ void ScatterAddKernel(const T* src, T* y, IndexReader<I> index, int64_t total,
+                                 int64_t n_src, int64_t inner_src, int64_t n_y, int64_t inner_y,
+                                 int64_t y_total, cuda::BadSlot bad) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = e % inner_src, i = e / inner_src / n_src;
+    int64_t t = index(e);
+    if (!WrapIndex(&t, n_y, e, bad)) continue;
+    const int64_t dst = (i * n_y + t) * inner_y + k;
+    // The inference does not tie src's other dims to y's; never write outside y.
+    if (dst < y_total) AtomicAdd(y + dst, src[e]);
+  }
+}
+
+std::vector<Tensor> ScatterAddCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                   const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  if (o.numel() > 0) {
+    ONEFLOW_CUDA_CHECK(cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));
+  }
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), o.ndim(), "scatter_add");
+  Tensor src = fn::contiguous(in[1]);
+  if (src.numel() == 0) return {o};
+  Tensor index = in[0];
+  const Around os = Split(o.shape(), dim), ss = Split(src.shape(), dim);
+  cuda::BadIndex bad(o.device(), stream);
+  DispatchIndex(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const IndexReader<I> reader = MakeIndexReader<I>(&index, "scatter_add");
+    DispatchAll(o.dtype(), "scatter_add", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      ScatterAddKernel<<<cuda::Blocks(src.numel()), cuda::kThreads, 0, stream>>>(
+          src.data<T>(), o.data<T>(), reader, src.numel(), ss.n, ss.inner, os.n, os.inner,
+          o.numel(), bad.slot());
+      ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    });
+    ThrowIfBad(bad, index, reader, os.n, "scatter_add", dim, stream);
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- index_select
+
+template <typename I>
+__global__ void CheckIndexKernel(IndexReader<I> index, int64_t count, int64_t bound,
+                                 cuda::BadSlot bad) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t t = index(j);
+    WrapIndex(&t, bound, j, bad);
+  }
+}
+
+// y[i][j][k] = x[i][index[j]][k], moving E, an unsigned type of the element's size.
+template <typename E, typename I>
+__global__ void IndexSelectKernel(const E* x, E* y, IndexReader<I> index, int64_t total,
+                                  int64_t count, int64_t n, int64_t inner) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = e % inner, ij = e / inner;
+    int64_t t = index(ij % count);
+    if (t < -n || t >= n) continue;  // reported by CheckIndexKernel
+    if (t < 0) t += n;
+    y[e] = x[(ij / count * n + t) * inner + k];
+  }
+}
+
+template <typename F>
+void DispatchBySize(size_t size, F&& f) {
+  switch (size) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    default:
+      return f(TypeTag<uint64_t>{});
+  }
+}
+
+std::vector<Tensor> IndexSelectCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                    const std::vector<TensorMeta>& out) {
+  Tensor x = fn::contiguous(in[0]);
+  Tensor index = in[1];
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t dim = x.ndim() ? WrapDim(a.Get<int64_t>("dim"), x.ndim(), "index_select") : 0;
+  const Around xs = Split(x.shape(), dim);
+  const int64_t count = index.numel();
+  if (count == 0) return {o};
+  cudaStream_t stream = cuda::StreamFor(x.device());
+  cuda::BadIndex bad(x.device(), stream);
+  DispatchIndex(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const IndexReader<I> reader = MakeIndexReader<I>(&index, "index_select");
+    // Every index is checked, as on CPU, even when the output is empty.
+    CheckIndexKernel<<<cuda::Blocks(count), cuda::kThreads, 0, stream>>>(reader, count, xs.n,
+                                                                         bad.slot());
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    if (o.numel() > 0) {
+      DispatchBySize(SizeOf(x.dtype()), [&](auto etag) {
+        using E = typename decltype(etag)::type;
+        IndexSelectKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+            static_cast<const E*>(x.raw_data()), static_cast<E*>(o.raw_data()), reader, o.numel(),
+            count, xs.n, xs.inner);
+        ONEFLOW_CUDA_CHECK(cudaGetLastError());
+      });
+    }
+    ThrowIfBad(bad, index, reader, xs.n, "index_select", dim, stream);
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- slice_grad, cat
+
+// Zeros of the input's shape with the gradient written into the slice.
+std::vector<Tensor> SliceGradCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                  const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  if (o.numel() == 0) return {o};
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  ONEFLOW_CUDA_CHECK(cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));
+  // The slice op's own view of o, so its start/end clamping is the one used here.
+  Tensor window = fn::slice(o, a.Get<int64_t>("dim"), a.Get<int64_t>("start"),
+                            a.Get<int64_t>("end"), a.Get<int64_t>("step"));
+  if (in[0].numel() > 0) cuda::CopyStrided(window, in[0]);
+  return {o};
+}
+
+std::vector<Tensor> CatCuda(const std::vector<Tensor>& in, const Attrs& a,
+                            const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), o.ndim(), "cat");
+  int64_t pos = 0;
+  for (const Tensor& x : in) {
+    const int64_t n = x.shape()[dim];
+    if (n == 0) continue;
+    if (x.numel() > 0) {
+      cuda::CopyStrided(Tensor::MakeView(o, x.shape(), o.strides(), pos * o.strides()[dim]), x);
+    }
+    pos += n;
+  }
+  return {o};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_KERNEL(gather, kCUDA, GatherCuda);
+ONEFLOW_REGISTER_KERNEL(scatter_add, kCUDA, ScatterAddCuda);
+ONEFLOW_REGISTER_KERNEL(index_select, kCUDA, IndexSelectCuda);
+ONEFLOW_REGISTER_KERNEL(slice_grad, kCUDA, SliceGradCuda);
+ONEFLOW_REGISTER_KERNEL(cat, kCUDA, CatCuda);
+
+}  // namespace oneflow
