@@ -77,7 +77,9 @@ std::vector<Tensor> ReshapeCpu(const std::vector<Tensor>& in, const Attrs&,
   if (!x.is_contiguous() && ViewStrides(x.shape(), x.strides(), out[0].shape, &strides)) {
     return {Tensor::MakeView(x, out[0].shape, strides, x.offset())};
   }
-  Tensor c = Contig(x);  // x itself when contiguous: then the result is a view
+  // x itself when contiguous: then the result is a view. The copy op, unlike Contig, runs on
+  // every device, so this kernel serves CUDA too.
+  Tensor c = fn::contiguous(x);
   return {Tensor::MakeView(c, out[0].shape, ContiguousStrides(out[0].shape), c.offset())};
 }
 
@@ -292,21 +294,26 @@ std::vector<Tensor> CatGrad(const GradCtx& c) {
 
 }  // namespace
 
+// The view ops (reshape, permute, slice, expand) only make views (reshape copies through the
+// copy op), so their kernels serve every device.
 ONEFLOW_REGISTER_OP(reshape)
     .Inputs(1)
     .Infer(InferReshape)
     .Grad(ReshapeGrad)
-    .Kernel(DeviceType::kCPU, ReshapeCpu);
+    .Kernel(DeviceType::kCPU, ReshapeCpu)
+    .Kernel(DeviceType::kCUDA, ReshapeCpu);
 ONEFLOW_REGISTER_OP(permute)
     .Inputs(1)
     .Infer(InferPermute)
     .Grad(PermuteGrad)
-    .Kernel(DeviceType::kCPU, PermuteCpu);
+    .Kernel(DeviceType::kCPU, PermuteCpu)
+    .Kernel(DeviceType::kCUDA, PermuteCpu);
 ONEFLOW_REGISTER_OP(slice)
     .Inputs(1)
     .Infer(InferSlice)
     .Grad(SliceGrad)
-    .Kernel(DeviceType::kCPU, SliceCpu);
+    .Kernel(DeviceType::kCPU, SliceCpu)
+    .Kernel(DeviceType::kCUDA, SliceCpu);
 ONEFLOW_REGISTER_OP(slice_grad)
     .Inputs(1)
     .Infer(InferSliceGrad)
@@ -316,7 +323,8 @@ ONEFLOW_REGISTER_OP(expand)
     .Inputs(1)
     .Infer(InferExpand)
     .Grad(ExpandGrad)
-    .Kernel(DeviceType::kCPU, ExpandCpu);
+    .Kernel(DeviceType::kCPU, ExpandCpu)
+    .Kernel(DeviceType::kCUDA, ExpandCpu);
 ONEFLOW_REGISTER_OP(copy)
     .Inputs(1)
     .Infer(SameAsInput0)
