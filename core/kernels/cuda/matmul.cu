@@ -1,0 +1,355 @@
+// CUDA kernels of matmul and linear (core/ops/matmul.cc) on cuBLAS.
+//
+// cuBLAS is column-major: a row-major (m, n) matrix with leading dimension ld is, read in place,
+// its (n, m) transpose. So row-major C = A B is computed as the column-major C^T = B^T A^T with
+// the operands swapped and no copy. Transposed views (x @ w.T, the gradients of matmul) become
+// transpose flags as on CPU; other non-contiguous matrices are copied first. Broadcast batch dims
+// go to one strided-batched call where their strides allow it, else to a host loop of them.
+// Integer matmul (no cuBLAS for it) runs a plain kernel.
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "core/functional.h"
+#include "core/kernels/cuda/cuda_dispatch.h"
+#include "core/kernels/cuda/cuda_libs.h"
+#include "core/kernels/cuda/cuda_types.cuh"
+#include "core/kernels/cuda/cuda_util.h"
+#include "core/op_registry.h"
+
+namespace oneflow {
+
+namespace {
+
+using cuda::DevT;
+
+void CheckBlas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(StrCat("cuda: ", what, " failed: ", CUBLAS(cublasGetStatusString)(status), " (",
+                     static_cast<int>(status), ")"));
+}
+
+// ---------------------------------------------------------------- the cuBLAS handle
+
+// cuBLAS's recommended workspace for Hopper (it asks for 4 MiB on earlier GPUs).
+constexpr int64_t kBlasWorkspaceBytes = int64_t(32) << 20;
+
+// One handle per device with its workspace, created on first use and kept for the process's
+// life (destroying them at exit could run after the driver has shut down).
+struct BlasContext {
+  std::mutex mu;  // a handle's stream, workspace and math mode are set per call
+  cublasHandle_t handle = nullptr;
+  Tensor workspace;  // from the caching allocator; only ever used on the device's stream
+};
+
+BlasContext& ContextFor(int index) {
+  static std::mutex mu;
+  static auto* contexts = new std::vector<std::unique_ptr<BlasContext>>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(contexts->size()) <= index) contexts->resize(index + 1);
+  std::unique_ptr<BlasContext>& c = (*contexts)[index];
+  if (!c) c = std::make_unique<BlasContext>();
+  return *c;
+}
+
+// Runs f(handle) with the device's handle bound to its compute stream and workspace in `math`
+// mode, holding the handle's lock.
+template <typename F>
+void WithBlas(const Device& device, cublasMath_t math, F&& f) {
+  cudaStream_t stream = cuda::StreamFor(device);  // checks the device and makes it current
+  BlasContext& ctx = ContextFor(device.index);
+  std::lock_guard<std::mutex> lock(ctx.mu);
+  if (!ctx.handle) {
+    ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
+    CheckBlas(CUBLAS(cublasCreate_v2)(&ctx.handle), "cublasCreate");
+  }
+  CheckBlas(CUBLAS(cublasSetStream_v2)(ctx.handle, stream), "cublasSetStream");
+  // After the stream: setting a stream resets the handle to cuBLAS's own workspace pool.
+  CheckBlas(CUBLAS(cublasSetWorkspace_v2)(ctx.handle, ctx.workspace.raw_data(),
+                                          static_cast<size_t>(kBlasWorkspaceBytes)),
+            "cublasSetWorkspace");
+  CheckBlas(CUBLAS(cublasSetMathMode)(ctx.handle, math), "cublasSetMathMode");
+  f(ctx.handle);
+}
+
+// ---------------------------------------------------------------- gemm
+
+// One column-major strided-batched gemm: C_i = op(A_i) op(B_i) + beta C_i for i < batch, with
+// op(A) m x k and op(B) k x n.
+struct Gemm {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  int64_t lda = 0, stride_a = 0;
+  const void* b = nullptr;
+  int64_t ldb = 0, stride_b = 0;
+  void* c = nullptr;
+  int64_t ldc = 0, stride_c = 0;
+  int64_t batch = 1;
+  bool accumulate = false;  // beta = 1 (C holds the bias rows) rather than 0
+};
+
+// T is the device type: float, double, __half or __nv_bfloat16.
+template <typename T>
+void RunGemm(const Device& device, const Gemm& g) {
+  cudaDataType_t type;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  if constexpr (std::is_same_v<T, float>) {
+    type = CUDA_R_32F;
+    if (cuda::AllowTf32()) {
+      compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+      math = CUBLAS_TF32_TENSOR_OP_MATH;
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
+    type = CUDA_R_64F;
+    compute = CUBLAS_COMPUTE_64F;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    type = CUDA_R_16F;  // accumulates in float
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "RunGemm: unsupported type");
+    type = CUDA_R_16BF;
+  }
+  // alpha and beta have the compute type's precision.
+  using Scalar = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const Scalar alpha = 1, beta = g.accumulate ? 1 : 0;
+  auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  WithBlas(device, math, [&](cublasHandle_t handle) {
+    CheckBlas(CUBLAS(cublasGemmStridedBatchedEx_64)(
+                  handle, op(g.trans_a), op(g.trans_b), g.m, g.n, g.k, &alpha, g.a, type, g.lda,
+                  g.stride_a, g.b, type, g.ldb, g.stride_b, &beta, g.c, type, g.ldc, g.stride_c,
+                  g.batch, compute, CUBLAS_GEMM_DEFAULT),
+              "cublasGemmStridedBatchedEx");
+  });
+}
+
+// How gemm can read the last two dims of t (as in the CPU kernel): row-major with a leading
+// dimension, maybe transposed; ld = 0 when neither stride is 1 and t needs a copy.
+struct MatView {
+  bool trans = false;
+  int64_t ld = 0;
+};
+MatView ViewOf(const Tensor& t) {
+  const int64_t nd = t.ndim();
+  const int64_t rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
+  const int64_t rs = t.strides()[nd - 2], cs = t.strides()[nd - 1];
+  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) return {false, rs};
+  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) return {true, cs};
+  return {};
+}
+
+// t's strides over the output's batch dims `batch`: 0 on dims t lacks or broadcasts.
+std::vector<int64_t> BatchStrides(const Tensor& t, const Shape& batch) {
+  std::vector<int64_t> s(batch.ndim(), 0);
+  const int64_t lead = batch.ndim() - (t.ndim() - 2);
+  for (int64_t i = 0; i < t.ndim() - 2; ++i) {
+    s[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  }
+  return s;
+}
+
+// Whether dims [from, end) of `batch`, flattened row-major, step through memory by one fixed
+// stride (stored in *step; 0 for a broadcast operand): what a strided-batched gemm can take.
+bool UniformStride(const Shape& batch, const std::vector<int64_t>& strides, int64_t from,
+                   int64_t* step) {
+  bool known = false;
+  int64_t unit = 0, count = 1;  // count: elements of the dims after d
+  for (int64_t d = batch.ndim() - 1; d >= from; --d) {
+    if (batch[d] != 1) {
+      if (!known) {
+        unit = strides[d];  // every later dim has size 1, so count is 1 here
+        known = true;
+      } else if (strides[d] != unit * count) {
+        return false;
+      }
+    }
+    count *= batch[d];
+  }
+  *step = unit;
+  return true;
+}
+
+// ---------------------------------------------------------------- integer matmul
+
+// c (batch, m, n) contiguous; a and b addressed by batch geometry plus row/column strides.
+template <typename T>
+__global__ void IntegerMatmulKernel(int64_t total, int64_t m, int64_t n, int64_t k, const T* a,
+                                    cuda::Geometry ga, int64_t a_rs, int64_t a_cs, const T* b,
+                                    cuda::Geometry gb, int64_t b_rs, int64_t b_cs, T* c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t bi = i / (m * n), r = i % (m * n);
+    const int64_t row = r / n, col = r % n;
+    const T* pa = a + cuda::OffsetOf(ga, bi) + row * a_rs;
+    const T* pb = b + cuda::OffsetOf(gb, bi) + col * b_cs;
+    T s = 0;
+    for (int64_t p = 0; p < k; ++p) s += pa[p * a_cs] * pb[p * b_rs];
+    c[i] = s;
+  }
+}
+
+template <typename T>
+void IntegerMatmul(const Tensor& a, const Tensor& b, const Tensor& o, cudaStream_t stream) {
+  const Shape& os = o.shape();
+  const int64_t nd = os.ndim();
+  Shape batch(std::vector<int64_t>(os.dims().begin(), os.dims().end() - 2));
+  if (batch.ndim() > cuda::kMaxDims) {
+    throw Error(StrCat("matmul: integer tensors on CUDA take at most ", cuda::kMaxDims,
+                       " batch dims, got output shape ", os));
+  }
+  auto geometry = [&](const Tensor& t) {
+    cuda::Geometry g;
+    g.ndim = static_cast<int>(batch.ndim());
+    std::vector<int64_t> s = BatchStrides(t, batch);
+    for (int d = 0; d < g.ndim; ++d) {
+      g.sizes[d] = batch[d];
+      g.strides[d] = s[d];
+    }
+    return g;
+  };
+  const int64_t m = os[nd - 2], n = os[nd - 1], k = a.shape()[a.ndim() - 1];
+  const int64_t ad = a.ndim(), bd = b.ndim();
+  IntegerMatmulKernel<T><<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+      o.numel(), m, n, k, a.data<T>(), geometry(a), a.strides()[ad - 2], a.strides()[ad - 1],
+      b.data<T>(), geometry(b), b.strides()[bd - 2], b.strides()[bd - 1], o.data<T>());
+  ONEFLOW_CUDA_CHECK(cudaGetLastError());
+}
+
+// ---------------------------------------------------------------- matmul
+
+// o = a @ b for floating a and b, o contiguous and non-empty, k > 0.
+template <typename T>
+void FloatingMatmul(Tensor a, Tensor b, const Tensor& o) {
+  if (!ViewOf(a).ld) a = fn::contiguous(a);
+  if (!ViewOf(b).ld) b = fn::contiguous(b);
+  const MatView va = ViewOf(a), vb = ViewOf(b);
+  const Shape& os = o.shape();
+  const int64_t nd = os.ndim();
+  const int64_t m = os[nd - 2], n = os[nd - 1], k = a.shape()[a.ndim() - 1];
+  Shape batch(std::vector<int64_t>(os.dims().begin(), os.dims().end() - 2));
+  const std::vector<int64_t> sa = BatchStrides(a, batch), sb = BatchStrides(b, batch);
+  // Batch dims [split, end) go to one strided-batched call, dims [0, split) to a host loop
+  // (only when broadcasting interleaves the operands' batch strides).
+  int64_t split = batch.ndim(), step_a = 0, step_b = 0;
+  while (split > 0) {
+    int64_t ta, tb;
+    if (!UniformStride(batch, sa, split - 1, &ta) || !UniformStride(batch, sb, split - 1, &tb)) {
+      break;
+    }
+    --split;
+    step_a = ta;
+    step_b = tb;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < batch.ndim(); ++d) (d < split ? outer : inner) *= batch[d];
+  const DevT<T>* pa = cuda::Ptr<T>(a);
+  const DevT<T>* pb = cuda::Ptr<T>(b);
+  DevT<T>* po = cuda::Ptr<T>(o);
+  for (int64_t bo = 0; bo < outer; ++bo) {
+    int64_t oa = 0, ob = 0, rem = bo;
+    for (int64_t d = split - 1; d >= 0; --d) {
+      const int64_t i = rem % batch[d];
+      rem /= batch[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    // Column-major C^T (n, m) = B^T (n, k) A^T (k, m).
+    Gemm g;
+    g.trans_a = vb.trans;
+    g.trans_b = va.trans;
+    g.m = n, g.n = m, g.k = k;
+    g.a = pb + ob, g.lda = vb.ld, g.stride_a = step_b;
+    g.b = pa + oa, g.ldb = va.ld, g.stride_b = step_a;
+    g.c = po + bo * inner * m * n, g.ldc = n, g.stride_c = m * n;
+    g.batch = inner;
+    RunGemm<DevT<T>>(o.device(), g);
+  }
+}
+
+std::vector<Tensor> MatmulCuda(const std::vector<Tensor>& in, const Attrs&,
+                               const std::vector<TensorMeta>& out) {
+  const Tensor &a = in[0], &b = in[1];
+  Tensor o = Tensor::Empty(out[0]);
+  if (o.numel() == 0) return {o};
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  if (a.shape()[a.ndim() - 1] == 0) {
+    ONEFLOW_CUDA_CHECK(
+        cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));  // zero bits
+    return {o};
+  }
+  DispatchWithHalf(a.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error("matmul: bool tensors are not supported; convert to a number type first");
+    } else if constexpr (std::is_integral_v<T>) {
+      IntegerMatmul<T>(a, b, o, stream);
+    } else {
+      FloatingMatmul<T>(a, b, o);
+    }
+  });
+  return {o};
+}
+
+// ---------------------------------------------------------------- linear
+
+// o (m, n) = bias broadcast over the rows.
+template <typename T>
+__global__ void FillRowsKernel(int64_t total, int64_t n, const T* bias, int64_t bias_stride, T* o) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    o[i] = bias[(i % n) * bias_stride];
+  }
+}
+
+// linear(x (m, k), w (n, k)[, bias (n,)]) = x @ w.T + bias: one gemm whose output starts as the
+// bias rows (beta = 1), as on CPU.
+std::vector<Tensor> LinearCuda(const std::vector<Tensor>& in, const Attrs&,
+                               const std::vector<TensorMeta>& out) {
+  Tensor x = in[0], w = in[1];
+  if (!ViewOf(x).ld) x = fn::contiguous(x);
+  if (!ViewOf(w).ld) w = fn::contiguous(w);
+  const MatView vx = ViewOf(x), vw = ViewOf(w);
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t m = o.shape()[0], n = o.shape()[1], k = x.shape()[1];
+  if (o.numel() == 0) return {o};
+  const bool has_bias = in.size() == 3;
+  cuda::DispatchFloatingWithHalf(o.dtype(), "linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cudaStream_t stream = cuda::StreamFor(o.device());
+    if (has_bias) {
+      const Tensor& bias = in[2];
+      FillRowsKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+          o.numel(), n, cuda::Ptr<T>(bias), bias.strides()[0], cuda::Ptr<T>(o));
+      ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    }
+    if (k == 0) {
+      if (!has_bias) {
+        ONEFLOW_CUDA_CHECK(cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));
+      }
+      return;
+    }
+    // Column-major C^T (n, m) = W (n, k) X^T (k, m); w read in place is W^T unless transposed.
+    Gemm g;
+    g.trans_a = !vw.trans;
+    g.trans_b = vx.trans;
+    g.m = n, g.n = m, g.k = k;
+    g.a = cuda::Ptr<T>(w), g.lda = vw.ld;
+    g.b = cuda::Ptr<T>(x), g.ldb = vx.ld;
+    g.c = cuda::Ptr<T>(o), g.ldc = n;
+    g.accumulate = has_bias;
+    RunGemm<DevT<T>>(o.device(), g);
+  });
+  return {o};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_KERNEL(matmul, kCUDA, MatmulCuda);
+ONEFLOW_REGISTER_KERNEL(linear, kCUDA, LinearCuda);
+
+}  // namespace oneflow
