@@ -201,7 +201,7 @@ ConvPlan* BuildPlan(cudnnHandle_t handle, ConvKind kind, const ConvGeom& g, DTyp
   CheckDnn(CUDNN(cudnnSetConvolutionGroupCount)(plan->conv, DnnInt(g.groups, op)),
            "cudnnSetConvolutionGroupCount");
   // Float32 stays float32 (FMA kernels only) unless TF32 is allowed, as PyTorch does.
-  const bool fp32_exact = dtype == DType::kFloat32 && !cuda::AllowTf32();
+  const bool fp32_exact = dtype == DType::kFloat32 && !cuda::AllowCudnnTf32();
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   if (fp32_exact) math = CUDNN_FMA_MATH;
   if (dtype == DType::kFloat16 || dtype == DType::kBFloat16) math = CUDNN_TENSOR_OP_MATH;
@@ -256,7 +256,7 @@ ConvPlan* BuildPlan(cudnnHandle_t handle, ConvKind kind, const ConvGeom& g, DTyp
 const ConvPlan& PlanFor(cudnnHandle_t handle, ConvKind kind, const ConvGeom& g, DType dtype,
                         int device, const char* op) {
   using Key = std::array<int64_t, 20>;
-  const int64_t tf32 = cuda::AllowTf32();
+  const int64_t tf32 = cuda::AllowCudnnTf32();
   // clang-format off
   const Key key = {static_cast<int64_t>(kind), static_cast<int64_t>(dtype), device, tf32,
                    g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow,
