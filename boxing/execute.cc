@@ -53,7 +53,7 @@ Tensor AxisBack(const Tensor& x, int axis) {
 }
 
 Tensor Zeros(const std::vector<int64_t>& dims, const Tensor& like) {
-  Tensor z = fn::empty(Shape(dims), like.dtype());
+  Tensor z = fn::empty(Shape(dims), like.dtype(), like.device());
   fn::fill_(z, 0.0);
   return z;
 }
@@ -81,7 +81,7 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
       Tensor xt = AxisFirst(x, a);
       std::vector<int64_t> dims = xt.shape().dims();
       dims[0] = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-      Tensor out = fn::empty(Shape(dims), x.dtype());
+      Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
       comm->AllGatherV(xt, out, counts);
       return AxisBack(out, a);
     }
@@ -92,7 +92,7 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
       Tensor xt = AxisFirst(x, a);
       std::vector<int64_t> dims = xt.shape().dims();
       dims[0] = counts[me];
-      Tensor out = fn::empty(Shape(dims), x.dtype());
+      Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
       comm->ReduceScatterV(xt, out, counts);
       return AxisBack(out, a);
     }
@@ -120,7 +120,7 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
       Tensor in = fn::cat(pieces, 0);
       Tensor out = fn::empty(Shape({std::accumulate(out_counts.begin(), out_counts.end(),
                                                     int64_t{0})}),
-                             x.dtype());
+                             x.dtype(), x.device());
       comm->AllToAllV(in, out, in_counts, out_counts);
       std::vector<Tensor> parts;
       int64_t off = 0;
@@ -172,7 +172,7 @@ Tensor SendWhole(const Plan& plan, const Tensor& x, const Shape& logical, int ra
     return x;
   }
   if (plan.src.Contains(rank)) return x;
-  Tensor out = fn::empty(logical, x.dtype());
+  Tensor out = fn::empty(logical, x.dtype(), x.device());
   comm.Recv(out, root, 0x51);
   return out;
 }
@@ -197,7 +197,8 @@ Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical
     if (!pl.Contains(my_rank)) continue;
     x = RunStep(s, pl, x, logical, my_rank);
   }
-  if (!plan.dst.Contains(my_rank)) return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype());
+  if (!plan.dst.Contains(my_rank)) return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype(),
+                     local.device());
   return x;
 }
 

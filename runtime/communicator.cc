@@ -1,5 +1,9 @@
 #include "runtime/communicator.h"
 
+#ifdef ONEFLOW_WITH_CUDA
+#include "runtime/nccl_group.h"
+#endif
+
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
@@ -77,7 +81,6 @@ gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
 
 void CheckTensor(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(StrCat(op, ": ", what, " is an undefined tensor"));
-  if (!t.is_cpu()) throw Error(StrCat(op, ": ", what, " must be a CPU tensor"));
   if (!t.is_contiguous()) throw Error(StrCat(op, ": ", what, " must be contiguous"));
 }
 
@@ -85,6 +88,10 @@ void CheckTensor(const Tensor& t, const char* op, const char* what) {
 void CheckInOut(const Tensor& in, const Tensor& out, const char* op) {
   CheckTensor(in, op, "input");
   CheckTensor(out, op, "output");
+  if (in.device() != out.device()) {
+    throw Error(StrCat(op, ": input is on ", in.device().ToString(), " but output on ",
+                       out.device().ToString()));
+  }
   if (in.dtype() != out.dtype()) {
     throw Error(StrCat(op, ": input is ", DTypeName(in.dtype()), " but output is ",
                        DTypeName(out.dtype())));
@@ -305,9 +312,14 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   const char* name = "all_reduce";
   CheckTensor(t, name, "tensor");
   CheckAverage(op, t.dtype(), name);
+  if (t.numel() == 0 || size() == 1) return;
+  if (!t.is_cpu()) {
+    return OnCuda(
+        name, {t}, {t}, [&](NcclGroup& g) { g.AllReduce(t, t, op, name); },
+        [&](std::vector<Tensor>& h) { AllReduce(h[0], op); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (t.numel() == 0 || size() == 1) return;
   if (shm_) {
     shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
     return;
@@ -345,6 +357,18 @@ void Communicator::AllReduceInto(const std::vector<Tensor>& in, Tensor& out, Red
   }
   ONEFLOW_CHECK(total == out.numel(), name, ": inputs hold ", total, " elements but the output ",
                 out.numel());
+  if (!out.is_cpu()) {
+    // CUDA: flatten on the device (kernels on the compute stream), then one all-reduce.
+    int64_t off = 0;
+    for (const Tensor& t : in) {
+      ONEFLOW_CHECK(t.device() == out.device(), name, ": input on ", t.device().ToString(),
+                    " but output on ", out.device().ToString());
+      Tensor slot = Tensor::MakeView(out, Shape({t.numel()}), {1}, out.offset() + off);
+      fn::copy_(slot, Tensor::MakeView(t, Shape({t.numel()}), {1}, t.offset()));
+      off += t.numel();
+    }
+    return AllReduce(out, op);
+  }
   if (shm_ && size() > 1 && total > 0) {
     Drain();
     std::lock_guard<std::mutex> lock(mu_);
@@ -366,6 +390,11 @@ void Communicator::Broadcast(Tensor& t, int root) {
   const char* name = "broadcast";
   CheckTensor(t, name, "tensor");
   int groot = GroupRankOf(root, name);
+  if (!t.is_cpu() && t.numel() > 0 && size() > 1) {
+    return OnCuda(
+        name, {t}, {t}, [&](NcclGroup& g) { g.Broadcast(t, groot, name); },
+        [&](std::vector<Tensor>& h) { Broadcast(h[0], root); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (t.numel() == 0 || size() == 1) return;
@@ -434,6 +463,13 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
                        " elements, expected ", total, " rows and ", counts[group_rank_] * row,
                        " elements"));
   }
+  if (!in.is_cpu()) {
+    std::vector<int64_t> elems;
+    for (int64_t c : counts) elems.push_back(c * row);
+    return OnCuda(
+        name, {in}, {out}, [&](NcclGroup& g) { g.AllGatherV(in, out, elems, name); },
+        [&](std::vector<Tensor>& h) { AllGatherV(h[0], h[1], counts); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (out.numel() == 0) return;
@@ -478,6 +514,13 @@ void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vect
                        " elements"));
   }
   CheckAverage(op, in.dtype(), name);
+  if (!in.is_cpu()) {
+    std::vector<int64_t> elems;
+    for (int64_t c : counts) elems.push_back(c * row);
+    return OnCuda(
+        name, {in}, {out}, [&](NcclGroup& g) { g.ReduceScatterV(in, out, elems, op, name); },
+        [&](std::vector<Tensor>& h) { ReduceScatterV(h[0], h[1], counts, op); });
+  }
   int64_t start = std::accumulate(counts.begin(), counts.begin() + group_rank_, int64_t{0});
   size_t es = SizeOf(in.dtype());
   if (shm_ || size() == 1) {
@@ -528,6 +571,12 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
   std::vector<int64_t> in_elems, out_elems;
   for (int64_t c : in_counts) in_elems.push_back(c * row);
   for (int64_t c : out_counts) out_elems.push_back(c * row);
+  if (!in.is_cpu()) {
+    return OnCuda(
+        name, {in}, {out},
+        [&](NcclGroup& g) { g.AllToAllV(in, out, in_elems, out_elems, name); },
+        [&](std::vector<Tensor>& h) { AllToAllV(h[0], h[1], in_counts, out_counts); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (size() == 1) {
@@ -563,6 +612,11 @@ void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   int gpeer = GroupRankOf(peer, name);
   if (gpeer == group_rank_)
     throw Error(StrCat(name, ": rank ", my_rank_, " cannot send to itself"));
+  if (!t.is_cpu() && t.numel() > 0) {
+    return OnCuda(
+        name, {t}, {}, [&](NcclGroup& g) { g.Send(t, gpeer, name); },
+        [&](std::vector<Tensor>& h) { Send(h[0], peer, tag); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
@@ -581,6 +635,11 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
   if (gpeer == group_rank_) {
     throw Error(StrCat(name, ": rank ", my_rank_, " cannot receive from itself"));
   }
+  if (!t.is_cpu() && t.numel() > 0) {
+    return OnCuda(
+        name, {}, {t}, [&](NcclGroup& g) { g.Recv(t, gpeer, name); },
+        [&](std::vector<Tensor>& h) { Recv(h[0], peer, tag); });
+  }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
@@ -590,6 +649,75 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
     buf->recv(gpeer, kP2PSlotBase | tag);
     buf->waitRecv(Timeout());
   });
+}
+
+// ---- CUDA tensors ----
+
+NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
+#ifdef ONEFLOW_WITH_CUDA
+  if (!nccl_tried_) {
+    nccl_tried_ = true;
+    std::string why;
+    try {
+      nccl_ = NcclGroup::Create(*client_, desc_, my_rank_, group_rank_, size(), device,
+                                timeout_s_, &why);
+    } catch (const std::exception& e) {
+      throw Error(StrCat(op, ": ", OneLine(e.what())));
+    }
+    if (!nccl_) {
+      std::fprintf(stderr,
+                   "oneflow: warning: NCCL cannot serve group %s (%s); its CUDA collectives go "
+                   "through host memory and %s instead\n",
+                   desc_.c_str(), why.c_str(), shm_ ? "shared memory" : "Gloo");
+    }
+  }
+  if (nccl_ && nccl_->device() != device) {
+    throw Error(StrCat(op, ": rank ", my_rank_, " passed a tensor on ", device.ToString(),
+                       " but its NCCL communicator for group ", desc_, " is on ",
+                       nccl_->device().ToString()));
+  }
+  return nccl_.get();
+#else
+  (void)device;
+  (void)op;
+  return nullptr;
+#endif
+}
+
+void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,
+                          const std::vector<Tensor>& outs,
+                          const std::function<void(NcclGroup&)>& nccl,
+                          const std::function<void(std::vector<Tensor>&)>& host) {
+  const Device device = (ins.empty() ? outs[0] : ins[0]).device();
+  for (const auto* list : {&ins, &outs}) {
+    for (const Tensor& t : *list) {
+      if (t.device() != device) {
+        throw Error(StrCat(name, ": expected tensors on one device, got ", device.ToString(),
+                           " and ", t.device().ToString()));
+      }
+    }
+  }
+  NcclGroup* group = nullptr;
+  {
+    Drain();
+    std::lock_guard<std::mutex> lock(mu_);
+    group = client_ && size() > 1 ? Nccl(device, name) : nullptr;
+    if (group) return nccl(*group);
+  }
+  // Through host memory: the CPU collective on copies, results copied back. An output that is
+  // also an input (in-place collectives) shares its host copy.
+  std::vector<Tensor> h;
+  for (const Tensor& t : ins) h.push_back(fn::to_device(t, Device::CPU()));
+  for (const Tensor& t : outs) {
+    auto same = std::find_if(ins.begin(), ins.end(), [&](const Tensor& i) { return i.is_same(t); });
+    h.push_back(same != ins.end() ? h[same - ins.begin()]
+                                  : Tensor::Empty(t.shape(), t.dtype(), Device::CPU()));
+  }
+  host(h);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Tensor& hout = h[ins.size() + i];
+    fn::copy_(outs[i], hout);
+  }
 }
 
 void Communicator::Barrier() {

@@ -87,6 +87,8 @@ class Work {
   std::exception_ptr error_;
 };
 
+class NcclGroup;
+
 class Communicator {
  public:
   // Collective over the members of `ranks` (global ranks, each once; my_rank among them): every
@@ -147,6 +149,13 @@ class Communicator {
 
  private:
   int GroupRankOf(int global_rank, const char* op) const;
+  // CUDA tensors: NCCL when it can serve the group (one GPU per member; created on first use,
+  // null otherwise), else the CPU collective on host copies of the tensors. `host` gets the
+  // host copies of ins then outs (in place: the same copy).
+  NcclGroup* Nccl(const Device& device, const char* op);
+  void OnCuda(const char* name, const std::vector<Tensor>& ins, const std::vector<Tensor>& outs,
+              const std::function<void(NcclGroup&)>& nccl,
+              const std::function<void(std::vector<Tensor>&)>& host);
   void Drain();
   // all_gather(v) for a group of one or through shared memory; elems[i]: rank i's elements.
   void GatherLocally(
@@ -165,6 +174,9 @@ class Communicator {
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<ShmGroup> shm_;
+  // shared_ptr: destroyable where NcclGroup is incomplete (builds without CUDA never make one).
+  std::shared_ptr<NcclGroup> nccl_;
+  bool nccl_tried_ = false;
   std::mutex mu_;
   // Asynchronous calls, run in order by one worker thread started on first use.
   std::mutex queue_mu_;

@@ -44,8 +44,14 @@ bool KeepsPartial(const Placement& pl, const NdSbp& nd, int rank) {
   return true;
 }
 
+// Where this rank's shard of a placement lives: its GPU (the current CUDA device, the local
+// rank's under the launcher) for cuda placements.
+Device ShardDevice(const Placement& pl) {
+  return pl.device() == DeviceType::kCUDA ? Device::CUDA(CurrentCudaIndex()) : Device::CPU();
+}
+
 Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DType dtype) {
-  return fn::empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype);
+  return fn::empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype, ShardDevice(pl));
 }
 
 // ---------------------------------------------------------------- the interpreter
@@ -147,7 +153,8 @@ bool Special(const OpDef& op, const std::vector<Tensor>& ins, const Attrs& attrs
   if (op.name == "dropout_mask") {
     // Draw the logical mask (same seed and offset everywhere) and keep this rank's slice.
     const GlobalMeta& m = Meta(ins[0]);
-    Tensor whole = RunLocalKernel(op, {fn::empty(ins[0].shape(), ins[0].dtype())}, attrs)[0];
+    Tensor whole = RunLocalKernel(
+        op, {fn::empty(ins[0].shape(), ins[0].dtype(), ShardDevice(m.placement))}, attrs)[0];
     *out = {FromWhole(whole, m.placement, WithoutPartial(m.nd_sbp))};
     return true;
   }
@@ -302,6 +309,10 @@ Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& pl
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                      bool check_meta) {
   if (local.is_global()) return ToGlobal(local, placement, nd_sbp);
+  if (local.device().type != placement.device()) {
+    return LocalToGlobal(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
+                         check_meta);
+  }
   sbp::CheckNdSbp(nd_sbp, placement, local.ndim(), "to_global");
   CheckRanksInWorld(placement, "to_global");
   const int rank = MyRank();
@@ -355,7 +366,9 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
       if (nd_sbp[d].is_split()) dims[nd_sbp[d].axis()] *= placement.hierarchy()[d];
     }
   }
-  Tensor shard = member ? local : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), local.dtype());
+  Tensor shard = member ? local
+                        : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), local.dtype(),
+                                    local.device());
   return MakeGlobal(shard, Shape(dims), placement, nd_sbp);
 }
 
@@ -365,6 +378,14 @@ Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& n
   CheckRanksInWorld(placement, "to_global");
   const GlobalMeta& m = Meta(global);
   if (m.placement == placement && m.nd_sbp == nd_sbp) return global;
+  if (m.placement.device() != placement.device()) {
+    // Between device types: every rank moves its own shard, then boxing on the new device.
+    Placement moved(placement.device(), m.placement.ranks(), m.placement.hierarchy());
+    Tensor local = m.placement.Contains(MyRank())
+                       ? fn::to_device(m.local, ShardDevice(moved))
+                       : fn::empty(m.local.shape(), m.local.dtype(), ShardDevice(moved));
+    return ToGlobal(MakeGlobal(local, global.shape(), moved, m.nd_sbp), placement, nd_sbp);
+  }
   auto plan = boxing::PlanBoxing(m.placement, m.nd_sbp, placement, nd_sbp, global.shape(),
                                  global.dtype());
   Tensor local = boxing::ExecuteBoxing(plan, m.local, global.shape(), MyRank());
@@ -388,7 +409,8 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
       x = fn::slice(x, a, ranges[a].first, ranges[a].second);
     }
   }
-  x = fn::contiguous_copy(x);
+  x = x.device().type == placement.device() ? fn::contiguous_copy(x)
+                                             : fn::to_device(x, ShardDevice(placement));
   if (!KeepsPartial(placement, nd_sbp, rank)) fn::fill_(x, 0.0);
   return MakeGlobal(x, whole.shape(), placement, nd_sbp);
 }

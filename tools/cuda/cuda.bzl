@@ -29,7 +29,7 @@ def cuda_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
             obj = "_cuda_objs/%s/%s.pic.o" % (name, stem)
             native.genrule(
                 name = "%s_%s_nvcc" % (name, stem),
-                srcs = [src] + hdrs + native.glob(["**/*.h", "**/*.cuh"]),
+                srcs = depset([src] + hdrs + native.glob(["**/*.h", "**/*.cuh"])).to_list(),
                 outs = [obj],
                 cmd = "%s/bin/nvcc %s -c $(location %s) -o $@" % (
                     CUDA_PATH,

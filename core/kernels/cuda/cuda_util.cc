@@ -107,6 +107,15 @@ void Event::WaitOn(cudaStream_t stream) const {
   ONEFLOW_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
 }
 void Event::Synchronize() const { ONEFLOW_CUDA_CHECK(cudaEventSynchronize(event_)); }
+bool Event::Query() const {
+  cudaError_t err = cudaEventQuery(event_);
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  Check(err, "cudaEventQuery");
+  return true;
+}
 
 // ---------------------------------------------------------------- caching allocator
 

@@ -60,6 +60,8 @@ class Event {
   void RecordOn(cudaStream_t stream);
   void WaitOn(cudaStream_t stream) const;
   void Synchronize() const;
+  // True when the work before the record has finished (never blocks).
+  bool Query() const;
 
  private:
   cudaEvent_t event_ = nullptr;
