@@ -77,13 +77,10 @@ void SetDevice(int index) {
 cudaStream_t StreamFor(const Device& device) {
   static std::mutex mu;
   static std::vector<cudaStream_t> streams;
+  RequireDevice(device.index, "cuda stream");  // before cudaSetDevice, for its clearer message
   SetDevice(device.index);
   std::lock_guard<std::mutex> lock(mu);
-  if (streams.empty()) {
-    RequireDevice(device.index, "cuda stream");
-    streams.assign(DeviceCount(), nullptr);
-  }
-  RequireDevice(device.index, "cuda stream");
+  if (streams.empty()) streams.assign(DeviceCount(), nullptr);
   cudaStream_t& s = streams[device.index];
   if (!s) ONEFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return s;
@@ -262,6 +259,12 @@ void CopyBytes(const Tensor& dst, const Tensor& src) {
     Synchronize(src.device().index);
     ONEFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
                                            src.device().index, n, s));
+    // The source's block may be freed and reused by the source device's stream as soon as we
+    // return: that stream waits for the copy (the event lives on dst's device, as s does).
+    SetDevice(dst.device().index);
+    Event copied;
+    copied.RecordOn(s);
+    copied.WaitOn(StreamFor(src.device()));
     return;
   }
   cudaMemcpyKind kind = dst_cuda && src_cuda ? cudaMemcpyDeviceToDevice
