@@ -1,0 +1,359 @@
+#include "tests/op_samples.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/op_registry.h"
+#include "tests/test_util.h"
+
+namespace oneflow {
+namespace testing {
+
+double Rng::Uniform(double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(gen_);
+}
+
+int64_t Rng::Int(int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi - 1)(gen_);
+}
+
+Tensor Rng::Floats(const Shape& s, double lo, double hi, DType dt) {
+  std::vector<double> v(s.numel());
+  for (double& x : v) x = Uniform(lo, hi);
+  return FromVector(v, s, dt);
+}
+
+Tensor Rng::Ints(const Shape& s, int64_t lo, int64_t hi, DType dt) {
+  std::vector<double> v(s.numel());
+  for (double& x : v) x = static_cast<double>(Int(lo, hi));
+  return FromVector(v, s, dt);
+}
+
+namespace {
+
+using IntList = std::vector<int64_t>;
+
+Attrs Pool(IntList kernel, IntList stride, IntList padding, bool ceil_mode) {
+  Attrs a;
+  a.Set("kernel", kernel).Set("stride", stride).Set("padding", padding);
+  a.Set("ceil_mode", ceil_mode);
+  return a;
+}
+
+Attrs Conv(IntList stride, IntList padding, int64_t groups) {
+  Attrs a;
+  a.Set("stride", stride).Set("padding", padding).Set("dilation", IntList{1, 1});
+  a.Set("groups", groups);
+  return a;
+}
+
+Attrs WithShape(Attrs a, const char* name, IntList shape) {
+  a.Set(name, std::move(shape));
+  return a;
+}
+
+}  // namespace
+
+std::vector<Sample> MakeSamples() {
+  Rng r(20240611);
+  std::vector<Sample> s;
+  auto add = [&](const char* op, std::string what, std::vector<Tensor> in, Attrs a = Attrs()) {
+    s.push_back(Sample{op, std::move(what), std::move(in), std::move(a)});
+  };
+  const DType f32 = DType::kFloat32, f64 = DType::kFloat64, i64 = DType::kInt64;
+  const std::string cpu = Device::CPU().ToString();
+
+  // ---- elementwise, unary
+  for (const char* op :
+       {"neg", "exp", "abs", "sign", "square", "relu", "sigmoid", "tanh", "gelu"}) {
+    add(op, "[5, 7] f32", {r.Floats({5, 7})});
+  }
+  for (const char* op : {"log", "sqrt", "rsqrt"})
+    add(op, "[5, 7] f32 > 0", {r.Floats({5, 7}, 0.2, 3)});
+  add("relu", "[3, 5, 4] f64", {r.Floats({3, 5, 4}, -2, 2, f64)});
+  add("neg", "[6, 5] int64", {r.Ints({6, 5}, -9, 9)});
+  add("neg", "[5, 6] bool", {r.Bools({5, 6})});
+  add("abs", "[5, 6] int64", {r.Ints({5, 6}, -9, 9)});
+  add("clamp", "[5, 7] min and max", {r.Floats({5, 7})},
+      Attrs().Set("has_min", true).Set("min", -0.5).Set("has_max", true).Set("max", 1.0));
+  add("clamp", "[5, 7] max only", {r.Floats({5, 7})},
+      Attrs().Set("has_min", false).Set("min", 0.0).Set("has_max", true).Set("max", 0.5));
+  add("logical_not", "[5, 6] bool", {r.Bools({5, 6})});
+
+  // ---- elementwise, binary (0-dim operands are Python scalars: they join as B)
+  add("add", "[5, 6] + [6]", {r.Floats({5, 6}), r.Floats({6})});
+  add("add", "[5, 1, 4] + [3, 4]", {r.Floats({5, 1, 4}), r.Floats({3, 4})});
+  add("add", "[4, 6] + 0-dim", {r.Floats({4, 6}), r.Floats({})});
+  add("add", "[5, 6] + [5, 6] int64", {r.Ints({5, 6}, -9, 9), r.Ints({5, 6}, -9, 9)});
+  add("add", "[5, 6] + [6] bool", {r.Bools({5, 6}), r.Bools({6})});
+  add("sub", "[5, 6] - [5, 1]", {r.Floats({5, 6}), r.Floats({5, 1})});
+  add("sub", "[6, 5] - [6, 5] int64", {r.Ints({6, 5}, -9, 9), r.Ints({6, 5}, -9, 9)});
+  add("sub", "[5, 6] - [5, 6] bool", {r.Bools({5, 6}), r.Bools({5, 6})});
+  add("mul", "[5, 6] * [5, 6]", {r.Floats({5, 6}), r.Floats({5, 6})});
+  add("mul", "[4, 7] * 0-dim", {r.Floats({4, 7}), r.Floats({})});
+  add("mul", "[5, 6] * [6] int64", {r.Ints({5, 6}, -9, 9), r.Ints({6}, -9, 9)});
+  add("mul", "[5, 6] * [5, 6] bool", {r.Bools({5, 6}), r.Bools({5, 6})});
+  add("div", "[5, 6] / [6]", {r.Floats({5, 6}), r.Floats({6}, 0.5, 2)});
+  add("div", "[5, 6] / [5, 6] int64", {r.Ints({5, 6}, -20, 20), r.Ints({5, 6}, 1, 6)});
+  add("pow", "[5, 6] ** [6]", {r.Floats({5, 6}, 0.5, 2), r.Floats({6}, -1, 2)});
+  add("pow", "[5, 6] ** 0-dim", {r.Floats({5, 6}, 0.5, 2), r.Floats({}, 1, 3)});
+  for (const char* op : {"maximum", "minimum"}) {
+    add(op, "[5, 6] vs [1, 6] with ties", {r.Ints({5, 6}, -2, 3, f32), r.Ints({1, 6}, -2, 3, f32)});
+  }
+  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    add(op, "[5, 6] vs [5, 6]", {r.Ints({5, 6}, -2, 3, f32), r.Ints({5, 6}, -2, 3, f32)});
+  }
+  add("eq", "[5, 6] vs [6] int64", {r.Ints({5, 6}, 0, 3), r.Ints({6}, 0, 3)});
+  for (const char* op : {"logical_and", "logical_or"}) {
+    add(op, "[5, 6] vs [6] bool", {r.Bools({5, 6}), r.Bools({6})});
+  }
+  add("where", "[5, 6] ? [5, 6] : [6]", {r.Bools({5, 6}), r.Floats({5, 6}), r.Floats({6})});
+  add("where", "[5, 1] ? [5, 6] : 0-dim", {r.Bools({5, 1}), r.Floats({5, 6}), r.Floats({})});
+  add("relu_grad", "[5, 6]", {r.Floats({5, 6}), r.Floats({5, 6})});
+  add("gelu_grad", "[5, 6]", {r.Floats({5, 6}), r.Floats({5, 6})});
+  add("copy", "[5, 7] f32", {r.Floats({5, 7})});
+  add("copy", "[4, 5] int64", {r.Ints({4, 5}, -9, 9)});
+  add("copy", "[5, 6] bool", {r.Bools({5, 6})});
+  add("cast", "f32 -> f64", {r.Floats({5, 6})}, Attrs().Set("dtype", f64));
+  add("cast", "f32 -> int64", {r.Floats({5, 6}, -5, 5)}, Attrs().Set("dtype", i64));
+  add("cast", "f32 -> bool", {r.Ints({5, 6}, -1, 2, f32)}, Attrs().Set("dtype", DType::kBool));
+  add("cast", "int64 -> f32", {r.Ints({5, 6}, -9, 9)}, Attrs().Set("dtype", f32));
+  add("cast", "int64 -> int32", {r.Ints({5, 6}, -9, 9)}, Attrs().Set("dtype", DType::kInt32));
+  add("cast", "bool -> f32", {r.Bools({5, 6})}, Attrs().Set("dtype", f32));
+
+  // ---- reductions
+  add("sum", "[5, 6, 4] all", {r.Floats({5, 6, 4})},
+      Attrs().Set("dims", IntList{}).Set("keepdim", false));
+  add("sum", "[5, 6, 4] dim 1 keepdim", {r.Floats({5, 6, 4})},
+      Attrs().Set("dims", IntList{1}).Set("keepdim", true));
+  add("sum", "[5, 6, 4] dims (0, -1)", {r.Floats({5, 6, 4})},
+      Attrs().Set("dims", IntList{0, -1}).Set("keepdim", false));
+  add("sum", "[5, 6] dim 1 int64", {r.Ints({5, 6}, -9, 9)},
+      Attrs().Set("dims", IntList{1}).Set("keepdim", false));
+  add("sum", "[5, 6] all int32", {r.Ints({5, 6}, -9, 9, DType::kInt32)},
+      Attrs().Set("dims", IntList{}).Set("keepdim", false));
+  add("sum", "[5, 6] dim 0 bool", {r.Bools({5, 6})},
+      Attrs().Set("dims", IntList{0}).Set("keepdim", false));
+  for (const char* op : {"max_dim", "min_dim"}) {
+    add(op, "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})}, Attrs().Set("dim", 1).Set("keepdim", false));
+    add(op, "[5, 7] dim -1 keepdim", {r.Floats({5, 7})},
+        Attrs().Set("dim", -1).Set("keepdim", true));
+    add(op, "[6, 5] dim 0 int64 with ties", {r.Ints({6, 5}, 0, 3)},
+        Attrs().Set("dim", 0).Set("keepdim", false));
+  }
+
+  // ---- shape and view ops ("shape" is rewritten to the local shard's shape)
+  add("reshape", "[4, 6] -> [4, 2, 3]", {r.Floats({4, 6})}, Attrs().Set("shape", IntList{4, 2, 3}));
+  add("reshape", "[2, 3, 5] -> [6, 5]", {r.Floats({2, 3, 5})}, Attrs().Set("shape", IntList{6, 5}));
+  add("reshape", "[6, 5] -> [-1]", {r.Floats({6, 5})}, Attrs().Set("shape", IntList{-1}));
+  add("reshape", "[5, 6] -> [5, -1, 2]", {r.Floats({5, 6})},
+      Attrs().Set("shape", IntList{5, -1, 2}));
+  add("reshape", "[3, 1, 5] -> [3, 5]", {r.Floats({3, 1, 5})}, Attrs().Set("shape", IntList{3, 5}));
+  add("reshape", "[4, 6] -> [24] bool", {r.Bools({4, 6})}, Attrs().Set("shape", IntList{24}));
+  add("permute", "[3, 5, 7] (2, 0, 1)", {r.Floats({3, 5, 7})},
+      Attrs().Set("dims", IntList{2, 0, 1}));
+  add("permute", "[4, 5] (-1, 0)", {r.Floats({4, 5})}, Attrs().Set("dims", IntList{-1, 0}));
+  auto slice_attrs = [](int64_t dim, int64_t start, int64_t end, int64_t step) {
+    return Attrs().Set("dim", dim).Set("start", start).Set("end", end).Set("step", step);
+  };
+  add("slice", "[7, 5] dim 0 1:6:2", {r.Floats({7, 5})}, slice_attrs(0, 1, 6, 2));
+  add("slice", "[5, 7] dim -1 -5:100", {r.Floats({5, 7})}, slice_attrs(-1, -5, 100, 1));
+  add("slice", "[4, 6, 5] dim 1 0:4:3", {r.Floats({4, 6, 5})}, slice_attrs(1, 0, 4, 3));
+  add("slice_grad", "[3, 5] into [7, 5] dim 0 1:6:2", {r.Floats({3, 5})},
+      WithShape(slice_attrs(0, 1, 6, 2), "shape", {7, 5}));
+  add("slice_grad", "[5, 5] into [5, 7] dim 1 2:7", {r.Floats({5, 5})},
+      WithShape(slice_attrs(1, 2, 7, 1), "shape", {5, 7}));
+  add("expand", "[5, 1] -> [4, 5, 6]", {r.Floats({5, 1})}, Attrs().Set("shape", IntList{4, 5, 6}));
+  add("expand", "[1, 6] -> [5, -1]", {r.Floats({1, 6})}, Attrs().Set("shape", IntList{5, -1}));
+  add("expand", "[3, 1, 4] -> [3, 5, 4]", {r.Floats({3, 1, 4})},
+      Attrs().Set("shape", IntList{3, 5, 4}));
+  add("cat", "dim 1 [4, 5] [4, 3] [4, 2]", {r.Floats({4, 5}), r.Floats({4, 3}), r.Floats({4, 2})},
+      Attrs().Set("dim", 1));
+  add("cat", "dim 0 [2, 5] [3, 5]", {r.Floats({2, 5}), r.Floats({3, 5})}, Attrs().Set("dim", 0));
+  add("cat", "dim 0 bool [3, 4] [2, 4]", {r.Bools({3, 4}), r.Bools({2, 4})}, Attrs().Set("dim", 0));
+  add("cat", "dim -1 int64 [5, 3] [5, 4]", {r.Ints({5, 3}, -9, 9), r.Ints({5, 4}, -9, 9)},
+      Attrs().Set("dim", -1));
+
+  // ---- index ops
+  add("gather", "[5, 6] dim 1 index [5, 4]", {r.Floats({5, 6}), r.Ints({5, 4}, 0, 6)},
+      Attrs().Set("dim", 1));
+  add("gather", "[5, 6] dim 0 index [7, 6]", {r.Floats({5, 6}), r.Ints({7, 6}, 0, 5)},
+      Attrs().Set("dim", 0));
+  add("scatter_add", "[5, 4] into [5, 6] dim 1", {r.Ints({5, 4}, 0, 6), r.Floats({5, 4})},
+      Attrs().Set("dim", 1).Set("shape", IntList{5, 6}));
+  add("scatter_add", "[3, 6] into [5, 6] dim 0", {r.Ints({3, 6}, 0, 5), r.Floats({3, 6})},
+      Attrs().Set("dim", 0).Set("shape", IntList{5, 6}));
+  add("scatter_add", "[5, 3] int64 into [5, 4] dim 1",
+      {r.Ints({5, 3}, 0, 4), r.Ints({5, 3}, -9, 9)},
+      Attrs().Set("dim", 1).Set("shape", IntList{5, 4}));
+  add("index_select", "[5, 6] dim 1 index [4]", {r.Floats({5, 6}), r.Ints({4}, 0, 6)},
+      Attrs().Set("dim", 1));
+  add("index_select", "[5, 6] dim 0 index [7]", {r.Floats({5, 6}), r.Ints({7}, 0, 5)},
+      Attrs().Set("dim", 0));
+  add("index_select", "[5, 6] dim 0 0-dim index", {r.Floats({5, 6}), r.Ints({}, 0, 5)},
+      Attrs().Set("dim", 0));
+  add("index_select", "0-dim x, 0-dim index", {r.Floats({}), r.Ints({}, 0, 1)},
+      Attrs().Set("dim", 0));
+
+  // ---- matmul and linear
+  add("matmul", "[5, 4] @ [4, 6]", {r.Floats({5, 4}), r.Floats({4, 6})});
+  add("matmul", "[3, 5, 4] @ [4, 6]", {r.Floats({3, 5, 4}), r.Floats({4, 6})});
+  add("matmul", "[3, 5, 4] @ [3, 4, 6]", {r.Floats({3, 5, 4}), r.Floats({3, 4, 6})});
+  add("matmul", "[1, 5, 4] @ [3, 4, 6]", {r.Floats({1, 5, 4}), r.Floats({3, 4, 6})});
+  add("matmul", "[2, 3, 5, 4] @ [3, 4, 6]", {r.Floats({2, 3, 5, 4}), r.Floats({3, 4, 6})});
+  add("matmul", "[5, 4] @ [4, 3] int64", {r.Ints({5, 4}, -5, 5), r.Ints({4, 3}, -5, 5)});
+  add("linear", "[5, 4] [6, 4] [6]", {r.Floats({5, 4}), r.Floats({6, 4}), r.Floats({6})});
+  add("linear", "[7, 4] [5, 4] no bias", {r.Floats({7, 4}), r.Floats({5, 4})});
+
+  // ---- softmax and losses
+  for (const char* op : {"softmax", "log_softmax"}) {
+    add(op, "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})}, Attrs().Set("dim", 1));
+    add(op, "[5, 7] dim -1", {r.Floats({5, 7})}, Attrs().Set("dim", -1));
+  }
+  {
+    Attrs ls;
+    ls.Set("dim", 1);
+    Tensor lp = RunLocalKernel(OpRegistry::Global().Get("log_softmax"), {r.Floats({5, 4})}, ls)[0];
+    Tensor lp3 =
+        RunLocalKernel(OpRegistry::Global().Get("log_softmax"), {r.Floats({5, 4, 3})}, ls)[0];
+    // One target of the 2-D batch is ignore_index; in the 3-D one, class 1 is ignored.
+    Tensor t = FromVector({2, -100, 0, 3, 1}, {5}, i64);
+    Tensor t3 = r.Ints({5, 3}, 0, 4);
+    auto nll = [](const char* reduction, int64_t ignore) {
+      return Attrs().Set("reduction", std::string(reduction)).Set("ignore_index", ignore);
+    };
+    for (const char* red : {"none", "sum", "mean"}) {
+      add("nll_loss", std::string("[5, 4] ") + red, {lp, t}, nll(red, -100));
+      Tensor dy = std::string(red) == "none" ? r.Floats({5}) : r.Floats({});
+      add("nll_loss_grad", std::string("[5, 4] ") + red, {dy, t},
+          WithShape(nll(red, -100), "input_shape", {5, 4}));
+    }
+    add("nll_loss", "[5, 4, 3] mean", {lp3, t3}, nll("mean", 1));
+    add("nll_loss", "[5, 4, 3] none", {lp3, t3}, nll("none", 1));
+    add("nll_loss_grad", "[5, 4, 3] mean", {r.Floats({}), t3},
+        WithShape(nll("mean", 1), "input_shape", {5, 4, 3}));
+  }
+
+  // ---- convolution ("input_shape" / "weight_shape" are rewritten to the local shard's shape)
+  add("conv2d", "[5, 4, 6, 6] * [6, 4, 3, 3] + bias, pad 1",
+      {r.Floats({5, 4, 6, 6}), r.Floats({6, 4, 3, 3}), r.Floats({6})}, Conv({1, 1}, {1, 1}, 1));
+  add("conv2d", "[5, 4, 7, 7] * [6, 2, 3, 3] groups 2, stride 2",
+      {r.Floats({5, 4, 7, 7}), r.Floats({6, 2, 3, 3})}, Conv({2, 2}, {0, 0}, 2));
+  add("conv2d_grad_input", "dy [5, 6, 6, 6] w [6, 4, 3, 3]",
+      {r.Floats({5, 6, 6, 6}), r.Floats({6, 4, 3, 3})},
+      WithShape(Conv({1, 1}, {1, 1}, 1), "input_shape", {5, 4, 6, 6}));
+  add("conv2d_grad_input", "dy [5, 6, 3, 3] w [6, 2, 3, 3] groups 2",
+      {r.Floats({5, 6, 3, 3}), r.Floats({6, 2, 3, 3})},
+      WithShape(Conv({2, 2}, {0, 0}, 2), "input_shape", {5, 4, 7, 7}));
+  add("conv2d_grad_weight", "dy [5, 6, 6, 6] x [5, 4, 6, 6]",
+      {r.Floats({5, 6, 6, 6}), r.Floats({5, 4, 6, 6})},
+      WithShape(Conv({1, 1}, {1, 1}, 1), "weight_shape", {6, 4, 3, 3}));
+  add("conv2d_grad_weight", "dy [5, 6, 3, 3] x [5, 4, 7, 7] groups 2",
+      {r.Floats({5, 6, 3, 3}), r.Floats({5, 4, 7, 7})},
+      WithShape(Conv({2, 2}, {0, 0}, 2), "weight_shape", {6, 2, 3, 3}));
+
+  // ---- pooling
+  {
+    Attrs mp = Pool({2, 2}, {2, 2}, {0, 0}, false);
+    mp.Set("dilation", IntList{1, 1});
+    Attrs mp3 = Pool({3, 3}, {2, 2}, {1, 1}, true);
+    mp3.Set("dilation", IntList{1, 1});
+    add("max_pool2d", "[5, 4, 6, 6] 2x2", {r.Floats({5, 4, 6, 6})}, mp);
+    add("max_pool2d", "[5, 4, 7, 7] 3x3 stride 2 pad 1 ceil", {r.Floats({5, 4, 7, 7})}, mp3);
+    // The indices of a real forward, so that they are valid.
+    std::vector<Tensor> fwd =
+        RunLocalKernel(OpRegistry::Global().Get("max_pool2d"), {r.Floats({5, 4, 7, 7})}, mp3);
+    add("max_pool2d_grad", "dy [5, 4, 4, 4] into [5, 4, 7, 7]", {r.Floats({5, 4, 4, 4}), fwd[1]},
+        WithShape(mp3, "input_shape", {5, 4, 7, 7}));
+    Attrs ap = Pool({3, 3}, {2, 2}, {1, 1}, false);
+    ap.Set("count_include_pad", false);
+    add("avg_pool2d", "[5, 4, 7, 7] 3x3 stride 2 pad 1", {r.Floats({5, 4, 7, 7})}, ap);
+    add("avg_pool2d_grad", "dy [5, 4, 4, 4] into [5, 4, 7, 7]", {r.Floats({5, 4, 4, 4})},
+        WithShape(ap, "input_shape", {5, 4, 7, 7}));
+    Attrs aap;
+    aap.Set("output_size", IntList{3, 2});
+    add("adaptive_avg_pool2d", "[5, 4, 7, 6] -> (3, 2)", {r.Floats({5, 4, 7, 6})}, aap);
+    add("adaptive_avg_pool2d_grad", "dy [5, 4, 3, 2] into [5, 4, 7, 6]", {r.Floats({5, 4, 3, 2})},
+        WithShape(aap, "input_shape", {5, 4, 7, 6}));
+  }
+
+  // ---- batch norm
+  {
+    Attrs eps;
+    eps.Set("eps", 1e-5);
+    auto c = [&](double lo = -1, double hi = 1) { return r.Floats({4}, lo, hi); };
+    add("batch_norm_train", "[5, 4, 3]", {r.Floats({5, 4, 3}), c(), c()}, eps);
+    add("batch_norm_train_grad", "[5, 4, 3]",
+        {r.Floats({5, 4, 3}), c(), c(), r.Floats({5, 4, 3}), c(), c(0.5, 2), c()}, eps);
+    add("batch_norm_elemt", "[5, 4, 3]", {r.Floats({5, 4, 3}), c(), c(0.5, 2), c(), c()}, eps);
+    add("batch_norm_elemt", "[6, 4] f64",
+        {r.Floats({6, 4}, -2, 2, f64), r.Floats({4}, -1, 1, f64), r.Floats({4}, 0.5, 2, f64),
+         r.Floats({4}, -1, 1, f64), r.Floats({4}, -1, 1, f64)},
+        eps);
+    add("batch_norm_elemt_grad", "[5, 4, 3]",
+        {r.Floats({5, 4, 3}), r.Floats({5, 4, 3}), c(), c(0.5, 2), c()}, eps);
+  }
+
+  // ---- creation and random ops: deterministic given seed and offset
+  {
+    auto creation = [&](IntList shape, DType dtype) {
+      return Attrs().Set("shape", shape).Set("dtype", dtype).Set("device", cpu);
+    };
+    add("full", "[5, 6] f32", {}, creation({5, 6}, f32).Set("value", 1.5));
+    add("arange", "1:12:2 int64", {},
+        Attrs()
+            .Set("start", 1.0)
+            .Set("end", 12.0)
+            .Set("step", 2.0)
+            .Set("dtype", i64)
+            .Set("device", cpu));
+    add("eye", "5 x 4", {},
+        Attrs().Set("n", int64_t{5}).Set("m", int64_t{4}).Set("dtype", f32).Set("device", cpu));
+    auto random = [&](IntList shape, DType dtype) {
+      return creation(shape, dtype).Set("seed", int64_t{7}).Set("offset", int64_t{12});
+    };
+    add("uniform", "[5, 6]", {}, random({5, 6}, f32).Set("low", -1.0).Set("high", 1.0));
+    add("normal", "[5, 6]", {}, random({5, 6}, f64).Set("mean", 0.5).Set("std", 2.0));
+    add("randint", "[5, 6] in [0, 10)", {},
+        random({5, 6}, i64).Set("low", int64_t{0}).Set("high", int64_t{10}));
+    add("randperm", "7", {}, random({7}, i64).Set("n", int64_t{7}));
+    Attrs drop;
+    drop.Set("p", 0.3).Set("seed", int64_t{11}).Set("offset", int64_t{4});
+    add("dropout_mask", "[5, 6] f32", {r.Floats({5, 6})}, drop);
+    add("dropout_mask", "[4, 5, 6] f64", {r.Floats({4, 5, 6}, -1, 1, f64)}, drop);
+  }
+
+  // ---- optimizer updates (in place on the parameter and state)
+  {
+    Attrs sgd;
+    sgd.Set("lr", 0.1).Set("momentum", 0.0).Set("dampening", 0.0).Set("nesterov", false);
+    sgd.Set("weight_decay", 0.01).Set("first_step", false).Set("maximize", false);
+    add("sgd_update", "[5, 6] plain", {r.Floats({5, 6}), r.Floats({5, 6})}, sgd);
+    Attrs sgdm = sgd;
+    sgdm.Set("momentum", 0.9).Set("nesterov", true);
+    add("sgd_update", "[5, 6] nesterov momentum",
+        {r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6})}, sgdm);
+    Attrs adam;
+    adam.Set("lr", 0.01).Set("beta1", 0.9).Set("beta2", 0.999).Set("eps", 1e-8);
+    adam.Set("weight_decay", 0.01).Set("step", int64_t{3}).Set("decoupled", true);
+    add("adam_update", "[5, 6] AdamW",
+        {r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)}, adam);
+    Attrs ams = adam;
+    ams.Set("decoupled", false);
+    add("adam_update", "[6, 5] amsgrad",
+        {r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}, 0, 1),
+         r.Floats({6, 5}, 0.5, 1)},
+        ams);
+  }
+  return s;
+}
+
+const std::vector<Sample>& Samples() {
+  static const auto* samples = new std::vector<Sample>(MakeSamples());
+  return *samples;
+}
+
+}  // namespace testing
+}  // namespace oneflow
