@@ -1,8 +1,6 @@
 #include "runtime/communicator.h"
 
-#ifdef ONEFLOW_WITH_CUDA
 #include "runtime/nccl_group.h"
-#endif
 
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
@@ -654,7 +652,6 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
 // ---- CUDA tensors ----
 
 NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
-#ifdef ONEFLOW_WITH_CUDA
   if (!nccl_tried_) {
     nccl_tried_ = true;
     std::string why;
@@ -677,11 +674,6 @@ NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
                        nccl_->device().ToString()));
   }
   return nccl_.get();
-#else
-  (void)device;
-  (void)op;
-  return nullptr;
-#endif
 }
 
 void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,

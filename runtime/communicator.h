@@ -174,8 +174,7 @@ class Communicator {
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<ShmGroup> shm_;
-  // shared_ptr: destroyable where NcclGroup is incomplete (builds without CUDA never make one).
-  std::shared_ptr<NcclGroup> nccl_;
+  std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
   std::mutex mu_;
   // Asynchronous calls, run in order by one worker thread started on first use.
