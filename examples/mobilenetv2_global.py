@@ -150,13 +150,17 @@ def main():
                         help="also train a local copy on the full batches and compare the losses")
     parser.add_argument("--dtype", choices=["float32", "float64"], default=None,
                         help="parameter and input dtype; default float32, float64 with --check-local")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                        help="placement device type; default cuda when a GPU is there")
     args = parser.parse_args()
+    if args.device is None:
+        args.device = "cuda" if flow.cuda.is_available() else "cpu"
     if args.dtype is None:
         args.dtype = "float64" if args.check_local else "float32"
     dtype = getattr(flow, args.dtype)
 
     rank, world = flow.env.get_rank(), flow.env.get_world_size()
-    P = flow.placement("cpu", ranks=list(range(world)))
+    P = flow.placement(args.device, ranks=list(range(world)))
 
     def log(*what):
         if rank == 0:
