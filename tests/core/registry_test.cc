@@ -1,4 +1,5 @@
-// Every registered op declares inference, a gradient (or says it has none) and a CPU kernel.
+// Every registered op declares inference, a gradient (or says it has none), a CPU kernel and,
+// in a build with CUDA, a CUDA kernel (checked without a GPU: registration needs none).
 #include "core/op_registry.h"
 #include "tests/test_util.h"
 
@@ -13,6 +14,9 @@ TEST_CASE("every op in the registry is complete") {
     CHECK(def.infer != nullptr);
     CHECK((def.grad != nullptr || !def.differentiable));
     CHECK(def.kernels[static_cast<int>(DeviceType::kCPU)] != nullptr);
+#ifdef ONEFLOW_WITH_CUDA
+    CHECK(def.kernels[static_cast<int>(DeviceType::kCUDA)] != nullptr);
+#endif
   }
 }
 
