@@ -11,6 +11,11 @@ namespace {
 std::vector<bool> ReducedMask(const Attrs& a, int64_t ndim, const char* op) {
   std::vector<bool> mask(ndim, false);
   const auto& dims = a.Get<std::vector<int64_t>>("dims");
+  if (ndim == 0) {
+    // A 0-dim tensor reduces over dim 0 or -1 as over nothing (PyTorch's rule).
+    for (int64_t d : dims) WrapDim(d, 1, op);
+    return mask;
+  }
   if (dims.empty()) mask.assign(ndim, true);
   for (int64_t d : dims) {
     int64_t w = WrapDim(d, ndim, op);

@@ -1291,3 +1291,14 @@ def test_type_errors_raise_type_error():
 def test_float16_arithmetic_asks_for_a_conversion():
     with pytest.raises(RuntimeError, match="storage type"):
         flow.ones(2).half() + 1.0
+
+
+def test_sum_over_dim_of_a_0dim_tensor_is_the_value():
+    # PyTorch's rule: dim 0 or -1 of a 0-dim tensor reduces over nothing.
+    x = flow.tensor(3.0, requires_grad=True)
+    y = x.sum(0)
+    assert y.shape == () and y.item() == 3.0 and x.sum(-1).item() == 3.0
+    y.backward()
+    assert x.grad.item() == 1.0
+    with pytest.raises(Exception, match="sum: dim 1 out of range"):
+        x.sum(1)

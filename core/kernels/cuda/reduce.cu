@@ -160,6 +160,7 @@ void SumLayout(const In* x, Out* y, const Layout& l, const Device& device, cudaS
 std::vector<bool> ReducedMask(const Attrs& a, int64_t ndim) {
   const auto& dims = a.Get<std::vector<int64_t>>("dims");
   std::vector<bool> mask(ndim, dims.empty());
+  if (ndim == 0) return mask;  // dim 0 or -1 of a 0-dim tensor: nothing to reduce
   for (int64_t d : dims) mask[WrapDim(d, ndim, "sum")] = true;  // checked by the inference
   return mask;
 }
