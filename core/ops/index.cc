@@ -8,18 +8,6 @@ namespace oneflow {
 
 namespace {
 
-// (outer, n, inner) decomposition of a contiguous shape around dim.
-struct Around {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Around Split(const Shape& s, int64_t dim) {
-  Around r;
-  for (int64_t i = 0; i < dim; ++i) r.outer *= s[i];
-  r.n = s.ndim() ? s[dim] : 1;
-  for (int64_t i = dim + 1; i < s.ndim(); ++i) r.inner *= s[i];
-  return r;
-}
-
 void CheckIndex(const TensorMeta& idx, const char* op) {
   ONEFLOW_CHECK(idx.dtype == DType::kInt64 || idx.dtype == DType::kInt32, op,
                 ": index must be an int64 or int32 tensor, got ", DTypeName(idx.dtype));

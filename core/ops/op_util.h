@@ -20,6 +20,18 @@ namespace oneflow {
 // derivative through them is an error, not a silent zero.
 std::vector<Tensor> NoDoubleBackward(const GradCtx& ctx);
 
+// A contiguous shape seen as (outer, n, inner) around dim (the index ops' CPU and CUDA kernels).
+struct Around {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline Around Split(const Shape& s, int64_t dim) {
+  Around r;
+  for (int64_t i = 0; i < dim; ++i) r.outer *= s[i];
+  r.n = s.ndim() ? s[dim] : 1;
+  for (int64_t i = dim + 1; i < s.ndim(); ++i) r.inner *= s[i];
+  return r;
+}
+
 // Shape from an int list attribute.
 inline Shape AttrShape(const Attrs& attrs, const char* name) {
   return Shape(attrs.Get<std::vector<int64_t>>(name));

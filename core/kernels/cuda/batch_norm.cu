@@ -26,10 +26,6 @@ using cuda::DevT;
 using cuda::Load;
 using cuda::Store;
 
-#define ONEFLOW_CUDA_GRID_LOOP(i, n)                                        \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
-
 struct ChannelLayout {
   int64_t outer, c, inner;
   explicit ChannelLayout(const Shape& x) : outer(x[0]), c(x[1]), inner(1) {

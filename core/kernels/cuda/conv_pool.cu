@@ -38,10 +38,6 @@ using cuda::DevT;
 using cuda::Load;
 using cuda::Store;
 
-#define ONEFLOW_CUDA_GRID_LOOP(i, n)                                        \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
-
 void ZeroFill(const Tensor& t, cudaStream_t stream) {
   ONEFLOW_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.numel() * SizeOf(t.dtype()), stream));
 }
@@ -53,27 +49,17 @@ void CheckDnn(cudnnStatus_t status, const char* what) {
   throw Error(StrCat("cuda: ", what, " failed: ", CUDNN(cudnnGetErrorString)(status)));
 }
 
-// One handle per device, created on first use and kept for the process's life.
+// The cuDNN handle of a device (cuda::PerDevice).
 struct DnnContext {
   std::mutex mu;  // the handle's stream is set per call
   cudnnHandle_t handle = nullptr;
 };
 
-DnnContext& DnnContextFor(int index) {
-  static std::mutex mu;
-  static auto* contexts = new std::vector<std::unique_ptr<DnnContext>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (static_cast<int>(contexts->size()) <= index) contexts->resize(index + 1);
-  std::unique_ptr<DnnContext>& c = (*contexts)[index];
-  if (!c) c = std::make_unique<DnnContext>();
-  return *c;
-}
-
 // Runs f(handle) with the device's handle bound to its compute stream, holding the handle's lock.
 template <typename F>
 void WithDnn(const Device& device, F&& f) {
   cudaStream_t stream = cuda::StreamFor(device);  // checks the device and makes it current
-  DnnContext& ctx = DnnContextFor(device.index);
+  DnnContext& ctx = cuda::PerDevice<DnnContext>(device.index);
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (!ctx.handle) CheckDnn(CUDNN(cudnnCreate)(&ctx.handle), "cudnnCreate");
   CheckDnn(CUDNN(cudnnSetStream)(ctx.handle, stream), "cudnnSetStream");

@@ -42,9 +42,7 @@ std::vector<Tensor> FullCuda(const std::vector<Tensor>&, const Attrs& a,
 // make: an integer dtype truncates the result, so the last bit can change the value.
 template <typename T>
 __global__ void ArangeKernel(int64_t n, T* p, double start, double step) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  ONEFLOW_CUDA_GRID_LOOP(i, n) {
     p[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(static_cast<double>(i), step)));
   }
 }
@@ -66,9 +64,7 @@ std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
 
 template <typename T>
 __global__ void EyeDiagonalKernel(int64_t k, T* p, int64_t m) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < k;
-       i += stride) {
+  ONEFLOW_CUDA_GRID_LOOP(i, k) {
     p[i * m + i] = static_cast<T>(1);
   }
 }

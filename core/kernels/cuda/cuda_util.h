@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,19 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
+// One T per device (a library handle and its settings), created on first use and kept for the
+// process's life: destroying handles at exit could run after the driver has shut down.
+template <typename T>
+T& PerDevice(int index) {
+  static std::mutex mu;
+  static auto* items = new std::vector<std::unique_ptr<T>>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(items->size()) <= index) items->resize(index + 1);
+  std::unique_ptr<T>& item = (*items)[index];
+  if (!item) item = std::make_unique<T>();
+  return *item;
+}
+
 // Caching allocator statistics (oneflow.cuda.memory_allocated / memory_reserved).
 size_t MemoryAllocated(int index);
 size_t MemoryReserved(int index);
@@ -80,6 +95,13 @@ inline unsigned Blocks(int64_t n, int threads = kThreads) {
   if (b < 1) b = 1;
   return static_cast<unsigned>(b > 65535 * 32 ? 65535 * 32 : b);  // grid-stride loops cover the rest
 }
+
+// A grid-stride loop over [0, n) in int64, for kernels launched with Blocks(n) (which caps the
+// grid; the loop covers the rest):
+//   ONEFLOW_CUDA_GRID_LOOP(i, n) { y[i] = x[i]; }
+#define ONEFLOW_CUDA_GRID_LOOP(i, n)                                                      \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 // Up to kMaxDims dims: shape and per-operand strides, passed to kernels by value.
 constexpr int kMaxDims = 8;

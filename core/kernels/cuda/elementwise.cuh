@@ -34,9 +34,7 @@ struct StridedIn {
 
 template <typename O, typename F, typename... I>
 __global__ void MapLinearKernel(int64_t n, O* out, F f, LinearIn<I>... in) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  ONEFLOW_CUDA_GRID_LOOP(i, n) {
     out[i] = Store<O>(f(Load(in.ptr[i * in.step])...));
   }
 }
@@ -44,9 +42,7 @@ __global__ void MapLinearKernel(int64_t n, O* out, F f, LinearIn<I>... in) {
 template <typename O, typename F, typename... I>
 __global__ void MapStridedKernel(int64_t n, O* out, Geometry out_g, bool out_contiguous, F f,
                                  StridedIn<I>... in) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  ONEFLOW_CUDA_GRID_LOOP(i, n) {
     const int64_t o = out_contiguous ? i : OffsetOf(out_g, i);
     out[o] = Store<O>(f(Load(in.ptr[OffsetOf(in.g, i)])...));
   }

@@ -12,22 +12,11 @@
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
 #include "core/op_registry.h"
+#include "core/ops/op_util.h"
 
 namespace oneflow {
 
 namespace {
-
-// (outer, n, inner) decomposition of a contiguous shape around dim, as the CPU kernels use.
-struct Around {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Around Split(const Shape& s, int64_t dim) {
-  Around r;
-  for (int64_t i = 0; i < dim; ++i) r.outer *= s[i];
-  r.n = s.ndim() ? s[dim] : 1;
-  for (int64_t i = dim + 1; i < s.ndim(); ++i) r.inner *= s[i];
-  return r;
-}
 
 // Calls f(TypeTag<I>{}) for an index dtype (the inference admits int32 and int64 only).
 template <typename F>
@@ -89,8 +78,7 @@ __device__ __forceinline__ bool WrapIndex(int64_t* t, int64_t bound, int64_t e, 
 template <typename T, typename I>
 __global__ void GatherKernel(const T* x, T* y, IndexReader<I> index, int64_t total, int64_t n_y,
                              int64_t n_x, int64_t inner, cuda::BadSlot bad) {
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
     const int64_t k = e % inner, i = e / inner / n_y;
     int64_t t = index(e);
     if (!WrapIndex(&t, n_x, e, bad)) continue;
@@ -156,8 +144,7 @@ template <typename T, typename I>
 __global__ void ScatterAddKernel(const T* src, T* y, IndexReader<I> index, int64_t total,
                                  int64_t n_src, int64_t inner_src, int64_t n_y, int64_t inner_y,
                                  int64_t y_total, cuda::BadSlot bad) {
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
     const int64_t k = e % inner_src, i = e / inner_src / n_src;
     int64_t t = index(e);
     if (!WrapIndex(&t, n_y, e, bad)) continue;
@@ -200,8 +187,7 @@ std::vector<Tensor> ScatterAddCuda(const std::vector<Tensor>& in, const Attrs& a
 template <typename I>
 __global__ void CheckIndexKernel(IndexReader<I> index, int64_t count, int64_t bound,
                                  cuda::BadSlot bad) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(j, count) {
     int64_t t = index(j);
     WrapIndex(&t, bound, j, bad);
   }
@@ -211,8 +197,7 @@ __global__ void CheckIndexKernel(IndexReader<I> index, int64_t count, int64_t bo
 template <typename E, typename I>
 __global__ void IndexSelectKernel(const E* x, E* y, IndexReader<I> index, int64_t total,
                                   int64_t count, int64_t n, int64_t inner) {
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
     const int64_t k = e % inner, ij = e / inner;
     int64_t t = index(ij % count);
     if (t < -n || t >= n) continue;  // reported by CheckIndexKernel

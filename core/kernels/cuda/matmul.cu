@@ -39,30 +39,19 @@ void CheckBlas(cublasStatus_t status, const char* what) {
 // cuBLAS's recommended workspace for Hopper (it asks for 4 MiB on earlier GPUs).
 constexpr int64_t kBlasWorkspaceBytes = int64_t(32) << 20;
 
-// One handle per device with its workspace, created on first use and kept for the process's
-// life (destroying them at exit could run after the driver has shut down).
+// The cuBLAS handle of a device with its workspace (cuda::PerDevice).
 struct BlasContext {
   std::mutex mu;  // a handle's stream, workspace and math mode are set per call
   cublasHandle_t handle = nullptr;
   Tensor workspace;  // from the caching allocator; only ever used on the device's stream
 };
 
-BlasContext& ContextFor(int index) {
-  static std::mutex mu;
-  static auto* contexts = new std::vector<std::unique_ptr<BlasContext>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (static_cast<int>(contexts->size()) <= index) contexts->resize(index + 1);
-  std::unique_ptr<BlasContext>& c = (*contexts)[index];
-  if (!c) c = std::make_unique<BlasContext>();
-  return *c;
-}
-
 // Runs f(handle) with the device's handle bound to its compute stream and workspace in `math`
 // mode, holding the handle's lock.
 template <typename F>
 void WithBlas(const Device& device, cublasMath_t math, F&& f) {
   cudaStream_t stream = cuda::StreamFor(device);  // checks the device and makes it current
-  BlasContext& ctx = ContextFor(device.index);
+  BlasContext& ctx = cuda::PerDevice<BlasContext>(device.index);
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (!ctx.handle) {
     ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
@@ -181,8 +170,7 @@ template <typename T>
 __global__ void IntegerMatmulKernel(int64_t total, int64_t m, int64_t n, int64_t k, const T* a,
                                     cuda::Geometry ga, int64_t a_rs, int64_t a_cs, const T* b,
                                     cuda::Geometry gb, int64_t b_rs, int64_t b_cs, T* c) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(i, total) {
     const int64_t bi = i / (m * n), r = i % (m * n);
     const int64_t row = r / n, col = r % n;
     const T* pa = a + cuda::OffsetOf(ga, bi) + row * a_rs;
@@ -300,8 +288,7 @@ std::vector<Tensor> MatmulCuda(const std::vector<Tensor>& in, const Attrs&,
 // o (m, n) = bias broadcast over the rows.
 template <typename T>
 __global__ void FillRowsKernel(int64_t total, int64_t n, const T* bias, int64_t bias_stride, T* o) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(i, total) {
     o[i] = bias[(i % n) * bias_stride];
   }
 }

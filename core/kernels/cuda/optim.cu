@@ -29,8 +29,7 @@ struct SgdArgs {
 template <typename T>
 __global__ void SgdKernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf,
                           int64_t n, SgdArgs<T> a) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(i, n) {
     const T pi = p[i];
     if (!buf) {
       p[i] = a.wd == T(0) ? pi - a.lr * a.sign * g[i] : pi - a.lr * (a.sign * g[i] + a.wd * pi);
@@ -87,8 +86,7 @@ struct AdamArgs {
 template <typename T>
 __global__ void AdamKernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
                            T* __restrict__ v, T* __restrict__ vmax, int64_t n, AdamArgs<T> a) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(i, n) {
     T pi = p[i];
     if (a.decay) pi *= a.keep;
     const T d = g[i] + a.coupled_wd * pi;

@@ -17,6 +17,7 @@
 #include "core/kernels/cuda/index_check.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
+#include "core/ops/nn/nn_util.h"
 
 namespace oneflow {
 
@@ -177,22 +178,9 @@ std::vector<Tensor> SoftmaxCuda(const std::vector<Tensor>& in, const Attrs& attr
 
 // Input seen as (n, c, inner) and target as (n, inner), exactly as the CPU kernel sees them
 // (inner is 0 when n * c is, so no target is read then).
-struct NllLayout {
-  int64_t n = 1, c = 1, inner = 1;
-  __host__ __device__ int64_t targets() const { return n * inner; }
-};
+using nn_util::NllLayout;
 
-NllLayout MakeNllLayout(const Shape& x) {
-  NllLayout l;
-  if (x.ndim() == 1) {
-    l.c = x[0];
-  } else {
-    l.n = x[0];
-    l.c = x[1];
-    l.inner = x.numel() / std::max<int64_t>(l.n * l.c, 1);
-  }
-  return l;
-}
+__host__ __device__ inline int64_t Targets(const NllLayout& l) { return l.n * l.inner; }
 
 enum class Reduction { kNone, kSum, kMean };
 
@@ -216,8 +204,7 @@ __device__ __forceinline__ int64_t TargetOffset(const int64_t* target, int64_t j
 template <typename T>
 __global__ void NllNoneKernel(const T* x, const int64_t* target, T* y, NllLayout l,
                               int64_t ignore_index, cuda::BadSlot bad) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < l.targets();
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(j, Targets(l)) {
     const int64_t xi = TargetOffset(target, j, l, ignore_index, bad);
     if (xi >= 0) y[j] = -x[xi];  // ignored targets keep the zero written before
   }
@@ -231,7 +218,7 @@ __global__ void NllReduceKernel(const T* x, const int64_t* target, T* y, NllLayo
   __shared__ int64_t count_smem[cuda::kWarpSize];
   double total = 0;
   int64_t count = 0;
-  for (int64_t j = threadIdx.x; j < l.targets(); j += blockDim.x) {
+  for (int64_t j = threadIdx.x; j < Targets(l); j += blockDim.x) {
     const int64_t xi = TargetOffset(target, j, l, ignore_index, bad);
     if (xi < 0) continue;
     total -= x[xi];
@@ -254,7 +241,7 @@ void ThrowIfBadTarget(const cuda::BadIndex& bad, const Tensor& target, const Nll
 std::vector<Tensor> NllLossCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                 const std::vector<TensorMeta>& out) {
   Tensor x = fn::contiguous(in[0]), target = fn::contiguous(in[1]);
-  const NllLayout l = MakeNllLayout(x.shape());
+  const NllLayout l = nn_util::NllLayoutOf(x.shape());
   const Reduction reduction = ParseReduction(attrs.Get<std::string>("reduction"));
   const int64_t ignore_index = attrs.Get<int64_t>("ignore_index");
   Tensor y = Tensor::Empty(out[0]);
@@ -268,8 +255,8 @@ std::vector<Tensor> NllLossCuda(const std::vector<Tensor>& in, const Attrs& attr
     if (reduction == Reduction::kNone) {
       if (y.numel() == 0) return;
       ONEFLOW_CUDA_CHECK(cudaMemsetAsync(py, 0, y.numel() * sizeof(T), stream));
-      if (l.targets() == 0) return;
-      NllNoneKernel<<<cuda::Blocks(l.targets()), cuda::kThreads, 0, stream>>>(
+      if (Targets(l) == 0) return;
+      NllNoneKernel<<<cuda::Blocks(Targets(l)), cuda::kThreads, 0, stream>>>(
           px, pt, py, l, ignore_index, bad.slot());
     } else {
       NllReduceKernel<<<1, kLossThreads, 0, stream>>>(px, pt, py, l, ignore_index,
@@ -286,7 +273,7 @@ __global__ void CountTargetsKernel(const int64_t* target, NllLayout l, int64_t i
                                    int64_t* count) {
   __shared__ int64_t smem[cuda::kWarpSize];
   int64_t c = 0;
-  for (int64_t j = threadIdx.x; j < l.targets(); j += blockDim.x) c += target[j] != ignore_index;
+  for (int64_t j = threadIdx.x; j < Targets(l); j += blockDim.x) c += target[j] != ignore_index;
   c = cuda::BlockReduce(c, SumOf<int64_t>, int64_t{0}, smem);
   if (threadIdx.x == 0) *count = c;
 }
@@ -297,8 +284,7 @@ template <typename T>
 __global__ void NllGradKernel(const T* dy, const int64_t* target, T* dx, NllLayout l,
                               int64_t ignore_index, Reduction reduction, const int64_t* count,
                               cuda::BadSlot bad) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < l.targets();
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  ONEFLOW_CUDA_GRID_LOOP(j, Targets(l)) {
     const int64_t xi = TargetOffset(target, j, l, ignore_index, bad);
     if (xi < 0) continue;
     if (reduction == Reduction::kNone) {
@@ -314,7 +300,7 @@ __global__ void NllGradKernel(const T* dy, const int64_t* target, T* dx, NllLayo
 std::vector<Tensor> NllLossGradCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                     const std::vector<TensorMeta>& out) {
   Tensor dy = fn::contiguous(in[0]), target = fn::contiguous(in[1]);
-  const NllLayout l = MakeNllLayout(out[0].shape);
+  const NllLayout l = nn_util::NllLayoutOf(out[0].shape);
   const Reduction reduction = ParseReduction(attrs.Get<std::string>("reduction"));
   const int64_t ignore_index = attrs.Get<int64_t>("ignore_index");
   Tensor dx = Tensor::Empty(out[0]);
@@ -325,7 +311,7 @@ std::vector<Tensor> NllLossGradCuda(const std::vector<Tensor>& in, const Attrs& 
     if (dx.numel() > 0) {
       ONEFLOW_CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.numel() * sizeof(T), stream));
     }
-    if (l.targets() == 0) return;
+    if (Targets(l) == 0) return;
     Tensor count;
     if (reduction == Reduction::kMean) {
       count = Tensor::Empty(Shape({1}), DType::kInt64, dy.device());
@@ -333,7 +319,7 @@ std::vector<Tensor> NllLossGradCuda(const std::vector<Tensor>& in, const Attrs& 
                                                          count.data<int64_t>());
       ONEFLOW_CUDA_CHECK(cudaGetLastError());
     }
-    NllGradKernel<<<cuda::Blocks(l.targets()), cuda::kThreads, 0, stream>>>(
+    NllGradKernel<<<cuda::Blocks(Targets(l)), cuda::kThreads, 0, stream>>>(
         dy.data<T>(), target.data<int64_t>(), dx.data<T>(), l, ignore_index, reduction,
         count.defined() ? count.data<int64_t>() : nullptr, bad.slot());
     ONEFLOW_CUDA_CHECK(cudaGetLastError());

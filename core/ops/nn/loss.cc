@@ -17,10 +17,7 @@ namespace oneflow {
 
 namespace {
 
-// Input seen as (n, c, inner) and target as (n, inner).
-struct NllLayout {
-  int64_t n = 1, c = 1, inner = 1;
-};
+using nn_util::NllLayout;
 
 // Validates the pair (input, target) and returns its layout.
 NllLayout MakeNllLayout(const Shape& x, DType x_dtype, const TensorMeta& target) {
@@ -43,15 +40,7 @@ NllLayout MakeNllLayout(const Shape& x, DType x_dtype, const TensorMeta& target)
     throw Error(StrCat("nll_loss: expected target of shape ", Shape(want), " for input of shape ",
                        x, ", got ", target.shape));
   }
-  NllLayout l;
-  if (x.ndim() == 1) {
-    l.c = x[0];
-  } else {
-    l.n = x[0];
-    l.c = x[1];
-    l.inner = x.numel() / std::max<int64_t>(l.n * l.c, 1);
-  }
-  return l;
+  return nn_util::NllLayoutOf(x);
 }
 
 // Calls f(input offset, target offset) for every target that is not ignored.

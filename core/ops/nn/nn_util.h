@@ -5,6 +5,7 @@
 //   int64_t oh = WindowOutputSize(h, kh, sh, ph, dh, /*ceil_mode=*/false);
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,23 @@ template <typename F>
 Tensor WithBatchDim(const Tensor& x, F&& f) {
   if (x.ndim() != 3) return f(x);
   return fn::squeeze(f(fn::unsqueeze(x, 0)), 0);
+}
+
+// nll_loss's input seen as (n, c, inner) and its target as (n, inner); x is (C,), (N, C) or
+// (N, C, d1, ...) (the op's inference checks it).
+struct NllLayout {
+  int64_t n = 1, c = 1, inner = 1;
+};
+inline NllLayout NllLayoutOf(const Shape& x) {
+  NllLayout l;
+  if (x.ndim() == 1) {
+    l.c = x[0];
+  } else {
+    l.n = x[0];
+    l.c = x[1];
+    l.inner = x.numel() / std::max<int64_t>(l.n * l.c, 1);
+  }
+  return l;
 }
 
 inline void CheckReduction(const std::string& reduction, const char* op) {
