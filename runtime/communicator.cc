@@ -652,25 +652,29 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
 // ---- CUDA tensors ----
 
 NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
+  // The group's name for its CUDA tensors: "cuda:[0,1]" beside the CPU one's "cpu:[0,1]".
+  const std::string cuda_desc = "cuda" + desc_.substr(desc_.find(':'));
   if (!nccl_tried_) {
-    nccl_tried_ = true;
     std::string why;
     try {
-      nccl_ = NcclGroup::Create(*client_, desc_, my_rank_, group_rank_, size(), device,
+      nccl_ = NcclGroup::Create(*client_, cuda_desc, my_rank_, group_rank_, size(), device,
                                 timeout_s_, &why);
     } catch (const std::exception& e) {
       throw Error(StrCat(op, ": ", OneLine(e.what())));
     }
+    // Only a decision (a group, or why not) is final: a failed attempt is retried next call
+    // rather than silently falling back to host memory.
+    nccl_tried_ = true;
     if (!nccl_) {
       std::fprintf(stderr,
                    "oneflow: warning: NCCL cannot serve group %s (%s); its CUDA collectives go "
                    "through host memory and %s instead\n",
-                   desc_.c_str(), why.c_str(), shm_ ? "shared memory" : "Gloo");
+                   cuda_desc.c_str(), why.c_str(), shm_ ? "shared memory" : "Gloo");
     }
   }
   if (nccl_ && nccl_->device() != device) {
     throw Error(StrCat(op, ": rank ", my_rank_, " passed a tensor on ", device.ToString(),
-                       " but its NCCL communicator for group ", desc_, " is on ",
+                       " but its NCCL communicator for group ", cuda_desc, " is on ",
                        nccl_->device().ToString()));
   }
   return nccl_.get();

@@ -107,9 +107,13 @@ void Env::HeartbeatLoop() {
 }
 
 Communicator& Env::Comm(const std::vector<int>& ranks, DeviceType device) {
+#ifndef ONEFLOW_WITH_CUDA
   if (device != DeviceType::kCPU) {
     throw Error("communicator: CUDA groups need the CUDA build (NCCL), which this build lacks");
   }
+#else
+  (void)device;  // one communicator serves both (Communicator: NCCL for CUDA tensors)
+#endif
   std::lock_guard<std::mutex> lock(mu_);
   if (shut_down_) throw Error("communicator: the runtime was shut down");
   for (int r : ranks) {
@@ -118,8 +122,7 @@ Communicator& Env::Comm(const std::vector<int>& ranks, DeviceType device) {
                          " ranks"));
     }
   }
-  auto key = std::make_pair(static_cast<int>(device), ranks);
-  auto it = comms_.find(key);
+  auto it = comms_.find(ranks);
   if (it != comms_.end()) return *it->second;
   std::unique_ptr<Communicator> c;
   if (ranks.size() == 1 && ranks[0] == world_.rank) {
@@ -127,7 +130,7 @@ Communicator& Env::Comm(const std::vector<int>& ranks, DeviceType device) {
   } else {
     c = std::make_unique<Communicator>(*client_, ranks, world_.rank, world_.timeout_seconds);
   }
-  return *comms_.emplace(key, std::move(c)).first->second;
+  return *comms_.emplace(ranks, std::move(c)).first->second;
 }
 
 Communicator& Env::WorldComm(DeviceType device) {

@@ -1,6 +1,7 @@
 // The job as one process sees it: who it is (WorldInfo), the control plane (rank 0 serves it,
 // every rank is a client), a heartbeat, and the communicators of its groups, created lazily
-// and cached by (device type, ranks).
+// and cached by ranks (one communicator moves a group's CPU tensors through shared memory or
+// Gloo and its CUDA tensors through NCCL).
 //
 //   runtime::Env& env = runtime::Env::Get();     // first call joins the job
 //   env.Comm({0, 1}).AllReduce(t);                // every member must ask for the same group
@@ -42,8 +43,9 @@ class Env {
   // Null in a job of one process.
   ControlClient* control() { return client_.get(); }
 
-  // The communicator of `ranks` (global ranks, in group order) for tensors on `device`; created
-  // by the first call of each member (a collective among them), then cached.
+  // The communicator of `ranks` (global ranks, in group order); created by the first call of
+  // each member (a collective among them), then cached. It serves tensors of either device
+  // type; `device` only matters in a build without CUDA, which refuses kCUDA.
   Communicator& Comm(const std::vector<int>& ranks, DeviceType device = DeviceType::kCPU);
   Communicator& WorldComm(DeviceType device = DeviceType::kCPU);
 
@@ -62,7 +64,7 @@ class Env {
   WorldInfo world_;
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<ControlClient> client_;
-  std::map<std::pair<int, std::vector<int>>, std::unique_ptr<Communicator>> comms_;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> comms_;
   std::mutex mu_;
   std::thread heartbeat_;
   std::mutex hb_mu_;

@@ -34,8 +34,7 @@ def current_device():
 
 
 def set_device(device):
-    index = device if isinstance(device, int) else _index(device)
-    _C.cuda_set_device(index)
+    _C.cuda_set_device(_index(device))
 
 
 def _index(device):
