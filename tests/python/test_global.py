@@ -119,6 +119,10 @@ def test_one_line_errors():
         x + flow.ones(2, 3)
     with pytest.raises(ValueError, match="to_global: a local tensor needs both placement and sbp"):
         flow.ones(2).to_global(sbp=flow.sbp.broadcast)
+    with pytest.raises(RuntimeError, match=r"^to: a global tensor moves between devices with "
+                                           r"to_global and a placement of the other device type, "
+                                           r"got tensor\(shape=\(2, 3\).* to cuda:0$"):
+        x.to("cuda")
 
 
 DIFFERENT_PLACEMENTS = """
