@@ -98,8 +98,15 @@ std::shared_ptr<Storage> Storage::Allocate(const Device& device, size_t nbytes) 
   return std::make_shared<Storage>(a->Allocate(nbytes, device), nbytes, device, a);
 }
 
+std::shared_ptr<Storage> Storage::Borrow(void* data, size_t nbytes, const Device& device,
+                                         std::shared_ptr<void> owner) {
+  auto s = std::make_shared<Storage>(data, nbytes, device, nullptr);
+  s->owner_ = std::move(owner);
+  return s;
+}
+
 Storage::~Storage() {
-  if (data_) allocator_->Deallocate(data_, nbytes_, device_);
+  if (data_ && allocator_) allocator_->Deallocate(data_, nbytes_, device_);
 }
 
 }  // namespace oneflow

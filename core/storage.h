@@ -27,6 +27,10 @@ Allocator* GetAllocator(DeviceType type);  // throws when the device type has no
 class Storage {
  public:
   static std::shared_ptr<Storage> Allocate(const Device& device, size_t nbytes);
+  // Memory the storage does not own (a shared-memory mapping): `owner` keeps it alive as long
+  // as the storage lives.
+  static std::shared_ptr<Storage> Borrow(void* data, size_t nbytes, const Device& device,
+                                         std::shared_ptr<void> owner);
   Storage(void* data, size_t nbytes, Device device, Allocator* allocator)
       : data_(data), nbytes_(nbytes), device_(device), allocator_(allocator) {}
   ~Storage();
@@ -44,7 +48,8 @@ class Storage {
   void* data_;
   size_t nbytes_;
   Device device_;
-  Allocator* allocator_;
+  Allocator* allocator_;  // null for borrowed memory
+  std::shared_ptr<void> owner_;
   uint64_t version_ = 0;
 };
 

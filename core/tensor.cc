@@ -21,6 +21,18 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::FromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
+  ONEFLOW_CHECK(storage->nbytes() >= static_cast<size_t>(shape.numel()) * SizeOf(dtype),
+                "Tensor::FromStorage: ", storage->nbytes(), " bytes cannot hold ", shape, " of ",
+                DTypeName(dtype));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape = shape;
+  impl->strides = ContiguousStrides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 Tensor Tensor::MakeView(const Tensor& base, Shape shape, std::vector<int64_t> strides,
                         int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();

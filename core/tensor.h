@@ -70,6 +70,8 @@ class Tensor {
   // Uninitialised contiguous tensor.
   static Tensor Empty(const Shape& shape, DType dtype, const Device& device);
   static Tensor Empty(const TensorMeta& meta) { return Empty(meta.shape, meta.dtype, meta.device); }
+  // A contiguous tensor over existing storage (at least shape.numel() elements of dtype).
+  static Tensor FromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype);
   // A view of base's storage with new geometry; no autograd state.
   static Tensor MakeView(const Tensor& base, Shape shape, std::vector<int64_t> strides,
                          int64_t offset);

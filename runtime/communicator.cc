@@ -319,7 +319,12 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (shm_) {
-    shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
+    if (auto regions = SharedRegionsOf(t)) {
+      shm_->ReduceRegions(*regions, static_cast<size_t>(t.offset()) * SizeOf(t.dtype()), t.numel(),
+                          t.dtype(), op, name);
+    } else {
+      shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
+    }
     return;
   }
   DispatchCommDType(t.dtype(), name, [&](auto tag) {
@@ -342,46 +347,24 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   });
 }
 
-void Communicator::AllReduceInto(const std::vector<Tensor>& in, Tensor& out, ReduceOp op) {
-  const char* name = "all_reduce";
-  CheckTensor(out, name, "output");
-  CheckAverage(op, out.dtype(), name);
-  int64_t total = 0;
-  for (const Tensor& t : in) {
-    ONEFLOW_CHECK(t.dtype() == out.dtype() && t.is_contiguous(), name, ": every input must be a ",
-                  "contiguous ", DTypeName(out.dtype()), " tensor, got ", DTypeName(t.dtype()),
-                  t.is_contiguous() ? "" : " (not contiguous)");
-    total += t.numel();
+Tensor Communicator::EmptyShared(int64_t numel, DType dtype) {
+  ONEFLOW_CHECK(numel >= 0, "empty_shared: numel must be >= 0, got ", numel);
+  if (!shm_ || numel == 0) return Tensor::Empty(Shape({numel}), dtype, Device::CPU());
+  Drain();
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t bytes = static_cast<size_t>(numel) * SizeOf(dtype);
+  auto regions = std::make_shared<SharedRegions>(
+      shm_->MapRegions(*client_, StrCat("shared/", desc_, "/", shared_.size()), bytes));
+  auto storage = Storage::Borrow(regions->Region(group_rank_), bytes, Device::CPU(), regions);
+  shared_.push_back({storage, regions});
+  return Tensor::FromStorage(std::move(storage), Shape({numel}), dtype);
+}
+
+std::shared_ptr<const SharedRegions> Communicator::SharedRegionsOf(const Tensor& t) const {
+  for (const SharedTensor& s : shared_) {
+    if (s.storage.lock() == t.storage()) return s.regions.lock();
   }
-  ONEFLOW_CHECK(total == out.numel(), name, ": inputs hold ", total, " elements but the output ",
-                out.numel());
-  if (!out.is_cpu()) {
-    // CUDA: flatten on the device (kernels on the compute stream), then one all-reduce.
-    int64_t off = 0;
-    for (const Tensor& t : in) {
-      ONEFLOW_CHECK(t.device() == out.device(), name, ": input on ", t.device().ToString(),
-                    " but output on ", out.device().ToString());
-      Tensor slot = Tensor::MakeView(out, Shape({t.numel()}), {1}, out.offset() + off);
-      fn::copy_(slot, Tensor::MakeView(t, Shape({t.numel()}), {1}, t.offset()));
-      off += t.numel();
-    }
-    return AllReduce(out, op);
-  }
-  if (shm_ && size() > 1 && total > 0) {
-    Drain();
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<ShmGroup::Piece> pieces;
-    for (const Tensor& t : in) pieces.push_back({t.raw_data(), t.numel()});
-    shm_->Reduce(pieces, out.raw_data(), total, out.dtype(), op, 0, total, name);
-    return;
-  }
-  const size_t item = SizeOf(out.dtype());
-  uint8_t* dst = static_cast<uint8_t*>(out.raw_data());
-  for (const Tensor& t : in) {
-    std::memcpy(dst, t.raw_data(), static_cast<size_t>(t.numel()) * item);
-    dst += static_cast<size_t>(t.numel()) * item;
-  }
-  AllReduce(out, op);
+  return nullptr;
 }
 
 void Communicator::Broadcast(Tensor& t, int root) {

@@ -120,10 +120,11 @@ class Communicator {
 
   // In place on every rank.
   void AllReduce(Tensor& t, ReduceOp op = ReduceOp::kSum);
-  // out = the reduction over ranks of the concatenation of `in` (contiguous tensors of out's
-  // dtype, flattened; numel adding up to out's). Through shared memory the inputs are read in
-  // place; DDP's buckets use it to skip flattening gradients into a staging buffer.
-  void AllReduceInto(const std::vector<Tensor>& in, Tensor& out, ReduceOp op = ReduceOp::kSum);
+  // A 1-d CPU tensor whose memory every member reaches when the group shares memory (transport
+  // "shm"); otherwise an ordinary tensor. Collective (every member, same numel and dtype, same
+  // order). AllReduce of a view of it (the same offset on every member) reduces in place across
+  // the members' memory: no staging copies (DDP's gradient buckets live there).
+  Tensor EmptyShared(int64_t numel, DType dtype);
   // t of the root (a global rank) overwrites t everywhere; shapes must agree.
   void Broadcast(Tensor& t, int root);
   // out = cat(in of every rank, dim 0); out has size() * in.shape[0] rows.
@@ -157,6 +158,8 @@ class Communicator {
               const std::function<void(NcclGroup&)>& nccl,
               const std::function<void(std::vector<Tensor>&)>& host);
   void Drain();
+  // The shared memory t lives in (a tensor from EmptyShared, or a view of one), else null.
+  std::shared_ptr<const SharedRegions> SharedRegionsOf(const Tensor& t) const;
   // all_gather(v) for a group of one or through shared memory; elems[i]: rank i's elements.
   void GatherLocally(
       const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
@@ -174,6 +177,11 @@ class Communicator {
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<ShmGroup> shm_;
+  struct SharedTensor {
+    std::weak_ptr<Storage> storage;
+    std::weak_ptr<const SharedRegions> regions;
+  };
+  std::vector<SharedTensor> shared_;  // from EmptyShared (their memory lives while they do)
   std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
   std::mutex mu_;

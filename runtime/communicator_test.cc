@@ -423,44 +423,51 @@ TEST_CASE("communicator: shared memory across several chunks, uneven, every op",
   }
 }
 
-TEST_CASE("communicator: all-reduce of several pieces into one output (DDP's buckets)",
-          "[runtime]") {
+TEST_CASE("communicator: all-reduce in place in shared memory (DDP's buckets)", "[runtime]") {
   const bool over_tcp = GENERATE(false, true);
+  const int n = GENERATE(2, 3);
   if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
   struct Unset {
     ~Unset() { unsetenv("ONEFLOW_SHM"); }
   } unset;
-  // 300001 elements in pieces of 100000, 0 and 200001: several shared-memory chunks, a chunk
-  // boundary inside a piece, and an empty piece.
-  const std::vector<int64_t> sizes = {100000, 0, 200001};
+  // Two shared tensors; views at offsets 0, 100000 (an empty one) and 100000 of the first, the
+  // parts not on cache-line or page boundaries; the second reduced whole with max.
   const int64_t total = 300001;
-  std::string error;
-  auto results = RunRanks(2, [&](Communicator& c, int r) {
-    std::vector<Tensor> pieces;
-    int64_t start = 0;
-    for (int64_t n : sizes) {
-      pieces.push_back(Make(Range(start + r * 1000, n), {n}, DType::kFloat64));
-      start += n;
-    }
-    Tensor out = Make(std::vector<double>(total), {total}, DType::kFloat64);
-    c.AllReduceInto(pieces, out, ReduceOp::kAvg);
-    Tensor small = Make(std::vector<double>(3), {3}, DType::kFloat64);
-    try {
-      c.AllReduceInto(pieces, small, ReduceOp::kSum);
-    } catch (const std::exception& e) {
-      if (r == 0) error = e.what();
-    }
-    return std::vector<std::vector<double>>{Read(out)};
+  auto results = RunRanks(n, [&](Communicator& c, int r) {
+    Tensor a = c.EmptyShared(total, DType::kFloat64);
+    Tensor b = c.EmptyShared(5, DType::kInt64);
+    REQUIRE(a.shape() == Shape({total}));
+    for (int64_t i = 0; i < total; ++i) a.data<double>()[i] = static_cast<double>(i + r * 1000);
+    for (int64_t i = 0; i < 5; ++i) b.data<int64_t>()[i] = (i + r) % 5;
+    Tensor head = Tensor::MakeView(a, Shape({100000}), {1}, 0);
+    Tensor none = Tensor::MakeView(a, Shape({0}), {1}, 100000);
+    Tensor tail = Tensor::MakeView(a, Shape({200001}), {1}, 100000);
+    c.AllReduce(head, ReduceOp::kAvg);
+    c.AllReduce(none, ReduceOp::kSum);
+    c.AllReduce(tail, ReduceOp::kSum);
+    c.AllReduce(b, ReduceOp::kMax);
+    return std::vector<std::vector<double>>{Read(a), Read(b)};
   });
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r << (over_tcp ? " gloo" : " shm"));
+  const double ranks_sum = 1000.0 * n * (n - 1) / 2;  // sum over r of r * 1000
+  auto expected = [&](int64_t i) {
+    return i < 100000 ? i + ranks_sum / n : static_cast<double>(n) * i + ranks_sum;
+  };
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r << " of " << n << (over_tcp ? " gloo" : " shm"));
     REQUIRE(results[r].error == "");
     const auto& o = results[r].outputs[0];
     REQUIRE(static_cast<int64_t>(o.size()) == total);
-    for (int64_t i = 0; i < total; i += 991) REQUIRE(o[i] == i + 500.0);  // (i + i+1000) / 2
-    REQUIRE(o[total - 1] == total - 1 + 500.0);
+    for (int64_t i : {int64_t{0}, int64_t{99999}, int64_t{100000}, total - 1}) {
+      REQUIRE(o[i] == expected(i));
+    }
+    for (int64_t i = 0; i < total; i += 997) {
+      INFO("element " << i);
+      REQUIRE(o[i] == expected(i));
+    }
+    const std::vector<double> most = n == 2 ? std::vector<double>{1, 2, 3, 4, 4}
+                                            : std::vector<double>{2, 3, 4, 4, 4};
+    REQUIRE(results[r].outputs[1] == most);
   }
-  REQUIRE(error == "all_reduce: inputs hold 300001 elements but the output 3");
 }
 
 TEST_CASE("communicator: asynchronous calls run in order and wait() returns their result",

@@ -102,6 +102,56 @@ bool SameHost(const std::vector<std::string>& host_ids) {
   return true;
 }
 
+std::shared_ptr<ShmSegment> ShmSegment::Map(ControlClient& client, const std::string& key,
+                                            size_t bytes, int my_rank, int group_rank, int size,
+                                            double timeout_s, const std::string& desc) {
+  std::string name;
+  int fd = -1;
+  if (group_rank == 0) {
+    static std::atomic<int> counter{0};
+    name = StrCat("/oneflow-", getpid(), "-", counter++);
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      int err = errno;
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+      }
+      throw Error(StrCat("shared memory: rank ", my_rank, " could not create ", bytes,
+                         " bytes for group ", desc, ": ", std::strerror(err)));
+    }
+    client.Set(key + "/name", name);
+  } else {
+    client.Wait({key + "/name"}, timeout_s);
+    name = client.Get(key + "/name").value_or("");
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) {
+      throw Error(StrCat("shared memory: rank ", my_rank, " could not open ", name, " for group ",
+                         desc, ": ", std::strerror(errno)));
+    }
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int map_err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (group_rank == 0) shm_unlink(name.c_str());
+    throw Error(StrCat("shared memory: rank ", my_rank, " could not map ", name, " for group ",
+                       desc, ": ", std::strerror(map_err)));
+  }
+  std::shared_ptr<ShmSegment> segment(new ShmSegment(static_cast<uint8_t*>(p), bytes));
+  // Once everyone has mapped the segment its name is no longer needed.
+  try {
+    client.Barrier(key + "/mapped", size, timeout_s);
+  } catch (...) {
+    if (group_rank == 0) shm_unlink(name.c_str());
+    throw;
+  }
+  if (group_rank == 0) shm_unlink(name.c_str());
+  return segment;
+}
+
+ShmSegment::~ShmSegment() { munmap(base_, bytes_); }
+
 ShmGroup::ShmGroup(ControlClient& client, const std::string& key, int my_rank, int group_rank,
                    int size, double timeout_s, std::string desc)
     : my_rank_(my_rank),
@@ -114,55 +164,12 @@ ShmGroup::ShmGroup(ControlClient& client, const std::string& key, int my_rank, i
     throw Error(
         StrCat("shared memory: group ", desc_, " has more than ", kHeaderBytes / kLine, " ranks"));
   }
-  map_bytes_ = kHeaderBytes + (static_cast<size_t>(size_) + 1) * chunk_bytes_;
-  std::string name;
-  int fd = -1;
-  if (group_rank_ == 0) {
-    static std::atomic<int> counter{0};
-    name = StrCat("/oneflow-", getpid(), "-", counter++);
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
-      int err = errno;
-      if (fd >= 0) {
-        close(fd);
-        shm_unlink(name.c_str());
-      }
-      throw Error(StrCat("shared memory: rank ", my_rank_, " could not create ", map_bytes_,
-                         " bytes for group ", desc_, ": ", std::strerror(err)));
-    }
-    client.Set(key + "/name", name);
-  } else {
-    client.Wait({key + "/name"}, timeout_s_);
-    name = client.Get(key + "/name").value_or("");
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) {
-      throw Error(StrCat("shared memory: rank ", my_rank_, " could not open ", name, " for group ",
-                         desc_, ": ", std::strerror(errno)));
-    }
-  }
-  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int map_err = errno;
-  close(fd);
-  if (p == MAP_FAILED) {
-    if (group_rank_ == 0) shm_unlink(name.c_str());
-    throw Error(StrCat("shared memory: rank ", my_rank_, " could not map ", name, " for group ",
-                       desc_, ": ", std::strerror(map_err)));
-  }
-  base_ = static_cast<uint8_t*>(p);
-  // Once everyone has mapped the segment its name is no longer needed.
-  try {
-    client.Barrier(key + "/mapped", size_, timeout_s_);
-  } catch (...) {
-    if (group_rank_ == 0) shm_unlink(name.c_str());
-    munmap(base_, map_bytes_);
-    throw;
-  }
-  if (group_rank_ == 0) shm_unlink(name.c_str());
+  segment_ = ShmSegment::Map(client, key, kHeaderBytes + (static_cast<size_t>(size_) + 1) * chunk_bytes_,
+                             my_rank_, group_rank_, size_, timeout_s_, desc_);
+  base_ = segment_->data();
 }
 
-ShmGroup::~ShmGroup() {
-  if (base_) munmap(base_, map_bytes_);
-}
+ShmGroup::~ShmGroup() = default;
 
 uint8_t* ShmGroup::Slot(int r) const {
   return base_ + kHeaderBytes + static_cast<size_t>(r) * chunk_bytes_;
@@ -206,30 +213,9 @@ void ShmGroup::Meet(const char* opname) {
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
                       int64_t keep_begin, int64_t keep_end, const char* opname) {
-  Reduce(std::vector<Piece>{{in, count}}, out, count, dtype, op, keep_begin, keep_end, opname);
-}
-
-void ShmGroup::Reduce(const std::vector<Piece>& in, void* out, int64_t count, DType dtype,
-                      ReduceOp op, int64_t keep_begin, int64_t keep_end, const char* opname) {
   DispatchCommDType(dtype, opname, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    size_t piece = 0;      // the input piece the next chunk starts in
-    int64_t piece_at = 0;  // and the element within it
-    // Copies the next len input elements to dst, walking the pieces (empty ones included).
-    auto gather = [&](T* dst, int64_t len) {
-      while (len > 0) {
-        const int64_t n = std::min(len, in[piece].count - piece_at);
-        std::memcpy(dst, static_cast<const T*>(in[piece].data) + piece_at,
-                    static_cast<size_t>(n) * sizeof(T));
-        dst += n;
-        len -= n;
-        piece_at += n;
-        if (piece_at == in[piece].count) {
-          ++piece;
-          piece_at = 0;
-        }
-      }
-    };
+    const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
     const int64_t per_chunk = static_cast<int64_t>(chunk_bytes_ / sizeof(T));
     std::vector<const T*> slots(size_);
@@ -238,7 +224,7 @@ void ShmGroup::Reduce(const std::vector<Piece>& in, void* out, int64_t count, DT
     T* mine = reinterpret_cast<T*>(Slot(group_rank_));
     for (int64_t off = 0; off < count; off += per_chunk) {
       const int64_t len = std::min(per_chunk, count - off);
-      gather(mine, len);
+      std::memcpy(mine, src + off, static_cast<size_t>(len) * sizeof(T));
       Meet(opname);
       int64_t part = (len + size_ - 1) / size_;
       part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
@@ -290,6 +276,49 @@ void ShmGroup::AllGather(const void* in, void* out, const std::vector<size_t>& b
 }
 
 void ShmGroup::Barrier(const char* opname) { Meet(opname); }
+
+SharedRegions ShmGroup::MapRegions(ControlClient& client, const std::string& key,
+                                   size_t bytes_per_rank) {
+  SharedRegions regions;
+  // Whole pages per region: no cache line or page is written by two ranks.
+  regions.region_bytes = std::max<size_t>((bytes_per_rank + 4095) / 4096 * 4096, 4096);
+  regions.segment = ShmSegment::Map(client, key, regions.region_bytes * static_cast<size_t>(size_),
+                                    my_rank_, group_rank_, size_, timeout_s_, desc_);
+  return regions;
+}
+
+void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
+                             DType dtype, ReduceOp op, const char* opname) {
+  DispatchCommDType(dtype, opname, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<T*> region(size_);
+    for (int r = 0; r < size_; ++r) region[r] = reinterpret_cast<T*>(regions.Region(r) + byte_offset);
+    // The result goes into this rank's region, so it must be the first source (ReduceRange
+    // reads the first two, then adds the rest into the result).
+    std::vector<const T*> src{region[group_rank_]};
+    for (int r = 0; r < size_; ++r) {
+      if (r != group_rank_) src.push_back(region[r]);
+    }
+    int64_t part = (count + size_ - 1) / size_;
+    part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
+    const int64_t lo = std::min(count, part * group_rank_);
+    const int64_t hi = std::min(count, lo + part);
+    Meet(opname);  // every member's data is in its region
+    // Block by block, so the result is still in cache when copied into the other regions.
+    constexpr int64_t kBlock = (16 << 10) / sizeof(T);
+    T* mine = region[group_rank_];
+    for (int64_t b = lo; b < hi; b += kBlock) {
+      const int64_t e = std::min(hi, b + kBlock);
+      ReduceRange<T>(mine, src, b, e, op);
+      for (int r = 0; r < size_; ++r) {
+        if (r != group_rank_) {
+          std::memcpy(region[r] + b, mine + b, static_cast<size_t>(e - b) * sizeof(T));
+        }
+      }
+    }
+    Meet(opname);  // every part is everywhere
+  });
+}
 
 }  // namespace runtime
 }  // namespace oneflow

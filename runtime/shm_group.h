@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,38 @@ void DispatchCommDType(DType dtype, const char* op, F&& f) {
   }
 }
 
+// One POSIX shared-memory segment mapped by every member of a group. Group rank 0 creates it and
+// publishes its name under `key` through the control plane; it is unlinked once every member
+// has mapped it (so a killed job leaves nothing in /dev/shm) and unmapped with the last owner.
+class ShmSegment {
+ public:
+  // Collective: every member calls it with the same key and bytes.
+  static std::shared_ptr<ShmSegment> Map(ControlClient& client, const std::string& key,
+                                         size_t bytes, int my_rank, int group_rank, int size,
+                                         double timeout_s, const std::string& desc);
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  uint8_t* data() const { return base_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  ShmSegment(uint8_t* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  uint8_t* base_;
+  size_t bytes_;
+};
+
+// Memory every member reaches: one region of region_bytes per group rank, region r at
+// data() + r * region_bytes (r's own, which the others read and write during collectives).
+struct SharedRegions {
+  std::shared_ptr<ShmSegment> segment;
+  size_t region_bytes = 0;
+  uint8_t* Region(int group_rank) const {
+    return segment->data() + static_cast<size_t>(group_rank) * region_bytes;
+  }
+};
+
 class ShmGroup {
  public:
   // Every member calls this with the same key (unique per group in the job). my_rank is the
@@ -65,18 +98,19 @@ class ShmGroup {
   // out[i - keep_begin]; in may equal out (in place, keep = everything).
   void Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
               int64_t keep_begin, int64_t keep_end, const char* opname);
-  // The same with the input given as consecutive pieces (read in place: no staging copy).
-  struct Piece {
-    const void* data;
-    int64_t count;  // elements
-  };
-  void Reduce(const std::vector<Piece>& in, void* out, int64_t count, DType dtype, ReduceOp op,
-              int64_t keep_begin, int64_t keep_end, const char* opname);
   // The root's bytes (a group rank) overwrite everyone's.
   void Broadcast(void* data, size_t bytes, int root, const char* opname);
   // out = concatenation of every rank's in; bytes[i] is rank i's size.
   void AllGather(const void* in, void* out, const std::vector<size_t>& bytes, const char* opname);
   void Barrier(const char* opname);
+
+  // Collective: regions of at least bytes_per_rank for every member (key unique in the job).
+  SharedRegions MapRegions(ControlClient& client, const std::string& key, size_t bytes_per_rank);
+  // Reduces `count` elements at byte_offset of every member's region in place: afterwards every
+  // region holds the reduction there. Rank i reduces the i-th part, reading every region and
+  // writing the result into all: no staging copies, two meetings.
+  void ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
+                     DType dtype, ReduceOp op, const char* opname);
 
  private:
   void Meet(const char* opname);
@@ -87,7 +121,7 @@ class ShmGroup {
   double timeout_s_;
   std::string desc_;
   size_t chunk_bytes_;
-  size_t map_bytes_ = 0;
+  std::shared_ptr<ShmSegment> segment_;
   uint8_t* base_ = nullptr;
   uint64_t seq_ = 0;
 };

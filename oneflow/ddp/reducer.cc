@@ -1,7 +1,12 @@
 #include "oneflow/ddp/reducer.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "core/autograd.h"
 #include "core/functional.h"
@@ -81,7 +86,14 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, Com
       total += params_[i].numel();
     }
     const Tensor& first = params_[bucket.params[0]];
-    bucket.flat = fn::zeros(Shape({total}), first.dtype(), first.device());
+    if (first.is_cpu()) {
+      // In shared memory when the ranks share a machine: reduced in place, no staging copies.
+      NoGradGuard no_grad;
+      bucket.flat = comm_.EmptyShared(total, first.dtype());
+      fn::fill_(bucket.flat, 0.0);
+    } else {
+      bucket.flat = fn::zeros(Shape({total}), first.dtype(), first.device());
+    }
   }
   ready_.assign(n, 0);
   used_.assign(n, 0);
@@ -110,7 +122,6 @@ void Reducer::Reset() {
   std::fill(used_.begin(), used_.end(), 0);
   for (Bucket& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
-    b.inputs.assign(b.params.size(), Tensor());
     b.work.reset();
   }
   used_work_.reset();
@@ -151,28 +162,36 @@ void Reducer::OnGradReady(int index) {
 void Reducer::MarkReady(int index, bool used) {
   ready_[index] = 1;
   used_[index] = used ? 1 : 0;
-  Bucket& b = buckets_[bucket_of_[index]];
+  Bucket& bucket = buckets_[bucket_of_[index]];
   const Tensor& p = params_[index];
   Tensor grad = p.grad();
+  Tensor piece = Piece(bucket.flat, bucket.offsets[slot_of_[index]], p);
+  NoGradGuard no_grad;
   if (!grad.defined()) {
-    grad = fn::zeros(p.shape(), p.dtype(), p.device());
-  } else if (!grad.is_contiguous()) {
-    grad = fn::clone(grad);  // a gradient a user set by hand
+    fn::fill_(piece, 0.0);
+  } else if (!(grad.storage() == piece.storage() && grad.offset() == piece.offset() &&
+               grad.is_contiguous())) {
+    fn::copy_(piece, grad);  // a .grad still the view of the last reduction is there already
   }
-  b.inputs[slot_of_[index]] = grad;
-  --b.pending;
+  --bucket.pending;
 }
 
 void Reducer::LaunchReadyBuckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_++];
     Tensor flat = b.flat;
-    std::vector<Tensor> inputs = std::move(b.inputs);  // kept alive by the call
-    b.inputs.assign(b.params.size(), Tensor());
-    std::shared_ptr<double> seconds = comm_seconds_;
-    b.work = comm_.Async([inputs, flat, seconds](Communicator& c) mutable {
+    if (!options_.overlap) {
       Clock::time_point start = Clock::now();
-      c.AllReduceInto(inputs, flat, ReduceOp::kAvg);
+      comm_.AllReduce(flat, ReduceOp::kAvg);
+      const double seconds = SecondsSince(start);
+      *comm_seconds_ += seconds;
+      stats_.exposed_seconds += seconds;
+      continue;
+    }
+    std::shared_ptr<double> seconds = comm_seconds_;
+    b.work = comm_.Async([flat, seconds](Communicator& c) mutable {
+      Clock::time_point start = Clock::now();
+      c.AllReduce(flat, ReduceOp::kAvg);
       *seconds += SecondsSince(start);
     });
   }
@@ -202,7 +221,9 @@ void Reducer::Finalize() {
     used_work_ = comm_.Async([flags](Communicator& c) mutable { c.AllReduce(flags, ReduceOp::kMax); });
   }
   Clock::time_point start = Clock::now();
-  for (Bucket& b : buckets_) b.work->Wait();
+  for (Bucket& b : buckets_) {
+    if (b.work) b.work->Wait();
+  }
   if (used_work_) used_work_->Wait();
   stats_.exposed_seconds += SecondsSince(start);
   stats_.comm_seconds = *comm_seconds_;
@@ -216,6 +237,17 @@ void Reducer::Finalize() {
     }
   }
   Reset();
+}
+
+bool OverlapPaysOff(int local_ranks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cores = sched_getaffinity(0, sizeof(set), &set) == 0
+                        ? CPU_COUNT(&set)
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  const int threads = omp && std::atoi(omp) > 0 ? std::atoi(omp) : cores;
+  return cores >= std::max(local_ranks, 1) * (threads + 1);
 }
 
 void VerifyParamShapes(Communicator& comm, const std::vector<Tensor>& params,

@@ -1,9 +1,11 @@
 // DistributedDataParallel's gradient reducer: parameters are grouped into buckets (in reverse
 // order, the order backward produces their gradients); as soon as every gradient of a bucket
-// has been accumulated, the bucket is flattened and all-reduced (averaged) asynchronously on
-// the communicator's worker thread while backward goes on. At the end of backward the reducer
-// waits for the buckets and makes each parameter's .grad a view of its bucket's result (as
-// PyTorch's gradient_as_bucket_view: no copy back; the next reduction overwrites it).
+// is accumulated, it is copied into its bucket's flat buffer; once a bucket is complete it is
+// all-reduced (averaged) asynchronously on the communicator's worker thread while backward goes
+// on. At the end of backward the reducer waits for the buckets and makes each parameter's .grad
+// a view of its bucket (as PyTorch's gradient_as_bucket_view: no copy back; the next reduction
+// overwrites it, and a .grad still that view is not copied again). When the ranks share a
+// machine the CPU buckets live in shared memory and are reduced in place across the ranks.
 //
 //   auto reducer = ddp::Reducer::Create(params, names, runtime::Env::Get().WorldComm(), {});
 //   reducer->PrepareForBackward();  // in the wrapped forward
@@ -30,12 +32,17 @@ struct ReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_cap_bytes = 1 << 20;  // small, so communication starts early
   bool find_unused_parameters = false;
+  // Reduce buckets on the communicator's thread while backward goes on (true), or inline in
+  // backward as each bucket completes (false): overlap pays off only with a core to spare for
+  // the communication thread; on an oversubscribed machine the thread only steals the compute
+  // threads' cores and waits to be scheduled at every meeting with its peers.
+  bool overlap = true;
 };
 
 struct ReducerStats {
   int64_t reductions = 0;       // backward passes whose gradients were averaged
   double comm_seconds = 0;      // time the worker spent in the buckets' all-reduces
-  double exposed_seconds = 0;   // time the end of backward waited for them (not overlapped)
+  double exposed_seconds = 0;   // time backward waited for them (all of it without overlap)
 };
 
 class Reducer : public std::enable_shared_from_this<Reducer> {
@@ -53,13 +60,13 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // Parameter indices per bucket, in launch order.
   std::vector<std::vector<int>> bucket_indices() const;
   ReducerStats stats() const { return stats_; }
+  bool overlap() const { return options_.overlap; }
 
  private:
   struct Bucket {
     std::vector<int> params;
     std::vector<int64_t> offsets;  // element offset of each parameter in flat
-    std::vector<Tensor> inputs;    // per parameter: its gradient (or zeros) once ready
-    Tensor flat;                   // the averaged gradients; .grad become views of it
+    Tensor flat;                   // the gradients, then their average; .grad are views of it
     int pending = 0;
     std::shared_ptr<runtime::Work> work;
   };
@@ -96,6 +103,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
 // throws one line naming the first parameter and rank that differ.
 void VerifyParamShapes(runtime::Communicator& comm, const std::vector<Tensor>& params,
                        const std::vector<std::string>& names);
+
+// Whether overlapping communication with backward pays off for local_ranks processes on this
+// machine: its usable cores cover every rank's compute threads (OMP_NUM_THREADS, else all
+// cores) plus one communication thread each.
+bool OverlapPaysOff(int local_ranks);
 
 // Overwrites tensors on every member with root's (a global rank): one broadcast per dtype.
 void BroadcastCoalesced(runtime::Communicator& comm, const std::vector<Tensor>& tensors, int root);

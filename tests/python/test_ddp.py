@@ -10,7 +10,7 @@ import pytest
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.parallel import DistributedDataParallel as DDP
-from test_comm import DIST, ROOT, free_port, launch
+from test_comm import DIST, ROOT, env_with, free_port, launch
 
 
 def run_dist(nproc, script, *args, timeout=180, **kw):
@@ -18,18 +18,31 @@ def run_dist(nproc, script, *args, timeout=180, **kw):
                   os.path.join(DIST, script), *args, timeout=timeout, **kw)
 
 
-@pytest.mark.parametrize("model,opt,extra", [
-    ("mlp", "sgd", []),
-    ("mlp", "adam", []),
-    ("lenet", "sgd", []),
-    ("lenet", "adam", ["-", "0.001"]),  # tiny buckets: one per parameter
-    ("mlp", "sgd", ["no_sync"]),
-    ("lenet", "adam", ["no_sync"]),
+@pytest.mark.parametrize("model,opt,extra,env", [
+    ("mlp", "sgd", [], {}),
+    ("mlp", "adam", [], {}),
+    ("lenet", "sgd", [], {}),
+    ("lenet", "adam", ["-", "0.001"], {}),  # tiny buckets: one per parameter
+    ("mlp", "sgd", ["no_sync"], {}),
+    ("lenet", "adam", ["no_sync"], {}),
+    ("mlp", "sgd", ["zero_in_place"], {}),
+    # Buckets reduced on the communication thread, overlapping backward (the default only
+    # where cores are to spare), through shared memory and over TCP.
+    ("lenet", "adam", ["no_sync", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1"}),
+    ("mlp", "sgd", ["zero_in_place"], {"ONEFLOW_DDP_OVERLAP": "1"}),
+    ("mlp", "adam", ["-", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1", "ONEFLOW_SHM": "0"}),
+    ("lenet", "sgd", [], {"ONEFLOW_DDP_OVERLAP": "0", "ONEFLOW_SHM": "0"}),
 ])
-def test_ddp_equals_one_process_training(model, opt, extra):
-    r = run_dist(2, "ddp_check.py", model, opt, *extra)
+def test_ddp_equals_one_process_training(model, opt, extra, env):
+    r = run_dist(2, "ddp_check.py", model, opt, *extra, env=env_with(**env))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("equals one process") == 2, r.stdout
+
+
+def test_ddp_overlap_setting_is_checked():
+    r = run_dist(2, "ddp_check.py", "mlp", "sgd", env=env_with(ONEFLOW_DDP_OVERLAP="yes"))
+    assert r.returncode != 0
+    assert "DistributedDataParallel: ONEFLOW_DDP_OVERLAP must be 0, 1 or auto, got 'yes'" in r.stderr
 
 
 def test_ddp_on_four_ranks_equals_one_process():

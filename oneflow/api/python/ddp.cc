@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/ddp/reducer.h"
+#include "runtime/env.h"
 
 namespace oneflow {
 namespace python {
@@ -102,8 +103,12 @@ void BindDdp(py::module_& m) {
   py::class_<ddp::Reducer, std::shared_ptr<ddp::Reducer>>(m, "Reducer")
       .def(py::init([](std::vector<Tensor> params, std::vector<std::string> names,
                        const py::object& ranks, int64_t bucket_cap_bytes,
-                       int64_t first_bucket_cap_bytes, bool find_unused_parameters) {
+                       int64_t first_bucket_cap_bytes, bool find_unused_parameters,
+                       const py::object& overlap) {
              ddp::ReducerOptions o;
+             o.overlap = overlap.is_none()
+                             ? ddp::OverlapPaysOff(runtime::Env::Get().world().local_world_size)
+                             : overlap.cast<bool>();
              o.bucket_cap_bytes = bucket_cap_bytes;
              o.first_bucket_cap_bytes = first_bucket_cap_bytes;
              o.find_unused_parameters = find_unused_parameters;
@@ -111,10 +116,12 @@ void BindDdp(py::module_& m) {
              return ddp::Reducer::Create(std::move(params), std::move(names), comm, o);
            }),
            py::arg("params"), py::arg("names"), py::arg("ranks"), py::arg("bucket_cap_bytes"),
-           py::arg("first_bucket_cap_bytes"), py::arg("find_unused_parameters"))
+           py::arg("first_bucket_cap_bytes"), py::arg("find_unused_parameters"),
+           py::arg("overlap") = py::none())
       .def("prepare_for_backward", &ddp::Reducer::PrepareForBackward)
       .def_property("sync", &ddp::Reducer::sync, &ddp::Reducer::set_sync)
       .def("bucket_indices", &ddp::Reducer::bucket_indices)
+      .def_property_readonly("overlap", &ddp::Reducer::overlap)
       .def("stats", [](const ddp::Reducer& r) { return StatsDict(r.stats()); });
 
   m.def(

@@ -3,7 +3,9 @@
 Every rank builds the same model from one seed and the same full batches; the DDP replica
 trains on its own slice of each batch, the reference on the whole batch. After every step the
 parameters must agree to 1e-4.
-    usage: ddp_check.py mlp|lenet sgd|adam [no_sync] [bucket_mb]
+    usage: ddp_check.py mlp|lenet sgd|adam [no_sync|zero_in_place|-] [bucket_mb]
+zero_in_place: zero_grad(set_to_none=False), so each .grad stays a view of its bucket and
+backward accumulates into the bucket itself.
 """
 
 import sys
@@ -17,6 +19,7 @@ from tutorial_models import make_model, make_opt
 
 model_name, opt_name = sys.argv[1], sys.argv[2]
 accumulate = len(sys.argv) > 3 and sys.argv[3] == "no_sync"
+zero_in_place = len(sys.argv) > 3 and sys.argv[3] == "zero_in_place"
 bucket_mb = float(sys.argv[4]) if len(sys.argv) > 4 else 25
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 
@@ -58,12 +61,16 @@ for i, (xb, yb) in enumerate(batches):
     loss = loss_fn(model(x[mine]), y[mine])
     (loss / 2 if accumulate else loss).backward()
     opt.step()
-    opt.zero_grad()
+    if steps == 0:
+        first_ptrs = [p.grad.data_ptr() for p in model.module.parameters()]
+    opt.zero_grad(set_to_none=not zero_in_place)
     steps += 1
     worst = max(float((p - q).abs().max()) for p, q in zip(model.module.parameters(), ref.parameters()))
     if worst > 1e-4:
         raise SystemExit(f"rank {rank} step {steps}: parameters differ from one-process training by {worst}")
 stats = model.comm_stats()
 assert stats["reductions"] == steps, stats
+if zero_in_place:  # every step reduced into the same buckets, which .grad still views
+    assert [p.grad.data_ptr() for p in model.module.parameters()] == first_ptrs
 print(f"rank {rank}: DDP {model_name} {opt_name}{' no_sync' if accumulate else ''} equals one process "
       f"after {steps} steps ({len(model.bucket_indices())} buckets)")

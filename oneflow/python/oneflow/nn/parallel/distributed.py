@@ -4,9 +4,14 @@ At wrap time every rank checks that its parameters have the shapes of every othe
 takes rank 0's parameters and buffers. During backward, gradients are grouped into buckets of
 about `bucket_cap_mb` MiB in reverse parameter order; each bucket's all-reduce (an average:
 the sum over ranks divided by their number, so a per-rank mean loss gives the gradient of the
-global mean) starts asynchronously as soon as its last gradient is accumulated, overlapping the
-rest of backward. Backward returns once every bucket is reduced, so `optimizer.step()` sees
-averaged gradients.
+global mean) starts as soon as its last gradient is accumulated. Backward returns once every
+bucket is reduced, so `optimizer.step()` sees averaged gradients. Ranks on one machine keep
+their buckets in shared memory and reduce them there in place.
+
+Where the machine has a core to spare for each rank's communication thread (cores >= local
+ranks x (OMP_NUM_THREADS + 1)), bucket all-reduces run on that thread, overlapping the rest of
+backward; on a busier machine they run inline in backward, which is faster there (the thread
+would only take cores from compute). ONEFLOW_DDP_OVERLAP=1 or 0 forces either.
 
     model = DistributedDataParallel(model)
     with model.no_sync():           # accumulate locally
@@ -14,6 +19,7 @@ averaged gradients.
     model(x2).sum().backward()      # reduces the accumulated gradients
 """
 
+import os
 from contextlib import contextmanager
 
 import oneflow as flow
@@ -64,8 +70,12 @@ class DistributedDataParallel(Module):
         with flow.no_grad():
             _C.ddp_broadcast_coalesced(params + self._buffers_to_sync, self._root, ranks)
         cap = int(bucket_cap_mb * 1024 * 1024)
+        overlap = os.environ.get("ONEFLOW_DDP_OVERLAP", "auto")
+        if overlap not in ("auto", "0", "1"):
+            raise ValueError(f"DistributedDataParallel: ONEFLOW_DDP_OVERLAP must be 0, 1 or auto, got '{overlap}'")
         self.reducer = _C.Reducer(params, names, ranks, cap, min(cap, 1024 * 1024),
-                                  bool(find_unused_parameters))
+                                  bool(find_unused_parameters),
+                                  None if overlap == "auto" else overlap == "1")
 
     def __getattr__(self, name):
         # The wrapped module still answers for its own attributes (m.lr, m.w ...).
@@ -102,6 +112,9 @@ class DistributedDataParallel(Module):
         return self.reducer.bucket_indices()
 
     def comm_stats(self):
-        """reductions, comm_seconds (all-reduce time) and exposed_seconds (time backward's end
-        waited for communication, the part not hidden behind backward)."""
-        return self.reducer.stats()
+        """reductions, comm_seconds (all-reduce time), exposed_seconds (time backward waited
+        for communication, the part not hidden behind it) and overlap (whether all-reduces run
+        on the communication thread)."""
+        stats = self.reducer.stats()
+        stats["overlap"] = self.reducer.overlap
+        return stats
