@@ -1,9 +1,9 @@
 // Matrix multiplication on OpenBLAS: batched with broadcast batch dims. Transposed views are
 // passed to gemm as transposes, so x @ w.T and the gradients of matmul copy nothing.
-#include <cblas.h>
 
 #include <cstring>
 
+#include "core/kernels/cpu/blas.h"
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
 
@@ -48,12 +48,8 @@ MatView ViewOf(const Tensor& t) {
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T* c, int64_t ldc) {
-  auto A = ta ? CblasTrans : CblasNoTrans;
-  auto B = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, A, B, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, A, B, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  if constexpr (std::is_floating_point_v<T>) {
+    cpu::Gemm(ta, tb, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc);
   } else {
     // Integer matmul: plain loops (no BLAS for integers).
     for (int64_t i = 0; i < m; ++i)
@@ -182,16 +178,8 @@ std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
       return;
     }
     // w is (n, k): reading it transposed gives the (k, n) operand.
-    auto A = vx.trans ? CblasTrans : CblasNoTrans;
-    auto B = vw.trans ? CblasNoTrans : CblasTrans;
-    const T beta = has_bias ? T(1) : T(0);
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, A, B, m, n, k, 1.0f, x.data<T>(), vx.ld, w.data<T>(), vw.ld, beta,
-                  po, n);
-    } else {
-      cblas_dgemm(CblasRowMajor, A, B, m, n, k, 1.0, x.data<T>(), vx.ld, w.data<T>(), vw.ld, beta,
-                  po, n);
-    }
+    cpu::Gemm(vx.trans, !vw.trans, m, n, k, T(1), x.data<T>(), vx.ld, w.data<T>(), vw.ld,
+              has_bias ? T(1) : T(0), po, n);
   });
   return {o};
 }

@@ -176,6 +176,31 @@ TEST_CASE("matmul against a naive loop, incl. transposed views and batches") {
                       "linear: input of shape (2, 3) has 3 features but the layer expects 5");
 }
 
+TEST_CASE("float32 matmul and linear on oneDNN's sgemm: every transpose, bias, batches") {
+  // Products of 40x50x60 and more go to oneDNN (smaller ones to OpenBLAS): both transposes of
+  // each operand, a broadcast batch, and linear's bias (beta = 1) against the float64 loop.
+  Tensor a = fn::randn({2, 40, 50}, DType::kFloat64), b = fn::randn({50, 60}, DType::kFloat64);
+  std::vector<double> bv = ToVector(b), b2 = bv;
+  b2.insert(b2.end(), bv.begin(), bv.end());
+  const std::vector<double> want = NaiveMatmul(ToVector(a), b2, 2, 40, 50, 60);
+  Tensor af = fn::to_dtype(a, DType::kFloat32), bf = fn::to_dtype(b, DType::kFloat32);
+  Tensor at = fn::transpose(fn::contiguous(fn::transpose(af, 1, 2)), 1, 2);  // column-major
+  Tensor bt = fn::transpose(fn::contiguous(fn::transpose(bf, 0, 1)), 0, 1);
+  for (const Tensor& x : {af, at}) {
+    for (const Tensor& y : {bf, bt}) CheckClose(fn::matmul(x, y), want, 1e-4);
+  }
+  Tensor x = fn::to_dtype(fn::randn({64, 70}, DType::kFloat64), DType::kFloat32);
+  Tensor w = fn::to_dtype(fn::randn({80, 70}, DType::kFloat64), DType::kFloat32);
+  Tensor bias = fn::to_dtype(fn::randn({80}, DType::kFloat64), DType::kFloat32);
+  std::vector<double> wt = ToVector(fn::contiguous(fn::transpose(w, 0, 1)));
+  std::vector<double> lin = NaiveMatmul(ToVector(x), wt, 1, 64, 70, 80);
+  std::vector<double> bv2 = ToVector(bias);
+  for (size_t i = 0; i < lin.size(); ++i) lin[i] += bv2[i % 80];
+  CheckClose(fn::linear(x, w, bias), lin, 1e-4);
+  CheckClose(fn::linear(fn::transpose(fn::contiguous(fn::transpose(x, 0, 1)), 0, 1), w, bias), lin,
+             1e-4);
+}
+
 TEST_CASE("views share storage; reshape, permute, slice, expand") {
   Tensor a = fn::arange(0, 6, 1, DType::kFloat32);
   Tensor r = fn::reshape(a, {2, -1});

@@ -5,7 +5,6 @@
 // convolutions (one input channel per group) run as direct loops, where a gemm of one row would
 // be all overhead.
 
-#include <cblas.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -18,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/kernels/cpu/blas.h"
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/nn/nn_util.h"
 #include "core/ops/op_util.h"
@@ -97,19 +97,7 @@ void CheckFloating(const TensorMeta& x, const char* op) {
 
 // ---- gemm and im2col ----
 
-// Row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and op(B) k x n.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0 || k == 0) return;  // callers start from an initialised C
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+using cpu::Gemm;
 
 // For a kernel tap at offset `off` (= tap * dilation - pad) along one axis: the output positions
 // o in [lo, hi) whose input position o * stride + off lies inside [0, in). Computing the range

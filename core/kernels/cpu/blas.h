@@ -1,0 +1,24 @@
+// Dense GEMM on the CPU, row-major: C = alpha * op(A) * op(B) + beta * C, op(A) m x k and
+// op(B) k x n, with leading dimensions as in BLAS (row strides here). With beta == 0, C is
+// written without being read (it may hold garbage).
+//
+//   cpu::Gemm(/*ta=*/false, /*tb=*/true, m, n, k, 1.0f, x, k, w, k, 0.0f, y, n);  // y = x w^T
+//
+// float goes to oneDNN's sgemm (JIT kernels for the CPU it runs on: AVX-512 and newer, where
+// Debian's OpenBLAS 0.3.21 falls back to its Haswell AVX2 kernels on recent Xeons and runs at
+// about half the speed), except for tiny products, where OpenBLAS' lower call overhead wins;
+// double goes to OpenBLAS. Both are deterministic for a given shape and thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace oneflow {
+namespace cpu {
+
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+}  // namespace cpu
+}  // namespace oneflow
