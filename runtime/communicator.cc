@@ -360,6 +360,32 @@ Tensor Communicator::EmptyShared(int64_t numel, DType dtype) {
   return Tensor::FromStorage(std::move(storage), Shape({numel}), dtype);
 }
 
+std::pair<int64_t, int64_t> Communicator::SharedPartOf(const Tensor& t) const {
+  if (!shm_ || !SharedRegionsOf(t)) return {0, 0};
+  return shm_->PartOf(t.numel());
+}
+
+void Communicator::AllReduce(Tensor& t, ReduceOp op,
+                             const std::vector<std::pair<int64_t, Tensor>>& local) {
+  const char* name = "all_reduce";
+  if (local.empty()) return AllReduce(t, op);
+  CheckTensor(t, name, "tensor");
+  CheckAverage(op, t.dtype(), name);
+  auto regions = shm_ ? SharedRegionsOf(t) : nullptr;
+  ONEFLOW_CHECK(regions != nullptr, name, ": local pieces need a tensor in shared memory (from ",
+                "EmptyShared, in a group on one machine)");
+  std::vector<ShmGroup::LocalPiece> pieces;
+  for (const auto& [offset, piece] : local) {
+    ONEFLOW_CHECK(piece.is_cpu() && piece.is_contiguous() && piece.dtype() == t.dtype(), name,
+                  ": a local piece must be a contiguous CPU ", DTypeName(t.dtype()), " tensor");
+    pieces.push_back({offset, piece.numel(), piece.raw_data()});
+  }
+  Drain();
+  std::lock_guard<std::mutex> lock(mu_);
+  shm_->ReduceRegions(*regions, static_cast<size_t>(t.offset()) * SizeOf(t.dtype()), t.numel(),
+                      t.dtype(), op, name, pieces);
+}
+
 std::shared_ptr<const SharedRegions> Communicator::SharedRegionsOf(const Tensor& t) const {
   for (const SharedTensor& s : shared_) {
     if (s.storage.lock() == t.storage()) return s.regions.lock();

@@ -38,6 +38,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -125,6 +126,13 @@ class Communicator {
   // order). AllReduce of a view of it (the same offset on every member) reduces in place across
   // the members' memory: no staging copies (DDP's gradient buckets live there).
   Tensor EmptyShared(int64_t numel, DType dtype);
+  // For a view t of an EmptyShared tensor: the elements [first, second) of t that this rank
+  // reduces in an all-reduce of t; (0, 0) when t is not in shared memory (or the group is one).
+  std::pair<int64_t, int64_t> SharedPartOf(const Tensor& t) const;
+  // AllReduce of such a view where this rank's data for some elements of its part is not in t:
+  // `local` holds (element offset in t, contiguous tensor of t's dtype) pairs, read in place,
+  // which saves copying them into shared memory first. Afterwards t holds the reduction.
+  void AllReduce(Tensor& t, ReduceOp op, const std::vector<std::pair<int64_t, Tensor>>& local);
   // t of the root (a global rank) overwrites t everywhere; shapes must agree.
   void Broadcast(Tensor& t, int root);
   // out = cat(in of every rank, dim 0); out has size() * in.shape[0] rows.

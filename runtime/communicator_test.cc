@@ -1,8 +1,10 @@
 #include "runtime/communicator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -468,6 +470,68 @@ TEST_CASE("communicator: all-reduce in place in shared memory (DDP's buckets)", 
                                             : std::vector<double>{2, 3, 4, 4, 4};
     REQUIRE(results[r].outputs[1] == most);
   }
+}
+
+TEST_CASE("communicator: shared all-reduce reads this rank's part from local pieces",
+          "[runtime]") {
+  const int n = GENERATE(2, 3);
+  const int64_t total = 1000;
+  std::vector<std::string> errors(n);
+  auto results = RunRanks(n, [&](Communicator& c, int r) {
+    Tensor t = c.EmptyShared(total, DType::kFloat64);
+    const auto [lo, hi] = c.SharedPartOf(t);
+    REQUIRE(hi - lo >= 30);
+    // In the region: this rank's values, except NaN where a local piece stands in for them.
+    for (int64_t i = 0; i < total; ++i) t.data<double>()[i] = static_cast<double>(i + r * 1000);
+    std::vector<double> mine;
+    for (int64_t i = lo + 10; i < hi - 10; ++i) {
+      mine.push_back(static_cast<double>(i + r * 1000));
+      t.data<double>()[i] = std::nan("");
+    }
+    Tensor piece = Make(mine, {static_cast<int64_t>(mine.size())}, DType::kFloat64);
+    c.AllReduce(t, ReduceOp::kSum, {{lo + 10, piece}});
+    try {  // every rank names an offset outside its part, so every rank fails before meeting
+      c.AllReduce(t, ReduceOp::kSum, {{hi, piece}});
+    } catch (const std::exception& e) {
+      errors[r] = e.what();
+    }
+    return std::vector<std::vector<double>>{Read(t), {static_cast<double>(lo), static_cast<double>(hi)}};
+  });
+  std::vector<char> covered(total, 0);
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r << " of " << n);
+    REQUIRE(results[r].error == "");
+    const auto& o = results[r].outputs[0];
+    for (int64_t i = 0; i < total; ++i) REQUIRE(o[i] == n * i + 1000.0 * n * (n - 1) / 2);
+    const auto& part = results[r].outputs[1];
+    for (int64_t i = static_cast<int64_t>(part[0]); i < static_cast<int64_t>(part[1]); ++i) {
+      ++covered[i];
+    }
+    REQUIRE_THAT(errors[r], Catch::Matchers::Contains("all_reduce: local piece [") &&
+                                Catch::Matchers::Contains("lies outside this rank's part"));
+  }
+  REQUIRE(std::count(covered.begin(), covered.end(), 1) == total);  // the parts tile the tensor
+}
+
+TEST_CASE("communicator: local pieces need shared memory", "[runtime]") {
+  setenv("ONEFLOW_SHM", "0", 1);
+  struct Unset {
+    ~Unset() { unsetenv("ONEFLOW_SHM"); }
+  } unset;
+  std::string error;
+  auto results = RunRanks(2, [&](Communicator& c, int r) {
+    Tensor t = c.EmptyShared(10, DType::kFloat32);
+    REQUIRE(c.SharedPartOf(t) == std::pair<int64_t, int64_t>{0, 0});
+    try {
+      c.AllReduce(t, ReduceOp::kSum, {{0, Make({1.0}, {1}, DType::kFloat32)}});
+    } catch (const std::exception& e) {
+      if (r == 0) error = e.what();
+    }
+    return std::vector<std::vector<double>>{};
+  });
+  REQUIRE(error ==
+          "all_reduce: local pieces need a tensor in shared memory (from EmptyShared, in a group "
+          "on one machine)");
 }
 
 TEST_CASE("communicator: asynchronous calls run in order and wait() returns their result",

@@ -287,35 +287,63 @@ SharedRegions ShmGroup::MapRegions(ControlClient& client, const std::string& key
   return regions;
 }
 
+std::pair<int64_t, int64_t> ShmGroup::PartOf(int64_t count) const {
+  int64_t part = (count + size_ - 1) / size_;
+  part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
+  const int64_t lo = std::min(count, part * group_rank_);
+  return {lo, std::min(count, lo + part)};
+}
+
 void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
-                             DType dtype, ReduceOp op, const char* opname) {
+                             DType dtype, ReduceOp op, const char* opname,
+                             const std::vector<LocalPiece>& local) {
+  const auto [lo, hi] = PartOf(count);
+  // Ranges of the part, each read from the region or from a local piece (sorted by offset).
+  std::vector<LocalPiece> pieces = local;
+  std::sort(pieces.begin(), pieces.end(),
+            [](const LocalPiece& x, const LocalPiece& y) { return x.offset < y.offset; });
+  int64_t end = lo;
+  for (const LocalPiece& l : pieces) {
+    ONEFLOW_CHECK(l.offset >= end && l.count >= 0 && l.offset + l.count <= hi, opname,
+                  ": local piece [", l.offset, ", ", l.offset + l.count, ") overlaps another or ",
+                  "lies outside this rank's part [", lo, ", ", hi, ")");
+    end = l.offset + l.count;
+  }
   DispatchCommDType(dtype, opname, [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::vector<T*> region(size_);
     for (int r = 0; r < size_; ++r) region[r] = reinterpret_cast<T*>(regions.Region(r) + byte_offset);
-    // The result goes into this rank's region, so it must be the first source (ReduceRange
-    // reads the first two, then adds the rest into the result).
-    std::vector<const T*> src{region[group_rank_]};
-    for (int r = 0; r < size_; ++r) {
-      if (r != group_rank_) src.push_back(region[r]);
-    }
-    int64_t part = (count + size_ - 1) / size_;
-    part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
-    const int64_t lo = std::min(count, part * group_rank_);
-    const int64_t hi = std::min(count, lo + part);
-    Meet(opname);  // every member's data is in its region
-    // Block by block, so the result is still in cache when copied into the other regions.
-    constexpr int64_t kBlock = (16 << 10) / sizeof(T);
     T* mine = region[group_rank_];
-    for (int64_t b = lo; b < hi; b += kBlock) {
-      const int64_t e = std::min(hi, b + kBlock);
-      ReduceRange<T>(mine, src, b, e, op);
-      for (int r = 0; r < size_; ++r) {
-        if (r != group_rank_) {
-          std::memcpy(region[r] + b, mine + b, static_cast<size_t>(e - b) * sizeof(T));
+    Meet(opname);  // every member's data is in its region
+    // Reduces [from, to) with this rank's data read from `own` (pointing at element `from`),
+    // block by block, so the result is still in cache when copied into the other regions.
+    // This rank's data comes first: ReduceRange reads the first two sources, then adds the
+    // rest into the result, so the result may alias the first source but no other.
+    constexpr int64_t kBlock = (16 << 10) / sizeof(T);
+    std::vector<const T*> src(size_);
+    auto reduce = [&](int64_t from, int64_t to, const T* own) {
+      for (int64_t b = from; b < to; b += kBlock) {
+        const int64_t len = std::min(to, b + kBlock) - b;
+        src[0] = own + (b - from);
+        int k = 1;
+        for (int r = 0; r < size_; ++r) {
+          if (r != group_rank_) src[k++] = region[r] + b;
+        }
+        ReduceRange<T>(mine + b, src, 0, len, op);
+        for (int r = 0; r < size_; ++r) {
+          if (r != group_rank_) {
+            std::memcpy(region[r] + b, mine + b, static_cast<size_t>(len) * sizeof(T));
+          }
         }
       }
+    };
+    int64_t at = lo;
+    for (const LocalPiece& l : pieces) {
+      if (at < l.offset) reduce(at, l.offset, mine + at);
+      reduce(l.offset, l.offset + l.count, static_cast<const T*>(l.data));
+      at = l.offset + l.count;
     }
+    if (at < hi) reduce(at, hi, mine + at);
     Meet(opname);  // every part is everywhere
   });
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -106,11 +107,22 @@ class ShmGroup {
 
   // Collective: regions of at least bytes_per_rank for every member (key unique in the job).
   SharedRegions MapRegions(ControlClient& client, const std::string& key, size_t bytes_per_rank);
+  // The element range [first, second) of a `count`-element reduction that this rank reduces.
+  std::pair<int64_t, int64_t> PartOf(int64_t count) const;
+  // This rank's data where it is not in its region: `count` elements at `data` stand for the
+  // elements [offset, offset + count) of the reduction (they must lie inside PartOf).
+  struct LocalPiece {
+    int64_t offset;
+    int64_t count;
+    const void* data;
+  };
   // Reduces `count` elements at byte_offset of every member's region in place: afterwards every
-  // region holds the reduction there. Rank i reduces the i-th part, reading every region and
-  // writing the result into all: no staging copies, two meetings.
+  // region holds the reduction there. Rank i reduces the i-th part (PartOf), reading every
+  // region (this rank's own data from `local` where given) and writing the result into all: no
+  // staging copies, two meetings.
   void ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
-                     DType dtype, ReduceOp op, const char* opname);
+                     DType dtype, ReduceOp op, const char* opname,
+                     const std::vector<LocalPiece>& local = {});
 
  private:
   void Meet(const char* opname);

@@ -91,6 +91,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, Com
       NoGradGuard no_grad;
       bucket.flat = comm_.EmptyShared(total, first.dtype());
       fn::fill_(bucket.flat, 0.0);
+      bucket.part = comm_.SharedPartOf(bucket.flat);
     } else {
       bucket.flat = fn::zeros(Shape({total}), first.dtype(), first.device());
     }
@@ -122,6 +123,7 @@ void Reducer::Reset() {
   std::fill(used_.begin(), used_.end(), 0);
   for (Bucket& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
+    b.local.clear();
     b.work.reset();
   }
   used_work_.reset();
@@ -166,32 +168,52 @@ void Reducer::MarkReady(int index, bool used) {
   const Tensor& p = params_[index];
   Tensor grad = p.grad();
   Tensor piece = Piece(bucket.flat, bucket.offsets[slot_of_[index]], p);
+  --bucket.pending;
   NoGradGuard no_grad;
   if (!grad.defined()) {
     fn::fill_(piece, 0.0);
-  } else if (!(grad.storage() == piece.storage() && grad.offset() == piece.offset() &&
-               grad.is_contiguous())) {
-    fn::copy_(piece, grad);  // a .grad still the view of the last reduction is there already
+    return;
   }
-  --bucket.pending;
+  const int64_t offset = bucket.offsets[slot_of_[index]], n = p.numel();
+  if (grad.storage() == piece.storage() && grad.offset() == piece.offset() &&
+      grad.is_contiguous()) {
+    return;  // .grad is still the view of the last reduction: already in place
+  }
+  // The elements [a, b) of this gradient fall into the part of the bucket this rank reduces:
+  // the reduction reads them from the gradient itself; only the rest, which other ranks
+  // read, is copied into the bucket's shared memory.
+  const int64_t a = std::clamp(bucket.part.first - offset, int64_t{0}, n);
+  const int64_t b = std::clamp(bucket.part.second - offset, int64_t{0}, n);
+  if (a >= b || !grad.is_contiguous() || !grad.is_cpu()) {
+    fn::copy_(piece, grad);
+    return;
+  }
+  auto flat = [](const Tensor& t, int64_t from, int64_t to) {
+    return Tensor::MakeView(t, Shape({to - from}), {1}, t.offset() + from);
+  };
+  if (a > 0) fn::copy_(flat(piece, 0, a), flat(grad, 0, a));
+  if (b < n) fn::copy_(flat(piece, b, n), flat(grad, b, n));
+  bucket.local.emplace_back(offset + a, flat(grad, a, b));
 }
 
 void Reducer::LaunchReadyBuckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     Bucket& b = buckets_[next_bucket_++];
     Tensor flat = b.flat;
+    std::vector<std::pair<int64_t, Tensor>> local = std::move(b.local);
+    b.local.clear();
     if (!options_.overlap) {
       Clock::time_point start = Clock::now();
-      comm_.AllReduce(flat, ReduceOp::kAvg);
+      comm_.AllReduce(flat, ReduceOp::kAvg, local);
       const double seconds = SecondsSince(start);
       *comm_seconds_ += seconds;
       stats_.exposed_seconds += seconds;
       continue;
     }
     std::shared_ptr<double> seconds = comm_seconds_;
-    b.work = comm_.Async([flat, seconds](Communicator& c) mutable {
+    b.work = comm_.Async([flat, local, seconds](Communicator& c) mutable {
       Clock::time_point start = Clock::now();
-      c.AllReduce(flat, ReduceOp::kAvg);
+      c.AllReduce(flat, ReduceOp::kAvg, local);
       *seconds += SecondsSince(start);
     });
   }

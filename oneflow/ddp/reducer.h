@@ -67,6 +67,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<int> params;
     std::vector<int64_t> offsets;  // element offset of each parameter in flat
     Tensor flat;                   // the gradients, then their average; .grad are views of it
+    std::pair<int64_t, int64_t> part{0, 0};  // elements of flat this rank reduces (shared memory)
+    std::vector<std::pair<int64_t, Tensor>> local;  // gradients read in place for that part
     int pending = 0;
     std::shared_ptr<runtime::Work> work;
   };
