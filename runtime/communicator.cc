@@ -353,8 +353,12 @@ Tensor Communicator::EmptyShared(int64_t numel, DType dtype) {
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   const size_t bytes = static_cast<size_t>(numel) * SizeOf(dtype);
+  // Forget tensors that are gone (AllReduce looks every CPU tensor up in this list).
+  shared_.erase(std::remove_if(shared_.begin(), shared_.end(),
+                               [](const SharedTensor& s) { return s.storage.expired(); }),
+                shared_.end());
   auto regions = std::make_shared<SharedRegions>(
-      shm_->MapRegions(*client_, StrCat("shared/", desc_, "/", shared_.size()), bytes));
+      shm_->MapRegions(*client_, StrCat("shared/", desc_, "/", shared_created_++), bytes));
   auto storage = Storage::Borrow(regions->Region(group_rank_), bytes, Device::CPU(), regions);
   shared_.push_back({storage, regions});
   return Tensor::FromStorage(std::move(storage), Shape({numel}), dtype);

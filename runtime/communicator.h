@@ -190,6 +190,7 @@ class Communicator {
     std::weak_ptr<const SharedRegions> regions;
   };
   std::vector<SharedTensor> shared_;  // from EmptyShared (their memory lives while they do)
+  int64_t shared_created_ = 0;        // EmptyShared calls so far: names their segments
   std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
   std::mutex mu_;

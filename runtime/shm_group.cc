@@ -164,8 +164,9 @@ ShmGroup::ShmGroup(ControlClient& client, const std::string& key, int my_rank, i
     throw Error(
         StrCat("shared memory: group ", desc_, " has more than ", kHeaderBytes / kLine, " ranks"));
   }
-  segment_ = ShmSegment::Map(client, key, kHeaderBytes + (static_cast<size_t>(size_) + 1) * chunk_bytes_,
-                             my_rank_, group_rank_, size_, timeout_s_, desc_);
+  segment_ =
+      ShmSegment::Map(client, key, kHeaderBytes + (static_cast<size_t>(size_) + 1) * chunk_bytes_,
+                      my_rank_, group_rank_, size_, timeout_s_, desc_);
   base_ = segment_->data();
 }
 
@@ -226,10 +227,7 @@ void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, Red
       const int64_t len = std::min(per_chunk, count - off);
       std::memcpy(mine, src + off, static_cast<size_t>(len) * sizeof(T));
       Meet(opname);
-      int64_t part = (len + size_ - 1) / size_;
-      part = (part + kAlignElems - 1) / kAlignElems * kAlignElems;
-      const int64_t lo = std::min(len, part * group_rank_);
-      const int64_t hi = std::min(len, lo + part);
+      const auto [lo, hi] = PartOf(len);
       ReduceRange<T>(res, slots, lo, hi, op);
       Meet(opname);
       const int64_t b = std::max(off, keep_begin), e = std::min(off + len, keep_end);
@@ -312,7 +310,9 @@ void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, i
   DispatchCommDType(dtype, opname, [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::vector<T*> region(size_);
-    for (int r = 0; r < size_; ++r) region[r] = reinterpret_cast<T*>(regions.Region(r) + byte_offset);
+    for (int r = 0; r < size_; ++r) {
+      region[r] = reinterpret_cast<T*>(regions.Region(r) + byte_offset);
+    }
     T* mine = region[group_rank_];
     Meet(opname);  // every member's data is in its region
     // Reduces [from, to) with this rank's data read from `own` (pointing at element `from`),

@@ -120,9 +120,8 @@ class ShmGroup {
   // region holds the reduction there. Rank i reduces the i-th part (PartOf), reading every
   // region (this rank's own data from `local` where given) and writing the result into all: no
   // staging copies, two meetings.
-  void ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
-                     DType dtype, ReduceOp op, const char* opname,
-                     const std::vector<LocalPiece>& local = {});
+  void ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count, DType dtype,
+                     ReduceOp op, const char* opname, const std::vector<LocalPiece>& local = {});
 
  private:
   void Meet(const char* opname);

@@ -1,5 +1,6 @@
-// Matrix multiplication on OpenBLAS: batched with broadcast batch dims. Transposed views are
-// passed to gemm as transposes, so x @ w.T and the gradients of matmul copy nothing.
+// Matrix multiplication on cpu::Gemm (oneDNN for float32, OpenBLAS for float64), batched with
+// broadcast batch dims. Transposed views are passed to gemm as transposes, so x @ w.T and the
+// gradients of matmul copy nothing.
 
 #include <cstring>
 

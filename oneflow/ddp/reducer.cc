@@ -268,7 +268,8 @@ bool OverlapPaysOff(int local_ranks) {
                         ? CPU_COUNT(&set)
                         : static_cast<int>(std::thread::hardware_concurrency());
   const char* omp = std::getenv("OMP_NUM_THREADS");
-  const int threads = omp && std::atoi(omp) > 0 ? std::atoi(omp) : cores;
+  const int omp_threads = omp ? std::atoi(omp) : 0;
+  const int threads = omp_threads > 0 ? omp_threads : cores;
   return cores >= std::max(local_ranks, 1) * (threads + 1);
 }
 

@@ -5,7 +5,6 @@
 // convolutions (one input channel per group) run as direct loops, where a gemm of one row would
 // be all overhead.
 
-
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
