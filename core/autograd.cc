@@ -29,7 +29,9 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
         StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ", leaf.shape()));
   }
   AutogradMeta& am = leaf_->mutable_autograd();
-  if (!am.grad) {
+  if (!am.grad && am.grad_buffer && g.impl_ptr() == am.grad_buffer) {
+    am.grad = am.grad_buffer;  // computed in place by the node that produced it
+  } else if (!am.grad) {
     // Keep g itself only when nothing else can see its memory (one handle on one storage);
     // otherwise a contiguous copy: g may alias another leaf's gradient or a user tensor.
     // (A view's base holds the storage too; it counts only if reachable otherwise.)
@@ -43,6 +45,12 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   }
   for (auto& hook : am.post_accumulate_grad_hooks) hook(leaf);
   return {};
+}
+
+Tensor AccumulateGrad::GradBuffer() const {
+  const AutogradMeta* am = leaf_->autograd.get();
+  if (!am || am->grad || !am->grad_buffer) return Tensor();
+  return Tensor(am->grad_buffer);
 }
 
 Edge GradientEdge(const Tensor& t) {
@@ -143,8 +151,19 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
     for (const Tensor& t : in) any_grad |= t.defined();
     // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to
     // pass on; its successors are still released from waiting on it below.
+    // A leaf's gradient buffer is offered to the node on the only edge into its accumulator,
+    // when no other gradient for it is waiting: that node's gradient is then the whole of it.
+    std::vector<Tensor> dests;
+    for (size_t i = 0; any_grad && i < node->next_edges.size(); ++i) {
+      Node* next = node->next_edges[i].fn.get();
+      if (!next || dependencies[next] != 1 || buffers.count(next)) continue;
+      Tensor buffer = next->GradBuffer();
+      if (!buffer.defined()) continue;
+      if (dests.empty()) dests.resize(node->next_edges.size());
+      dests[i] = std::move(buffer);
+    }
     std::vector<Tensor> out;
-    if (any_grad) out = node->Apply(std::move(in));
+    if (any_grad) out = node->ApplyInto(std::move(in), dests);
     if (!retain_graph) node->Release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];

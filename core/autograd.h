@@ -24,6 +24,16 @@ class Node : public std::enable_shared_from_this<Node> {
   // grads[i] is the gradient of output i (undefined when none flowed to it); returns one
   // gradient per next edge (undefined where none).
   virtual std::vector<Tensor> Apply(std::vector<Tensor>&& grads) = 0;
+  // Apply where, for each next edge i with dests[i] defined, the gradient may be written into
+  // dests[i] and returned as that very tensor (dests is empty or has one entry per edge).
+  // Nodes that cannot compute into a given buffer ignore it.
+  virtual std::vector<Tensor> ApplyInto(std::vector<Tensor>&& grads,
+                                        const std::vector<Tensor>& dests) {
+    (void)dests;
+    return Apply(std::move(grads));
+  }
+  // The buffer a gradient arriving here may be computed into (undefined: none).
+  virtual Tensor GradBuffer() const { return Tensor(); }
   virtual std::string name() const = 0;
   // Drops saved tensors once backward has run without retain_graph.
   virtual void Release() {}
@@ -38,6 +48,8 @@ class AccumulateGrad : public Node {
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return "AccumulateGrad"; }
+  // The leaf's grad_buffer while its .grad is unset.
+  Tensor GradBuffer() const override;
 
  private:
   std::shared_ptr<TensorImpl> leaf_;

@@ -20,6 +20,11 @@ class OpNode : public Node {
   }
 
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
+    return ApplyInto(std::move(grads), {});
+  }
+  // Inputs map one to one to next edges.
+  std::vector<Tensor> ApplyInto(std::vector<Tensor>&& grads,
+                                const std::vector<Tensor>& dests) override {
     CheckVersions(inputs_, input_versions_, "input");
     CheckVersions(outputs_, output_versions_, "output");
     if (released_) {
@@ -32,7 +37,7 @@ class OpNode : public Node {
       grads[i] = i < outputs_.size() && outputs_[i].defined() ? FullLike(outputs_[i], 0.0)
                                                               : Full(output_metas[i], 0.0);
     }
-    GradCtx ctx{inputs_, outputs_, attrs_, grads, needs_};
+    GradCtx ctx{inputs_, outputs_, attrs_, grads, needs_, dests.empty() ? nullptr : &dests};
     std::vector<Tensor> in_grads = op_->grad(ctx);
     ONEFLOW_CHECK(in_grads.size() == inputs_.size(), "autograd: gradient of '", op_->name,
                   "' returned ", in_grads.size(), " gradients for ", inputs_.size(), " inputs");

@@ -20,6 +20,12 @@ struct GradCtx {
   const Attrs& attrs;
   const std::vector<Tensor>& grad_outputs;  // zeros where no gradient flowed
   const std::vector<bool>& needs_input_grad;
+  // Per input, a tensor its gradient may be computed into and returned as (a leaf's gradient
+  // buffer, see AutogradMeta::grad_buffer); formulas that cannot are free to ignore it.
+  const std::vector<Tensor>* grad_buffers = nullptr;
+  Tensor grad_buffer(size_t i) const {
+    return grad_buffers && i < grad_buffers->size() ? (*grad_buffers)[i] : Tensor();
+  }
 };
 
 using InferFn = std::vector<TensorMeta> (*)(const std::vector<TensorMeta>& inputs,

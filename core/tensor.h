@@ -36,6 +36,10 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;
   // Run after a gradient was accumulated into this leaf (DDP's bucketing hooks here).
   std::vector<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
+  // Where this leaf's next gradient is best computed (DDP points it into its bucket): offered
+  // to the one node that produces the whole gradient while .grad is unset, which may write the
+  // gradient there and hand that tensor on; it then becomes .grad without a copy.
+  std::shared_ptr<TensorImpl> grad_buffer;
 };
 
 class TensorImpl {

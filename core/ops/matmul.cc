@@ -185,12 +185,36 @@ std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
+// a @ b for 2-D CPU operands, written into out (contiguous, of the product's shape and dtype):
+// the GEMM's destination is out itself. Returns out.
+Tensor MatmulInto(const Tensor& out, Tensor a, Tensor b) {
+  if (!ViewOf(a).ld) a = Contig(a);
+  if (!ViewOf(b).ld) b = Contig(b);
+  MatView va = ViewOf(a), vb = ViewOf(b);
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  DispatchFloating(out.dtype(), "linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Gemm<T>(va.trans, vb.trans, m, n, k, a.data<T>(), va.ld, b.data<T>(), vb.ld, out.data<T>(), n);
+  });
+  out.storage()->bump_version();
+  return out;
+}
+
 std::vector<Tensor> LinearGrad(const GradCtx& c) {
   const Tensor& g = c.grad_outputs[0];
   const Tensor &x = c.inputs[0], &w = c.inputs[1];
   std::vector<Tensor> grads(c.inputs.size());
   if (c.needs_input_grad[0]) grads[0] = fn::matmul(g, w);
-  if (c.needs_input_grad[1]) grads[1] = fn::matmul(fn::transpose(g, 0, 1), x);
+  if (c.needs_input_grad[1]) {
+    // Straight into the weight's gradient buffer when it offers one (DDP's bucket) and the
+    // product is a plain CPU GEMM; otherwise a fresh tensor.
+    Tensor buffer = c.grad_buffer(1);
+    const bool into = buffer.defined() && buffer.is_cpu() && g.is_cpu() && x.is_cpu() &&
+                      !g.is_global() && buffer.is_contiguous() && buffer.shape() == w.shape() &&
+                      buffer.dtype() == g.dtype() && g.dtype() == x.dtype() && x.numel() > 0;
+    grads[1] = into ? MatmulInto(buffer, fn::transpose(g, 0, 1), x)
+                    : fn::matmul(fn::transpose(g, 0, 1), x);
+  }
   if (c.inputs.size() == 3 && c.needs_input_grad[2]) grads[2] = fn::sum(g, {0});
   return grads;
 }

@@ -96,9 +96,26 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, Com
       bucket.flat = fn::zeros(Shape({total}), first.dtype(), first.device());
     }
   }
+  // Backward computes each gradient straight into its place in the bucket where it can (the
+  // weight of a linear layer): nothing to copy before the reduction.
+  for (const Bucket& bucket : buckets_) {
+    for (size_t s = 0; s < bucket.params.size(); ++s) {
+      const Tensor& p = params_[bucket.params[s]];
+      p.impl()->mutable_autograd().grad_buffer = Piece(bucket.flat, bucket.offsets[s], p).impl_ptr();
+    }
+  }
   ready_.assign(n, 0);
   used_.assign(n, 0);
   Reset();
+}
+
+Reducer::~Reducer() {
+  for (const Bucket& bucket : buckets_) {
+    for (int i : bucket.params) {
+      AutogradMeta& am = params_[i].impl()->mutable_autograd();
+      if (am.grad_buffer && am.grad_buffer->storage == bucket.flat.storage()) am.grad_buffer.reset();
+    }
+  }
 }
 
 void Reducer::InstallHooks() {
@@ -184,10 +201,13 @@ void Reducer::MarkReady(int index, bool used) {
   // read, is copied into the bucket's shared memory.
   const int64_t a = std::clamp(bucket.part.first - offset, int64_t{0}, n);
   const int64_t b = std::clamp(bucket.part.second - offset, int64_t{0}, n);
+  const int64_t item = static_cast<int64_t>(SizeOf(p.dtype()));
   if (a >= b || !grad.is_contiguous() || !grad.is_cpu()) {
     fn::copy_(piece, grad);
+    stats_.copied_bytes += n * item;
     return;
   }
+  stats_.copied_bytes += (n - (b - a)) * item;
   auto flat = [](const Tensor& t, int64_t from, int64_t to) {
     return Tensor::MakeView(t, Shape({to - from}), {1}, t.offset() + from);
   };

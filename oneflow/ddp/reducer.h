@@ -43,6 +43,9 @@ struct ReducerStats {
   int64_t reductions = 0;       // backward passes whose gradients were averaged
   double comm_seconds = 0;      // time the worker spent in the buckets' all-reduces
   double exposed_seconds = 0;   // time backward waited for them (all of it without overlap)
+  // Gradient bytes copied into buckets; gradients computed in their bucket (see
+  // AutogradMeta::grad_buffer) and this rank's own part of a shared bucket are not copied.
+  int64_t copied_bytes = 0;
 };
 
 class Reducer : public std::enable_shared_from_this<Reducer> {
@@ -51,6 +54,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   static std::shared_ptr<Reducer> Create(std::vector<Tensor> params,
                                          std::vector<std::string> names,
                                          runtime::Communicator& comm, ReducerOptions options);
+
+  ~Reducer();
 
   // Arms the reducer for the next backward pass (no-op while sync is off).
   void PrepareForBackward();

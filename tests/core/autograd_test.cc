@@ -100,5 +100,43 @@ TEST_CASE("post-accumulate hooks run once per leaf gradient") {
   CHECK(calls == 1);
 }
 
+TEST_CASE("a leaf's gradient buffer receives a linear's weight gradient without a copy") {
+  Tensor x = FromVector({1, -2, 3, 0.5, 4, -1, 2, 2, -3, 1, 0, 5}, {4, 3});
+  Tensor w = FromVector({0.1, 0.2, -0.3, 0.4, -0.5, 0.6}, {2, 3}).set_requires_grad(true);
+  Tensor b = FromVector({0.5, -0.5}, {2}).set_requires_grad(true);
+  // The reference: the same leaf values without a buffer.
+  Tensor w0 = fn::clone(w).detach().set_requires_grad(true);
+  fn::sum(fn::mul(fn::linear(x, w0, b), fn::linear(x, w0, b))).backward();
+  Tensor want = fn::clone(w0.grad());
+  // A buffer inside a larger flat tensor, as DDP's buckets hold them; -7 marks untouched.
+  Tensor flat = fn::full(Shape({10}), -7.0);
+  Tensor buffer = fn::view(fn::slice(flat, 0, 2, 8), {2, 3});
+  w.impl()->mutable_autograd().grad_buffer = buffer.impl_ptr();
+
+  SECTION("one use: computed into the buffer, which becomes .grad") {
+    Tensor y = fn::linear(x, w, b);
+    fn::sum(fn::mul(y, y)).backward();
+    CheckClose(w.grad(), want);
+    CHECK(w.grad().data<float>() == buffer.data<float>());
+    CheckClose(fn::slice(flat, 0, 0, 2), {-7, -7});  // nothing outside the buffer
+    CheckClose(fn::slice(flat, 0, 8, 10), {-7, -7});
+    // .grad is set now: the next backward accumulates as always.
+    Tensor y2 = fn::linear(x, w, b);
+    fn::sum(fn::mul(y2, y2)).backward();
+    CheckClose(w.grad(), fn::mul_scalar(want, 2));
+  }
+  SECTION("two uses: the gradient is a sum, so the buffer is not offered") {
+    Tensor y = fn::add(fn::linear(x, w, b), fn::linear(x, w, b));
+    fn::sum(fn::mul(y, y)).backward();
+    CheckClose(w.grad(), fn::mul_scalar(want, 4));  // (2y)^2: 4x the single use
+    CheckClose(flat, std::vector<double>(10, -7.0));
+  }
+  SECTION("an op that cannot compute into it ignores it") {
+    fn::sum(fn::mul(w, w)).backward();
+    CheckClose(w.grad(), fn::mul_scalar(w, 2));
+    CheckClose(flat, std::vector<double>(10, -7.0));
+  }
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -67,6 +67,7 @@ py::dict StatsDict(const ddp::ReducerStats& s) {
   d["reductions"] = s.reductions;
   d["comm_seconds"] = s.comm_seconds;
   d["exposed_seconds"] = s.exposed_seconds;
+  d["copied_bytes"] = s.copied_bytes;
   return d;
 }
 

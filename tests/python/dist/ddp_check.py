@@ -70,6 +70,13 @@ for i, (xb, yb) in enumerate(batches):
         raise SystemExit(f"rank {rank} step {steps}: parameters differ from one-process training by {worst}")
 stats = model.comm_stats()
 assert stats["reductions"] == steps, stats
+if model_name == "mlp" and not accumulate and not zero_in_place:
+    # .grad unset at backward: each linear weight's gradient is computed in its bucket, so
+    # only biases (at most) are copied into the buckets.
+    bias_bytes = sum(4 * m.bias.numel() for m in model.module.modules() if isinstance(m, nn.Linear))
+    assert stats["copied_bytes"] <= steps * bias_bytes, (stats, bias_bytes)
+elif model_name == "lenet":  # convolution weights are computed elsewhere and copied
+    assert stats["copied_bytes"] > 0, stats
 if zero_in_place:  # every step reduced into the same buckets, which .grad still views
     assert [p.grad.data_ptr() for p in model.module.parameters()] == first_ptrs
 print(f"rank {rank}: DDP {model_name} {opt_name}{' no_sync' if accumulate else ''} equals one process "

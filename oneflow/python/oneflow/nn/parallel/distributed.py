@@ -113,8 +113,10 @@ class DistributedDataParallel(Module):
 
     def comm_stats(self):
         """reductions, comm_seconds (all-reduce time), exposed_seconds (time backward waited
-        for communication, the part not hidden behind it) and overlap (whether all-reduces run
-        on the communication thread)."""
+        for communication, the part not hidden behind it), copied_bytes (gradient bytes copied
+        into buckets: a linear layer's weight gradient is computed in its bucket, and a rank's
+        own part of a shared-memory bucket is read from the gradients in place) and overlap
+        (whether all-reduces run on the communication thread)."""
         stats = self.reducer.stats()
         stats["overlap"] = self.reducer.overlap
         return stats
