@@ -69,11 +69,8 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
     comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
   }
   switch (s.kind) {
-    case Kind::kAllReduce: {
-      Tensor y = fn::contiguous_copy(x);
-      comm->AllReduce(y);
-      return y;
-    }
+    case Kind::kAllReduce:
+      return comm->AllReduced(x);
     case Kind::kAllGather: {
       const int a = s.from.axis();
       std::vector<int64_t> counts;

@@ -347,6 +347,46 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   });
 }
 
+Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
+  const char* name = "all_reduce";
+  const size_t es = SizeOf(x.dtype()), bytes = static_cast<size_t>(x.numel()) * es;
+  if (!shm_ || !x.is_cpu() || x.numel() == 0 || bytes > kMaxScratchBytes) {
+    Tensor y = fn::contiguous_copy(x);
+    AllReduce(y, op);
+    return y;
+  }
+  Tensor in = x.is_contiguous() ? x : fn::contiguous_copy(x);
+  CheckTensor(in, name, "tensor");
+  CheckAverage(op, x.dtype(), name);
+  Drain();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes > scratch_bytes_) {
+    // Every member makes the same calls in the same order, so all grow here together.
+    size_t grown = std::max<size_t>(scratch_bytes_ * 2, 64 << 10);
+    while (grown < bytes) grown *= 2;
+    scratch_bytes_ = std::min(grown, kMaxScratchBytes);
+    scratch_.reset();
+    scratch_ = std::make_shared<SharedRegions>(
+        shm_->MapRegions(*client_, StrCat("scratch/", desc_, "/", shared_created_++),
+                         scratch_bytes_));
+  }
+  // This rank's part is read from x itself; the rest goes where the others read it.
+  auto [lo, hi] = shm_->PartOf(x.numel());
+  auto* mine = static_cast<uint8_t*>(scratch_->Region(group_rank_));
+  const auto* src = static_cast<const uint8_t*>(in.raw_data());
+  std::memcpy(mine, src, static_cast<size_t>(lo) * es);
+  std::memcpy(mine + hi * es, src + hi * es, bytes - static_cast<size_t>(hi) * es);
+  std::vector<ShmGroup::LocalPiece> pieces;
+  if (hi > lo) pieces.push_back({lo, hi - lo, src + lo * es});
+  // This rank's part of the sum is written straight into y; the others' arrive in the region.
+  Tensor y = Tensor::Empty(x.shape(), x.dtype(), Device::CPU());
+  auto* dst = static_cast<uint8_t*>(y.raw_data());
+  shm_->ReduceRegions(*scratch_, 0, x.numel(), x.dtype(), op, name, pieces, dst);
+  std::memcpy(dst, mine, static_cast<size_t>(lo) * es);
+  std::memcpy(dst + hi * es, mine + hi * es, bytes - static_cast<size_t>(hi) * es);
+  return y;
+}
+
 Tensor Communicator::EmptyShared(int64_t numel, DType dtype) {
   ONEFLOW_CHECK(numel >= 0, "empty_shared: numel must be >= 0, got ", numel);
   if (!shm_ || numel == 0) return Tensor::Empty(Shape({numel}), dtype, Device::CPU());

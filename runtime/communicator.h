@@ -133,6 +133,12 @@ class Communicator {
   // `local` holds (element offset in t, contiguous tensor of t's dtype) pairs, read in place,
   // which saves copying them into shared memory first. Afterwards t holds the reduction.
   void AllReduce(Tensor& t, ReduceOp op, const std::vector<std::pair<int64_t, Tensor>>& local);
+  // The reduction of x over the members as a new contiguous tensor; x is left as it is (what
+  // boxing from partial to broadcast needs). Through shared memory, x is read in place for
+  // the part this rank reduces and only the rest is copied into a scratch region the group
+  // keeps (grown collectively to the largest call, up to kMaxScratchBytes).
+  Tensor AllReduced(const Tensor& x, ReduceOp op = ReduceOp::kSum);
+  static constexpr size_t kMaxScratchBytes = size_t{64} << 20;
   // t of the root (a global rank) overwrites t everywhere; shapes must agree.
   void Broadcast(Tensor& t, int root);
   // out = cat(in of every rank, dim 0); out has size() * in.shape[0] rows.
@@ -191,6 +197,8 @@ class Communicator {
   };
   std::vector<SharedTensor> shared_;  // from EmptyShared (their memory lives while they do)
   int64_t shared_created_ = 0;        // EmptyShared calls so far: names their segments
+  std::shared_ptr<const SharedRegions> scratch_;  // AllReduced's (null until first needed)
+  size_t scratch_bytes_ = 0;
   std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
   std::mutex mu_;

@@ -472,6 +472,56 @@ TEST_CASE("communicator: all-reduce in place in shared memory (DDP's buckets)", 
   }
 }
 
+TEST_CASE("communicator: out-of-place all-reduce leaves its input alone (boxing P -> B)",
+          "[runtime]") {
+  const bool over_tcp = GENERATE(false, true);
+  const int n = GENERATE(2, 3);
+  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
+  struct Unset {
+    ~Unset() { unsetenv("ONEFLOW_SHM"); }
+  } unset;
+  // Sizes that grow the scratch (small, larger, then small again in the grown one), a
+  // transposed input, integers with max, and an average.
+  auto results = RunRanks(n, [&](Communicator& c, int r) {
+    std::vector<std::vector<double>> out;
+    for (int64_t count : {int64_t{7}, int64_t{100003}, int64_t{5}}) {
+      std::vector<double> v(count);
+      for (int64_t i = 0; i < count; ++i) v[i] = static_cast<double>(i + r * 1000);
+      Tensor x = Make(v, {count}, DType::kFloat32);
+      Tensor y = c.AllReduced(x);
+      REQUIRE(y.data<float>() != x.data<float>());
+      out.push_back(Read(y));
+      out.push_back(Read(x));  // untouched
+    }
+    const double s = r + 1;
+    Tensor m = Make({s, 2 * s, 3 * s, 4 * s, 5 * s, 6 * s}, {2, 3}, DType::kFloat64);
+    Tensor t = c.AllReduced(Tensor::MakeView(m, Shape({3, 2}), {1, 3}, 0),  // m.T
+                            ReduceOp::kAvg);
+    REQUIRE(t.shape() == Shape({3, 2}));
+    out.push_back(Read(t));
+    Tensor k = Make({static_cast<double>(r), static_cast<double>(-r)}, {2}, DType::kInt64);
+    out.push_back(Read(c.AllReduced(k, ReduceOp::kMax)));
+    return out;
+  });
+  const double ranks_sum = 1000.0 * n * (n - 1) / 2;
+  const double mean = (n + 1) / 2.0;  // of r + 1 over the ranks
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r << " of " << n << (over_tcp ? " gloo" : " shm"));
+    REQUIRE(results[r].error == "");
+    const auto& o = results[r].outputs;
+    for (int call = 0; call < 3; ++call) {
+      const auto &sum = o[2 * call], &in = o[2 * call + 1];
+      for (size_t i = 0; i < sum.size(); ++i) {
+        REQUIRE(sum[i] == static_cast<float>(n * static_cast<double>(i) + ranks_sum));
+        REQUIRE(in[i] == static_cast<float>(static_cast<double>(i) + r * 1000));
+      }
+    }
+    REQUIRE(o[6] == std::vector<double>{1 * mean, 4 * mean, 2 * mean, 5 * mean, 3 * mean,
+                                        6 * mean});
+    REQUIRE(o[7] == std::vector<double>{static_cast<double>(n - 1), 0});
+  }
+}
+
 TEST_CASE("communicator: shared all-reduce reads this rank's part from local pieces", "[runtime]") {
   const int n = GENERATE(2, 3);
   const int64_t total = 1000;

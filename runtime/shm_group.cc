@@ -294,7 +294,7 @@ std::pair<int64_t, int64_t> ShmGroup::PartOf(int64_t count) const {
 
 void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count,
                              DType dtype, ReduceOp op, const char* opname,
-                             const std::vector<LocalPiece>& local) {
+                             const std::vector<LocalPiece>& local, void* out) {
   const auto [lo, hi] = PartOf(count);
   // Ranges of the part, each read from the region or from a local piece (sorted by offset).
   std::vector<LocalPiece> pieces = local;
@@ -314,6 +314,7 @@ void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, i
       region[r] = reinterpret_cast<T*>(regions.Region(r) + byte_offset);
     }
     T* mine = region[group_rank_];
+    T* result = out ? static_cast<T*>(out) : mine;  // where this rank's part of the sum goes
     Meet(opname);  // every member's data is in its region
     // Reduces [from, to) with this rank's data read from `own` (pointing at element `from`),
     // block by block, so the result is still in cache when copied into the other regions.
@@ -329,10 +330,10 @@ void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, i
         for (int r = 0; r < size_; ++r) {
           if (r != group_rank_) src[k++] = region[r] + b;
         }
-        ReduceRange<T>(mine + b, src, 0, len, op);
+        ReduceRange<T>(result + b, src, 0, len, op);
         for (int r = 0; r < size_; ++r) {
           if (r != group_rank_) {
-            std::memcpy(region[r] + b, mine + b, static_cast<size_t>(len) * sizeof(T));
+            std::memcpy(region[r] + b, result + b, static_cast<size_t>(len) * sizeof(T));
           }
         }
       }

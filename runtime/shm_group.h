@@ -119,9 +119,11 @@ class ShmGroup {
   // Reduces `count` elements at byte_offset of every member's region in place: afterwards every
   // region holds the reduction there. Rank i reduces the i-th part (PartOf), reading every
   // region (this rank's own data from `local` where given) and writing the result into all: no
-  // staging copies, two meetings.
+  // staging copies, two meetings. With `out` (count elements), this rank's part of the result
+  // goes there instead of into its own region (the other parts still arrive in the region).
   void ReduceRegions(const SharedRegions& regions, size_t byte_offset, int64_t count, DType dtype,
-                     ReduceOp op, const char* opname, const std::vector<LocalPiece>& local = {});
+                     ReduceOp op, const char* opname, const std::vector<LocalPiece>& local = {},
+                     void* out = nullptr);
 
  private:
   void Meet(const char* opname);
