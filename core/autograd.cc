@@ -1,5 +1,7 @@
 #include "core/autograd.h"
 
+#include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 #include "core/dispatch.h"
@@ -20,9 +22,68 @@ void QueueBackwardCallback(std::function<void()> cb) {
 
 void SetLeafGradHook(LeafGradHook hook) { g_leaf_grad_hook = hook; }
 
+namespace {
+
+Tensor RunHook(const std::function<Tensor(const Tensor&)>& fn, const Tensor& g) {
+  Tensor r = fn(g);
+  if (!r.defined()) return g;
+  if (r.shape() != g.shape()) {
+    throw Error(StrCat("register_hook: the hook returned a gradient of shape ", r.shape(),
+                       " for a gradient of shape ", g.shape()));
+  }
+  return r;
+}
+
+int64_t NextHookId() {
+  static std::atomic<int64_t> next{0};
+  return ++next;
+}
+
+}  // namespace
+
+int64_t RegisterGradHook(const Tensor& t, std::function<Tensor(const Tensor&)> fn) {
+  ONEFLOW_CHECK(t.requires_grad(), "register_hook: cannot register a hook on a tensor that "
+                                   "does not require grad");
+  const int64_t id = NextHookId();
+  AutogradMeta& am = t.impl()->mutable_autograd();
+  if (am.grad_fn) {
+    am.grad_fn->grad_hooks.push_back({am.output_nr, id, std::move(fn)});
+  } else {
+    am.grad_hooks.emplace_back(id, std::move(fn));
+  }
+  return id;
+}
+
+void RemoveGradHook(const Tensor& t, int64_t id) {
+  AutogradMeta& am = t.impl()->mutable_autograd();
+  if (am.grad_fn) {
+    auto& hooks = am.grad_fn->grad_hooks;
+    hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                               [id](const Node::GradHook& h) { return h.id == id; }),
+                hooks.end());
+  }
+  auto& leaf = am.grad_hooks;
+  leaf.erase(std::remove_if(leaf.begin(), leaf.end(), [id](const auto& h) { return h.first == id; }),
+             leaf.end());
+}
+
+void RetainGrad(const Tensor& t) {
+  ONEFLOW_CHECK(t.requires_grad(), "retain_grad: cannot retain the gradient of a tensor that "
+                                   "does not require grad");
+  AutogradMeta& am = t.impl()->mutable_autograd();
+  if (!am.grad_fn || am.retains_grad) return;  // leaves keep theirs anyway
+  am.retains_grad = true;
+  am.grad_fn->retained.emplace_back(am.output_nr, t.impl_ptr());
+}
+
 std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   Tensor leaf(leaf_);
   Tensor g = std::move(grads[0]);
+  if (leaf_->autograd) {
+    // A copy: a hook may remove itself (or add another) while running.
+    auto hooks = leaf_->autograd->grad_hooks;
+    for (const auto& hook : hooks) g = RunHook(hook.second, g);
+  }
   if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g);
   if (g.shape() != leaf.shape()) {
     throw Error(
@@ -147,6 +208,20 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
     std::vector<Tensor> in = std::move(buffers[node.get()]);
     buffers.erase(node.get());
     in.resize(node->output_metas.size());
+    // The outputs' gradients are whole now: their tensors' hooks, then retain_grad.
+    if (!node->grad_hooks.empty()) {
+      auto hooks = node->grad_hooks;
+      for (const Node::GradHook& h : hooks) {
+        if (in[h.output].defined()) in[h.output] = RunHook(h.fn, in[h.output]);
+      }
+    }
+    for (const auto& [output, weak] : node->retained) {
+      std::shared_ptr<TensorImpl> impl = weak.lock();
+      if (!impl || !in[output].defined()) continue;
+      AutogradMeta& am = impl->mutable_autograd();
+      am.grad = am.grad ? AddGrads(Tensor(am.grad), in[output]).impl_ptr()
+                        : CopyGrad(in[output]).impl_ptr();
+    }
     bool any_grad = false;
     for (const Tensor& t : in) any_grad |= t.defined();
     // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to

@@ -40,6 +40,17 @@ class Node : public std::enable_shared_from_this<Node> {
 
   std::vector<Edge> next_edges;
   std::vector<TensorMeta> output_metas;  // to make zero gradients for outputs nobody used
+  // Hooks on the gradients of this node's outputs (register_hook of a non-leaf): (output,
+  // id, hook), run in order once the output's gradient is whole, before Apply; a hook may
+  // return a replacement (undefined: keep).
+  struct GradHook {
+    int output;
+    int64_t id;
+    std::function<Tensor(const Tensor&)> fn;
+  };
+  std::vector<GradHook> grad_hooks;
+  // Outputs whose tensors keep their gradient in .grad (retain_grad), after the hooks ran.
+  std::vector<std::pair<int, std::weak_ptr<TensorImpl>>> retained;
 };
 
 // Accumulates into a leaf's .grad, then runs the leaf's post-accumulate hooks.
@@ -54,6 +65,13 @@ class AccumulateGrad : public Node {
  private:
   std::shared_ptr<TensorImpl> leaf_;
 };
+
+// t.register_hook(fn): fn sees each gradient computed for t and may replace it (returning an
+// undefined tensor keeps it). Returns an id for RemoveGradHook. t must require grad.
+int64_t RegisterGradHook(const Tensor& t, std::function<Tensor(const Tensor&)> fn);
+void RemoveGradHook(const Tensor& t, int64_t id);
+// t.retain_grad(): a non-leaf keeps its gradient in .grad (accumulating); a no-op on leaves.
+void RetainGrad(const Tensor& t);
 
 // Hook a layer above core installs to adapt a gradient before it reaches a leaf (global
 // tensors box it to the leaf's nd_sbp).

@@ -36,6 +36,10 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;
   // Run after a gradient was accumulated into this leaf (DDP's bucketing hooks here).
   std::vector<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
+  // A leaf's gradient hooks (register_hook), run in order on each gradient before it is
+  // accumulated; each may return a replacement (undefined: keep). A non-leaf's hooks live on
+  // its grad_fn (Node::grad_hooks), which sees its gradient whole.
+  std::vector<std::pair<int64_t, std::function<Tensor(const Tensor&)>>> grad_hooks;
   // Where this leaf's next gradient is best computed (DDP points it into its bucket): offered
   // to the one node that produces the whole gradient while .grad is unset, which may write the
   // gradient there and hand that tensor on; it then becomes .grad without a copy.

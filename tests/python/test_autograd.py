@@ -436,3 +436,61 @@ def test_second_backward_accumulation_matches_torch(torch):
         return x.grad.tolist()
 
     np.testing.assert_allclose(run(flow), run(torch), rtol=1e-6)
+
+
+# =============================================================== register_hook and retain_grad
+
+
+def test_hooks_and_retain_grad_match_torch(torch):
+    def run(lib, leaf):
+        x = leaf([1.0, -2.0, 3.0])
+        seen = []
+        z = x * 2
+        z.retain_grad()
+        z.register_hook(lambda g: g * 10)             # replaces z's gradient
+        z.register_hook(lambda g: seen.append(g.tolist()))  # sees the replaced one, returns None
+        x.register_hook(lambda g: g + 1)              # a leaf's hook runs before accumulation
+        y = (z * z).sum() + z.sum()
+        y.backward(retain_graph=True)
+        # retain_grad accumulates over backward passes, as .grad of a leaf does
+        (z * 3).sum().backward()
+        return x.grad.tolist(), z.grad.tolist(), seen, z.retains_grad, x.retains_grad
+
+    got = run(flow, lambda v: flow.tensor(v, requires_grad=True))
+    want = run(torch, lambda v: torch.tensor(v, requires_grad=True))
+    assert got[0] == want[0] and got[2:] == want[2:]
+    # z.grad holds what the hooks made of each gradient (retain_grad runs after every hook, as
+    # in PyTorch >= 2.0; Debian's 1.13 ran it in registration order): (2z + 1) * 10, then 3 * 10.
+    assert got[1] == [(2 * z + 1) * 10 + 30 for z in (2.0, -4.0, 6.0)]
+
+
+def test_removed_hooks_no_longer_run():
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    calls = []
+    h = x.register_hook(lambda g: calls.append(1))
+    (x * 1).sum().backward()
+    h.remove()
+    h.remove()  # twice is harmless
+    (x * 1).sum().backward()
+    assert calls == [1]
+    z = x * 1
+    with z.register_hook(lambda g: g * 0):  # the handle is a context manager too
+        pass
+    z.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_hook_errors_are_one_line():
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: flow.zeros(3))
+    with pytest.raises(RuntimeError, match=r"register_hook: the hook returned a gradient of shape "
+                                           r"\(3,\) for a gradient of shape \(2,\)"):
+        (x * 1).sum().backward()
+    w = flow.tensor([1.0], requires_grad=True)
+    w.register_hook(lambda g: "grad")
+    with pytest.raises(RuntimeError, match="register_hook: the hook must return a tensor or None, got <class 'str'>"):
+        (w * 1).sum().backward()
+    with pytest.raises(RuntimeError, match="register_hook: cannot register a hook on a tensor that does not require grad"):
+        flow.zeros(2).register_hook(lambda g: g)
+    with pytest.raises(RuntimeError, match="retain_grad: cannot retain the gradient of a tensor that does not require grad"):
+        flow.zeros(2).retain_grad()

@@ -1028,6 +1028,109 @@ def test_setitem_converts_the_value_dtype():
     assert x.tolist() == [0, 2, 5] and x.dtype == flow.int32
 
 
+# Bool masks and index tensors, read and written, against numpy (the reference for values)
+# and PyTorch (gradients).
+MASK_CASES = [
+    ("full mask", (3, 4), lambda a: a > 0),
+    ("leading dim", (3, 4), lambda a: a[:, 0] > 0),
+    ("after a slice", (3, 4), lambda a: (slice(None), a[0] > 0)),
+    ("middle dims", (2, 3, 4), lambda a: (slice(None), a[0] > 0)),
+    ("mask then int", (3, 4), lambda a: (a[:, 0] > 0, 2)),
+    ("all false", (3, 4), lambda a: a > 100),
+]
+
+
+@pytest.mark.parametrize("name,shape,index", MASK_CASES, ids=[c[0] for c in MASK_CASES])
+def test_bool_mask_indexing_matches_numpy(name, shape, index):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape).astype(np.float32)
+    idx = index(a)
+    flow_idx = tuple(flow.tensor(i) if isinstance(i, np.ndarray) else i for i in idx) \
+        if isinstance(idx, tuple) else flow.tensor(idx)
+    want = a[idx]
+    got = flow.tensor(a)[flow_idx]
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+    # Written: a number and a tensor of the indexed shape.
+    b, x = a.copy(), flow.tensor(a)
+    b[idx] = -1.0
+    x[flow_idx] = -1.0
+    np.testing.assert_array_equal(x.numpy(), b)
+    v = rng.standard_normal(want.shape).astype(np.float32)
+    b[idx] = v
+    x[flow_idx] = flow.tensor(v)
+    np.testing.assert_array_equal(x.numpy(), b)
+
+
+def test_bool_mask_from_a_list_and_integer_index_writes():
+    x = flow.arange(6).reshape(2, 3)
+    assert x[[True, False]].tolist() == [[0, 1, 2]]
+    x[x % 2 == 0] = flow.tensor([10, 20, 30])
+    assert x.tolist() == [[10, 1, 20], [3, 30, 5]]
+    x[flow.tensor([1])] = 7  # an int index tensor names whole rows
+    assert x.tolist() == [[10, 1, 20], [7, 7, 7]]
+    y = flow.zeros(4)
+    y[flow.tensor([3, 0])] = flow.tensor([5.0, 6.0])
+    assert y.tolist() == [6.0, 0.0, 0.0, 5.0]
+
+
+def test_bool_mask_gradient_matches_torch(torch):
+    a = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    x = flow.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    ((x * x)[x > 0] * 3).sum().backward()
+    ((t * t)[t > 0] * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def test_masked_fill_select_nonzero_match_torch(torch):
+    a = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    row = np.array([True, False, True, True])
+    x, t = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    fx = x.masked_fill(x < 0, 0.5) * 2 + flow.masked_fill(x, flow.tensor(row), -1.0)
+    ft = t.masked_fill(t < 0, 0.5) * 2 + torch.masked_fill(t, torch.tensor(row), -1.0)
+    np.testing.assert_allclose(fx.detach().numpy(), ft.detach().numpy())
+    (fx.sum() + x.masked_select(flow.tensor(row)).sum()).backward()
+    (ft.sum() + t.masked_select(torch.tensor(row)).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+    assert x.masked_select(flow.tensor(row)).shape == t.masked_select(torch.tensor(row)).shape
+    m = a > 0
+    assert flow.nonzero(flow.tensor(m)).tolist() == torch.nonzero(torch.tensor(m)).tolist()
+    assert flow.argwhere(flow.tensor(a)).tolist() == torch.argwhere(torch.tensor(a)).tolist()
+    for fw, tw in zip(flow.where(flow.tensor(m)), torch.where(torch.tensor(m))):
+        assert fw.tolist() == tw.tolist()
+    y = flow.zeros(2, 2)
+    y.masked_fill_(flow.tensor([[True, False], [False, True]]), 3.0)
+    assert y.tolist() == [[3.0, 0.0], [0.0, 3.0]]
+
+
+def test_remainder_follows_python(torch):
+    a = flow.tensor([-7, 7, 5, -5])
+    assert (a % 3).tolist() == [v % 3 for v in [-7, 7, 5, -5]]
+    assert (a % -3).tolist() == [v % -3 for v in [-7, 7, 5, -5]]
+    assert (10 % flow.tensor([3, -3])).tolist() == [1, -2]
+    f = np.array([-7.5, 7.5, 2.25], dtype=np.float32)
+    np.testing.assert_allclose((flow.tensor(f) % 2).numpy(), torch.remainder(torch.tensor(f), 2).numpy())
+
+
+def test_mask_and_index_write_errors_are_one_line():
+    x = flow.zeros(2, 3)
+    with pytest.raises(IndexError, match=r"the shape of the mask \(3,\) at index 0 does not match "
+                                         r"the shape of the indexed tensor \(2, 3\)"):
+        x[flow.tensor([True, False, True])]
+    with pytest.raises(RuntimeError, match=r"__setitem__: a value of shape \(2,\) cannot be "
+                                           r"broadcast to the indexed shape \(6,\)"):
+        x[x == 0] = flow.tensor([1.0, 2.0])
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int or bool, got float32"):
+        x[flow.tensor([0.5])]
+    with pytest.raises(TypeError, match="masked_fill: expected a bool mask tensor, got oneflow.float32"):
+        x.masked_fill(x, 1.0)
+    y = (flow.ones(3, requires_grad=True) * 2)
+    with pytest.raises(RuntimeError, match="__setitem__: writing through an index tensor into a "
+                                           "tensor that requires grad is not supported; use masked_fill"):
+        y[y > 1] = 0.0
+
+
 def test_row_views_share_storage():
     x = flow.zeros(3, 4)
     row = x[1]
@@ -1221,7 +1324,7 @@ def test_index_out_of_range_raises_index_error():
         x[flow.tensor([5])]
     with pytest.raises(IndexError):
         x[2] = 1.0
-    with pytest.raises(IndexError, match="long or int, got float32"):
+    with pytest.raises(IndexError, match="long, int or bool, got float32"):
         x[flow.tensor([0.0])]
 
 

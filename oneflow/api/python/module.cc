@@ -23,27 +23,62 @@ py::object TensorOrNone(const Tensor& t) { return t.defined() ? py::cast(t) : py
 
 // ---------------------------------------------------------------- indexing
 
-// Applies a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
-// these) to x. basic_only: refuse index tensors (for __setitem__, which writes through a view).
-Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
+// The flat (row-major) positions of a bool tensor's true elements, as int64 on `device`.
+Tensor TruePositions(const Tensor& mask, const Device& device) {
+  Tensor m = fn::contiguous(mask.detach());
+  if (!m.is_cpu()) m = fn::to_device(m, Device::CPU());
+  const bool* p = m.data<bool>();
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    if (p[i]) pos.push_back(i);
+  }
+  Tensor out = Tensor::Empty(Shape({static_cast<int64_t>(pos.size())}), DType::kInt64,
+                             Device::CPU());
+  std::copy(pos.begin(), pos.end(), out.data<int64_t>());
+  return device.type == DeviceType::kCPU ? out : fn::to_device(out, device);
+}
+
+// The items of a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
+// these), lists turned into tensors.
+std::vector<py::object> IndexItems(py::handle index) {
   py::tuple items = py::isinstance<py::tuple>(index) ? py::reinterpret_borrow<py::tuple>(index)
                                                      : py::make_tuple(index);
-  int64_t consumed = 0;  // dims of x the index names
+  std::vector<py::object> out;
   for (py::handle h : items) {
-    if (!h.is_none() && !py::isinstance<py::ellipsis>(h)) ++consumed;
+    if (py::isinstance<py::list>(h)) {
+      out.push_back(py::cast(TensorFromData(h, py::none(), Device::CPU())));
+    } else {
+      out.push_back(py::reinterpret_borrow<py::object>(h));
+    }
+  }
+  return out;
+}
+
+bool IsTensorIndex(const py::object& h) { return py::isinstance<Tensor>(h); }
+
+// Applies a Python index to x. Integer index tensors pick rows of one dim (their shape takes
+// its place); a bool mask of k dims must match the k dims it covers, which it replaces by one
+// dim of its true elements (PyTorch's rules; gradients flow through both).
+Tensor ApplyIndex(const Tensor& x, py::handle index) {
+  std::vector<py::object> items = IndexItems(index);
+  int64_t consumed = 0;  // dims of x the index names
+  for (const py::object& h : items) {
+    if (IsTensorIndex(h) && h.cast<Tensor>().dtype() == DType::kBool) {
+      consumed += h.cast<Tensor>().ndim();
+    } else if (!h.is_none() && !py::isinstance<py::ellipsis>(h)) {
+      ++consumed;
+    }
   }
   if (consumed > x.ndim()) {
     throw IndexError(StrCat("too many indices for tensor of dimension ", x.ndim()));
   }
   Tensor y = x;
   int64_t dim = 0;    // dim of y the next index applies to
-  int64_t x_dim = 0;  // dims of x named so far, this index included
-  for (py::handle h : items) {
-    if (!h.is_none()) {
-      x_dim = py::isinstance<py::ellipsis>(h) ? x_dim + x.ndim() - consumed : x_dim + 1;
-    }
+  int64_t x_dim = 0;  // dims of x named before this index
+  for (const py::object& h : items) {
     if (py::isinstance<py::ellipsis>(h)) {
       dim += x.ndim() - consumed;
+      x_dim += x.ndim() - consumed;
     } else if (h.is_none()) {
       y = fn::unsqueeze(y, dim++);
     } else if (py::isinstance<py::bool_>(h)) {
@@ -51,10 +86,11 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
     } else if (py::isinstance<py::int_>(h)) {
       int64_t i = h.cast<int64_t>(), n = y.shape()[dim];
       if (i < -n || i >= n) {  // name the dim of x, as PyTorch does
-        throw IndexError(StrCat("index ", i, " is out of bounds for dimension ", x_dim - 1,
+        throw IndexError(StrCat("index ", i, " is out of bounds for dimension ", x_dim,
                                 " with size ", n));
       }
       y = fn::select(y, dim, i);
+      ++x_dim;
     } else if (py::isinstance<py::slice>(h)) {
       py::slice s = py::reinterpret_borrow<py::slice>(h);
       py::object start = s.attr("start"), stop = s.attr("stop"), step = s.attr("step");
@@ -64,19 +100,32 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
       y = fn::slice(y, dim, start.is_none() ? 0 : start.cast<int64_t>(),
                     stop.is_none() ? n : stop.cast<int64_t>(), st);
       ++dim;
-    } else if (py::isinstance<Tensor>(h) || py::isinstance<py::list>(h)) {
-      if (basic_only) {
-        throw IndexError("__setitem__: only ints, slices, None and ... are supported as indices");
-      }
-      Tensor idx = py::isinstance<Tensor>(h) ? h.cast<Tensor>()
-                                             : TensorFromData(h, py::none(), Device::CPU());
+      ++x_dim;
+    } else if (IsTensorIndex(h)) {
+      Tensor idx = h.cast<Tensor>();
       if (idx.dtype() == DType::kBool) {
-        throw IndexError("indexing with a bool mask is not supported; use oneflow.where");
+        const int64_t k = idx.ndim();
+        IntList covered(y.shape().dims().begin() + dim, y.shape().dims().begin() + dim + k);
+        if (k == 0 || Shape(covered) != idx.shape()) {
+          throw IndexError(StrCat("the shape of the mask ", idx.shape(), " at index ", x_dim,
+                                  " does not match the shape of the indexed tensor ", x.shape(),
+                                  k == 0 ? " (a 0-dim mask is not supported)" : ""));
+        }
+        IntList shape = y.shape().dims();
+        int64_t n = 1;
+        for (int64_t d : covered) n *= d;
+        shape.erase(shape.begin() + dim, shape.begin() + dim + k);
+        shape.insert(shape.begin() + dim, n);
+        y = fn::index_select(fn::reshape(y, shape), dim, TruePositions(idx, y.device()));
+        ++dim;
+        x_dim += k;
+        continue;
       }
       if (!IsIntegral(idx.dtype())) {
         throw IndexError(
-            StrCat("tensors used as indices must be long or int, got ", DTypeName(idx.dtype())));
+            StrCat("tensors used as indices must be long, int or bool, got ", DTypeName(idx.dtype())));
       }
+      if (idx.device() != y.device()) idx = fn::to_device(idx, y.device());
       // Rows named by an index tensor of any shape: select on the flattened index, then put
       // the index's shape in place of the dim.
       Tensor flat = fn::reshape(idx, {-1});
@@ -86,11 +135,75 @@ Tensor ApplyIndex(const Tensor& x, py::handle index, bool basic_only) {
       shape.insert(shape.begin() + dim, idx.shape().dims().begin(), idx.shape().dims().end());
       y = fn::reshape(sel, shape);
       dim += idx.ndim();
+      ++x_dim;
     } else {
       throw IndexError(StrCat("unsupported index ", py::repr(h).cast<std::string>()));
     }
   }
   return y;
+}
+
+void CheckInPlace(const Tensor& t, const char* op);
+
+// t[index] = value. Basic indices write through a view of t; index tensors (integer or bool)
+// name elements by position: the index applied to t's flat positions says which, and the
+// value, broadcast to the indexed shape, is written there (where one element is named twice,
+// the last write wins).
+void SetItem(Tensor& t, py::handle index, py::handle value) {
+  CheckInPlace(t, "__setitem__");
+  std::vector<py::object> items = IndexItems(index);
+  bool advanced = false;
+  for (const py::object& h : items) advanced |= IsTensorIndex(h);
+  if (!advanced) {
+    Tensor view = ApplyIndex(t, index);
+    fn::copy_(view, ScalarOrTensor(value, view).detach());
+    return;
+  }
+  if (t.is_global()) {
+    throw IndexError("__setitem__: index tensors on a global tensor are not supported; use "
+                     "oneflow.where (or write to_local())");
+  }
+  if (t.requires_grad() && GradModeEnabled()) {
+    throw Error("__setitem__: writing through an index tensor into a tensor that requires grad "
+                "is not supported; use masked_fill or oneflow.where, which autograd follows");
+  }
+  NoGradGuard no_grad;
+  py::tuple converted(items.size());
+  for (size_t i = 0; i < items.size(); ++i) converted[i] = items[i];
+  Tensor named = ApplyIndex(
+      fn::reshape(fn::arange(0, static_cast<double>(t.numel()), 1, DType::kInt64), t.shape().dims()),
+      converted);
+  Tensor v = ScalarOrTensor(value, t).detach();
+  // The value broadcasts to the indexed shape (leading size-1 dims of the value may go).
+  const IntList &vs = v.shape().dims(), &ns = named.shape().dims();
+  bool fits = true;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const int64_t d = vs[vs.size() - 1 - i];
+    const int64_t want = i < ns.size() ? ns[ns.size() - 1 - i] : 1;
+    fits &= d == want || d == 1;
+  }
+  if (!fits) {
+    throw Error(StrCat("__setitem__: a value of shape ", v.shape(),
+                       " cannot be broadcast to the indexed shape ", named.shape()));
+  }
+  if (vs.size() > ns.size()) v = fn::reshape(v, ns.empty() ? IntList{} : IntList(vs.end() - ns.size(), vs.end()));
+  v = fn::contiguous_copy(fn::expand(v, named.shape().dims()));
+  if (v.dtype() != t.dtype()) v = fn::to_dtype(v, t.dtype());
+  if (!v.is_cpu()) v = fn::to_device(v, Device::CPU());
+  Tensor dst = t.is_cpu() && t.is_contiguous() ? t : fn::contiguous_copy(fn::to_device(t, Device::CPU()));
+  Tensor pos = fn::contiguous(named);
+  const int64_t* p = pos.data<int64_t>();
+  DispatchAll(t.dtype(), "__setitem__", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* d = dst.data<T>();
+    const T* s = v.data<T>();
+    for (int64_t i = 0; i < pos.numel(); ++i) d[p[i]] = s[i];
+  });
+  if (dst.is_same(t)) {
+    t.storage()->bump_version();
+  } else {
+    fn::copy_(t, dst);
+  }
 }
 
 void CheckInPlace(const Tensor& t, const char* op) {
@@ -279,6 +392,26 @@ PYBIND11_MODULE(_oneflow_internal, m) {
           "grad", [](const Tensor& t) { return TensorOrNone(t.grad()); },
           [](Tensor& t, py::object g) { t.set_grad(OptTensor(g)); })
       .def_property_readonly("grad_fn", &NodeOrNone)
+      .def("_register_hook",
+           [](Tensor& t, py::function f) {
+             return RegisterGradHook(t, [f](const Tensor& g) -> Tensor {
+               py::gil_scoped_acquire gil;
+               py::object r = f(g);
+               if (r.is_none()) return Tensor();
+               if (!py::isinstance<Tensor>(r)) {
+                 throw Error(StrCat("register_hook: the hook must return a tensor or None, got ",
+                                    py::str(r.get_type()).cast<std::string>()));
+               }
+               return r.cast<Tensor>();
+             });
+           })
+      .def("_remove_hook", [](Tensor& t, int64_t id) { RemoveGradHook(t, id); })
+      .def("retain_grad", [](Tensor& t) { RetainGrad(t); })
+      .def_property_readonly("retains_grad",
+                             [](const Tensor& t) {
+                               const AutogradMeta* am = t.impl()->autograd.get();
+                               return am != nullptr && am->retains_grad;
+                             })
       .def("_register_post_accumulate_grad_hook",
            [](Tensor& t, py::function f) {
              ONEFLOW_CHECK(
@@ -334,13 +467,8 @@ PYBIND11_MODULE(_oneflow_internal, m) {
              }
              return py::bool_(Item(t));
            })
-      .def("__getitem__", [](const Tensor& t, py::handle idx) { return ApplyIndex(t, idx, false); })
-      .def("__setitem__",
-           [](Tensor& t, py::handle idx, py::handle value) {
-             CheckInPlace(t, "__setitem__");
-             Tensor view = ApplyIndex(t, idx, true);
-             fn::copy_(view, ScalarOrTensor(value, view).detach());
-           })
+      .def("__getitem__", [](const Tensor& t, py::handle idx) { return ApplyIndex(t, idx); })
+      .def("__setitem__", &SetItem)
       .def("contiguous", &fn::contiguous)
       .def("clone", &fn::clone)
       .def("_to_dtype",
@@ -496,6 +624,23 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("logical_or",
         [](const Tensor& a, py::handle b) { return fn::logical_or(a, ScalarOrTensor(b, a)); });
   m.def("logical_not", &fn::logical_not);
+  // (n, ndim) int64 coordinates of x's nonzero elements, in row-major order.
+  m.def("nonzero", [](const Tensor& x) {
+    Tensor pos = TruePositions(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool),
+                               Device::CPU());
+    const int64_t n = pos.numel(), nd = x.ndim();
+    Tensor out = Tensor::Empty(Shape({n, nd}), DType::kInt64, Device::CPU());
+    const int64_t* p = pos.data<int64_t>();
+    int64_t* o = out.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = p[i];
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        o[i * nd + d] = rest % x.shape()[d];
+        rest /= x.shape()[d];
+      }
+    }
+    return x.is_cpu() ? out : fn::to_device(out, x.device());
+  });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
     Tensor ta = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : Tensor();
     Tensor tb = py::isinstance<Tensor>(b) ? b.cast<Tensor>() : Tensor();

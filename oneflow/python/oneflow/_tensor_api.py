@@ -17,7 +17,8 @@ __all__ = [
     "square", "relu", "sigmoid", "tanh", "gelu", "clamp", "clip", "sum", "mean", "max", "min",
     "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute", "transpose",
     "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select", "gather",
-    "softmax", "log_softmax", "allclose", "numel", "is_tensor", "is_floating_point",
+    "softmax", "log_softmax", "allclose", "numel", "is_tensor", "is_floating_point", "nonzero",
+    "argwhere", "remainder", "masked_fill", "masked_select",
 ]
 
 
@@ -291,8 +292,61 @@ def pow(x, exponent):
 
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        raise TypeError("where: the one-argument form (nonzero) is not supported; pass x and y")
+        return nonzero(condition, as_tuple=True)
+    if x is None or y is None:
+        raise TypeError("where: pass both x and y, or neither (the nonzero form)")
     return _C.where(condition, x, y)
+
+
+def nonzero(input, *, as_tuple=False):
+    """Coordinates of the nonzero elements: an (n, ndim) int64 tensor, or with as_tuple one
+    1-d tensor per dim (what x[...] takes)."""
+    coords = _C.nonzero(input)
+    if not as_tuple:
+        return coords
+    if input.ndim == 0:
+        return (coords.reshape(-1),)
+    return tuple(coords[:, d] for d in range(input.ndim))
+
+
+def argwhere(input):
+    return _C.nonzero(input)
+
+
+def _check_mask(mask, op):
+    if not isinstance(mask, Tensor) or mask.dtype != _C.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"{op}: expected a bool mask tensor, got {got}")
+    return mask
+
+
+def masked_fill(input, mask, value):
+    """input with value where mask (broadcast to input's shape) is True; autograd flows to
+    input where it is False (and to value when it is a tensor)."""
+    _check_mask(mask, "masked_fill")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got shape {tuple(value.shape)}")
+        value = value.to(input.dtype)
+    else:
+        value = _C.tensor(value, input.dtype, None, False).to(input.device)
+    shape = list(input._shape)
+    return _C.where(_C.expand(mask, shape) if list(mask._shape) != shape else mask, value, input)
+
+
+def masked_select(input, mask):
+    """The elements of input where mask is True (both broadcast to one shape), as a 1-d tensor."""
+    _check_mask(mask, "masked_select")
+    a, b = list(input._shape), list(mask._shape)
+    n = builtins.max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
+    if builtins.any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
+        raise RuntimeError(f"masked_select: the mask of shape {tuple(mask.shape)} does not "
+                           f"broadcast with the input of shape {tuple(input.shape)}")
+    shape = [builtins.max(x, y) for x, y in zip(a, b)] or [1]  # 0-dim: one element
+    x = input if list(input._shape) == shape else _C.expand(_C.reshape(input, a or [1]), shape)
+    m = mask if list(mask._shape) == shape else _C.expand(_C.reshape(mask, b or [1]), shape)
+    return x[m]
 
 
 def clamp(x, min=None, max=None):
@@ -516,6 +570,11 @@ def _setup_tensor():
     T.gather = gather
     T.all = lambda self: _C.min_all(self.bool().long()).bool() if self.numel() else _C.tensor(True, None, None, False)
     T.any = lambda self: _C.max_all(self.bool().long()).bool() if self.numel() else _C.tensor(False, None, None, False)
+    T.nonzero = nonzero
+    T.argwhere = argwhere
+    T.masked_fill = masked_fill
+    T.masked_fill_ = _inplace("masked_fill_", masked_fill)
+    T.masked_select = masked_select
     T.add_ = _inplace("add_", lambda self, other, alpha=1: _C.add(self, other if alpha == 1 else other * alpha))
     T.sub_ = _inplace("sub_", lambda self, other, alpha=1: _C.sub(self, other if alpha == 1 else other * alpha))
     T.mul_ = _inplace("mul_", _C.mul)
@@ -621,6 +680,9 @@ def _setup_tensor():
             return format(self.item(), spec)
         return format(repr(self), spec)
     T.__format__ = __format__
+    T.__mod__ = lambda self, other: remainder(self, other)
+    T.__rmod__ = lambda self, other: remainder(_C.tensor(other, self.dtype, None, False), self)
+    T.remainder = remainder
     T.__floordiv__ = lambda self, other: _floor_div(self, other)
     T.__rfloordiv__ = lambda self, other: _floor_div(_C.tensor(other, self.dtype, None, False), self)
 
@@ -648,7 +710,9 @@ def _setup_tensor():
     T._make_subclass = _make_subclass
 
     def register_hook(self, hook):
-        raise NotImplementedError("register_hook: not supported yet")
+        """hook(grad) runs on each gradient computed for this tensor and may return a
+        replacement; returns a handle whose remove() takes the hook off."""
+        return _RemovableHandle(self, self._register_hook(hook))
     T.register_hook = register_hook
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -656,11 +720,36 @@ def _setup_tensor():
     T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 
 
+class _RemovableHandle:
+    """What register_hook returns: remove() unregisters the hook (once)."""
+
+    def __init__(self, tensor, hook_id):
+        self._tensor, self.id = tensor, hook_id
+
+    def remove(self):
+        if self._tensor is not None:
+            self._tensor._remove_hook(self.id)
+            self._tensor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 def _floor_div(a, b):
     q = _C.div(a, b)
     r = q.long().to(q.dtype)  # truncates toward zero; floor is one lower for negatives
     r = _C.where(_C.gt(r, q), r - 1, r)
     return r if a.dtype.is_floating_point else r.to(a.dtype)
+
+
+def remainder(input, other):
+    """Python's %: input - floor(input / other) * other, with the sign of other."""
+    if not isinstance(input, Tensor):
+        input = _C.tensor(input, other.dtype, None, False)
+    return _C.sub(input, _C.mul(_floor_div(input, other), other))
 
 
 def _rebuild_tensor(raw, shape, dtype_name, requires_grad):
