@@ -1062,6 +1062,54 @@ def test_bool_mask_indexing_matches_numpy(name, shape, index):
     np.testing.assert_array_equal(x.numpy(), b)
 
 
+_A4 = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5).astype(np.float32)
+ADVANCED_CASES = [
+    ([0, 1],),
+    (np.array([[0], [1]]), np.array([1, 2])),                 # broadcast together
+    (slice(None), np.array([0, 2]), np.array([1, 3])),        # adjacent: where they stood
+    (0, slice(None), np.array([1, 2])),                       # an int selects first (PyTorch)
+    (np.array([0, 1]), slice(None), np.array([1, 2])),        # apart: in front
+    (np.array([1, 0]), 1),
+    (Ellipsis, np.array([4, 0])),
+    (slice(None), np.array([[0, 1], [2, 0]]), slice(1, 3)),
+    (_A4[:, :, 0, 0] > 20,),                                  # a 2-dim mask
+    (slice(None), _A4[0, :, :, 0] > 30),
+    (_A4[:, 0, 0, 0] > 5, slice(None), np.array([0, 3])),     # a mask with an index
+    (np.array([-1, 0]), None, np.array([2])),
+    (np.array([0, 1]), np.array([1, 2]), np.array([0, 3]), np.array([4, 4])),
+]
+
+
+@pytest.mark.parametrize("index", ADVANCED_CASES, ids=[str(i) for i in range(len(ADVANCED_CASES))])
+def test_advanced_indexing_matches_torch(torch, index):
+    def conv(lib):
+        return tuple(lib.tensor(v) if isinstance(v, np.ndarray) else v for v in index)
+    fi, ti = conv(flow), conv(torch)
+    got, want = flow.tensor(_A4)[fi], torch.tensor(_A4)[ti]
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    v = np.random.default_rng(0).standard_normal(tuple(want.shape)).astype(np.float32)
+    for value in (-1.0, v):  # writes: a number, then a tensor of the indexed shape
+        x, t = flow.tensor(_A4), torch.tensor(_A4)
+        x[fi] = value if isinstance(value, float) else flow.tensor(value)
+        t[ti] = value if isinstance(value, float) else torch.tensor(value)
+        np.testing.assert_array_equal(x.numpy(), t.numpy())
+    x, t = flow.tensor(_A4, requires_grad=True), torch.tensor(_A4, requires_grad=True)
+    (x[fi] * flow.tensor(v)).sum().backward()
+    (t[ti] * torch.tensor(v)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_advanced_index_out_of_range_names_the_dim():
+    x = flow.zeros(2, 3, 4)
+    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0 with size 2"):
+        x[flow.tensor([0, 2])]
+    with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 1 with size 3"):
+        x[0, [1, -4]]
+    with pytest.raises(RuntimeError, match=r"index: shapes \(2,\) and \(3,\) cannot be broadcast"):
+        x[[0, 1], [0, 1, 2]]
+
+
 def test_bool_mask_from_a_list_and_integer_index_writes():
     x = flow.arange(6).reshape(2, 3)
     assert x[[True, False]].tolist() == [[0, 1, 2]]

@@ -56,9 +56,93 @@ std::vector<py::object> IndexItems(py::handle index) {
 
 bool IsTensorIndex(const py::object& h) { return py::isinstance<Tensor>(h); }
 
-// Applies a Python index to x. Integer index tensors pick rows of one dim (their shape takes
-// its place); a bool mask of k dims must match the k dims it covers, which it replaces by one
-// dim of its true elements (PyTorch's rules; gradients flow through both).
+// An index tensor and the dim of the basic-indexed tensor it applies to.
+struct AdvancedIndex {
+  int64_t dim;    // in the tensor after basic indexing
+  int64_t x_dim;  // in the indexed tensor (for messages)
+  Tensor index;   // int64 on the CPU
+};
+
+// The coordinates of a k-dim bool mask's true elements: k int64 index tensors on the CPU.
+std::vector<Tensor> MaskCoordinates(const Tensor& mask) {
+  Tensor pos = TruePositions(mask, Device::CPU());
+  const int64_t n = pos.numel(), k = mask.ndim();
+  std::vector<Tensor> out;
+  for (int64_t d = 0; d < k; ++d) {
+    out.push_back(Tensor::Empty(Shape({n}), DType::kInt64, Device::CPU()));
+  }
+  const int64_t* p = pos.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = p[i];
+    for (int64_t d = k - 1; d >= 0; --d) {
+      out[d].data<int64_t>()[i] = rest % mask.shape()[d];
+      rest /= mask.shape()[d];
+    }
+  }
+  return out;
+}
+
+// y[I1, ..., In] for index tensors on dims d1 < ... < dn of y (PyTorch's advanced indexing):
+// the indices broadcast to one shape B; element b of the result's B dims takes
+// y[..., I1[b], ..., In[b], ...]. B stands where the indexed dims stood when they are
+// adjacent, else in front. One gather over the indexed dims flattened; autograd follows it.
+Tensor ApplyAdvanced(const Tensor& y, const std::vector<AdvancedIndex>& adv) {
+  const int64_t n = static_cast<int64_t>(adv.size());
+  std::vector<int64_t> sizes;
+  Shape b = adv[0].index.shape();
+  for (const AdvancedIndex& a : adv) {
+    sizes.push_back(y.shape()[a.dim]);
+    b = BroadcastShapes(b, a.index.shape(), "index");
+  }
+  // Flat positions within the indexed dims, bounds checked (negative indices count back).
+  Tensor lin = Tensor::Empty(b, DType::kInt64, Device::CPU());
+  int64_t* l = lin.data<int64_t>();
+  std::fill(l, l + lin.numel(), int64_t{0});
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor idx = fn::contiguous(fn::expand(adv[i].index, b.dims()));
+    const int64_t* p = idx.data<int64_t>();
+    for (int64_t j = 0; j < lin.numel(); ++j) {
+      int64_t v = p[j];
+      if (v < -sizes[i] || v >= sizes[i]) {
+        throw IndexError(StrCat("index ", v, " is out of bounds for dimension ", adv[i].x_dim,
+                                " with size ", sizes[i]));
+      }
+      l[j] = l[j] * sizes[i] + (v < 0 ? v + sizes[i] : v);
+    }
+  }
+  bool adjacent = true;
+  for (int64_t i = 1; i < n; ++i) adjacent &= adv[i].dim == adv[i - 1].dim + 1;
+  // The indexed dims first, flattened into one; the other dims after them, in order.
+  IntList perm, rest;
+  int64_t flat = 1;
+  for (const AdvancedIndex& a : adv) perm.push_back(a.dim);
+  for (int64_t d = 0; d < y.ndim(); ++d) {
+    if (std::find(perm.begin(), perm.end(), d) == perm.end()) {
+      perm.push_back(d);
+      rest.push_back(y.shape()[d]);
+    }
+  }
+  for (int64_t size : sizes) flat *= size;
+  IntList shape{flat};
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  Tensor yf = fn::reshape(fn::permute(y, perm), shape);
+  Tensor index = y.is_cpu() ? lin : fn::to_device(lin, y.device());
+  Tensor out = fn::index_select(yf, 0, fn::reshape(index, {-1}));
+  IntList out_shape = b.dims();
+  out_shape.insert(out_shape.end(), rest.begin(), rest.end());
+  out = fn::reshape(out, out_shape);
+  const int64_t first = adv[0].dim, nb = b.ndim();
+  if (!adjacent || first == 0) return out;
+  IntList back;  // [rest before the indexed dims, B, rest after]
+  for (int64_t i = 0; i < first; ++i) back.push_back(nb + i);
+  for (int64_t i = 0; i < nb; ++i) back.push_back(i);
+  for (int64_t i = nb + first; i < static_cast<int64_t>(out_shape.size()); ++i) back.push_back(i);
+  return fn::permute(out, back);
+}
+
+// Applies a Python index to x as PyTorch does: ints, slices, None and ... first (views; an
+// int selects its dim), then the index tensors together (ApplyAdvanced). A bool mask of k
+// dims must match the k dims it covers and stands for the coordinates of its true elements.
 Tensor ApplyIndex(const Tensor& x, py::handle index) {
   std::vector<py::object> items = IndexItems(index);
   int64_t consumed = 0;  // dims of x the index names
@@ -75,6 +159,7 @@ Tensor ApplyIndex(const Tensor& x, py::handle index) {
   Tensor y = x;
   int64_t dim = 0;    // dim of y the next index applies to
   int64_t x_dim = 0;  // dims of x named before this index
+  std::vector<AdvancedIndex> adv;
   for (const py::object& h : items) {
     if (py::isinstance<py::ellipsis>(h)) {
       dim += x.ndim() - consumed;
@@ -111,36 +196,25 @@ Tensor ApplyIndex(const Tensor& x, py::handle index) {
                                   " does not match the shape of the indexed tensor ", x.shape(),
                                   k == 0 ? " (a 0-dim mask is not supported)" : ""));
         }
-        IntList shape = y.shape().dims();
-        int64_t n = 1;
-        for (int64_t d : covered) n *= d;
-        shape.erase(shape.begin() + dim, shape.begin() + dim + k);
-        shape.insert(shape.begin() + dim, n);
-        y = fn::index_select(fn::reshape(y, shape), dim, TruePositions(idx, y.device()));
-        ++dim;
+        std::vector<Tensor> coords = MaskCoordinates(idx);
+        for (int64_t d = 0; d < k; ++d) adv.push_back({dim + d, x_dim + d, coords[d]});
+        dim += k;
         x_dim += k;
         continue;
       }
       if (!IsIntegral(idx.dtype())) {
-        throw IndexError(
-            StrCat("tensors used as indices must be long, int or bool, got ", DTypeName(idx.dtype())));
+        throw IndexError(StrCat("tensors used as indices must be long, int or bool, got ",
+                                DTypeName(idx.dtype())));
       }
-      if (idx.device() != y.device()) idx = fn::to_device(idx, y.device());
-      // Rows named by an index tensor of any shape: select on the flattened index, then put
-      // the index's shape in place of the dim.
-      Tensor flat = fn::reshape(idx, {-1});
-      Tensor sel = fn::index_select(y, dim, flat);
-      IntList shape = sel.shape().dims();
-      shape.erase(shape.begin() + dim);
-      shape.insert(shape.begin() + dim, idx.shape().dims().begin(), idx.shape().dims().end());
-      y = fn::reshape(sel, shape);
-      dim += idx.ndim();
-      ++x_dim;
+      idx = fn::contiguous(idx.detach());
+      if (!idx.is_cpu()) idx = fn::to_device(idx, Device::CPU());
+      if (idx.dtype() != DType::kInt64) idx = fn::to_dtype(idx, DType::kInt64);
+      adv.push_back({dim++, x_dim++, idx});
     } else {
       throw IndexError(StrCat("unsupported index ", py::repr(h).cast<std::string>()));
     }
   }
-  return y;
+  return adv.empty() ? y : ApplyAdvanced(y, adv);
 }
 
 void CheckInPlace(const Tensor& t, const char* op);
