@@ -321,7 +321,8 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
   bool has_split = false;
   for (const Sbp& s : nd_sbp) has_split |= s.is_split();
   runtime::Communicator* comm = nullptr;
-  if (member && placement.size() > 1 && (check_meta || (has_split && placement.ndim() == 1))) {
+  // Split shards may be uneven: their sizes make the global shape, so they are always gathered.
+  if (member && placement.size() > 1 && (check_meta || has_split)) {
     comm = &runtime::Env::Get().Comm(placement.ranks(), placement.device());
   }
   if (comm) {
@@ -355,11 +356,44 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
         }
       }
     }
-    if (has_split && placement.ndim() == 1) {
-      const int axis = nd_sbp[0].axis();
-      int64_t total = 0;
-      for (int r = 0; r < n; ++r) total += a[r * kMax + 2 + axis];
-      dims[axis] = total;
+    if (has_split) {
+      // A split axis's global size sums the shards along the hierarchy dims that split it
+      // (over the ranks at coordinate 0 on every other hierarchy dim).
+      for (int64_t axis = 0; axis < local.ndim() && axis < kMax - 2; ++axis) {
+        bool split = false;
+        for (const Sbp& s : nd_sbp) split |= s.is_split() && s.axis() == axis;
+        if (!split) continue;
+        int64_t total = 0;
+        for (int r = 0; r < n; ++r) {
+          std::vector<int64_t> coord = placement.Coord(placement.ranks()[r]);
+          bool counted = true;
+          for (size_t d = 0; d < nd_sbp.size(); ++d) {
+            const bool splits_axis = nd_sbp[d].is_split() && nd_sbp[d].axis() == axis;
+            counted &= splits_axis || coord[d] == 0;
+          }
+          if (counted) total += a[r * kMax + 2 + axis];
+        }
+        dims[axis] = total;
+      }
+      // Every shard must be the one the balanced split of that global shape gives its rank,
+      // or later boxing would read the wrong rows.
+      for (int r = 0; r < n; ++r) {
+        const int peer = placement.ranks()[r];
+        Shape want = sbp::LocalShape(Shape(dims), placement, nd_sbp, peer);
+        std::vector<int64_t> theirs;
+        for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i) {
+          theirs.push_back(a[r * kMax + 2 + i]);
+        }
+        std::vector<int64_t> expected(want.dims().begin(),
+                                      want.dims().begin() + static_cast<int64_t>(theirs.size()));
+        if (theirs != expected) {
+          throw Error(StrCat("to_global: rank ", peer, " holds a local tensor of shape ",
+                             Shape(theirs), " but ", sbp::ToString(nd_sbp), " of the global shape ",
+                             Shape(dims), " on ", placement.ToString(), " gives it ", want,
+                             "; shards must follow the balanced split (sizes differ by at most "
+                             "one, the larger ones first)"));
+        }
+      }
     }
   } else if (has_split) {
     for (size_t d = 0; d < nd_sbp.size(); ++d) {

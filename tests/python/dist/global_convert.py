@@ -58,6 +58,44 @@ if n == 4:
     assert y.sbp == (S(0), S(1)), y.sbp
     check(y, x.numpy() @ w.numpy(), "2-D matmul")
 
+# Global tensors made from local shards, uneven where the balanced split is (sizes differ by
+# at most one, larger first); shards that do not follow it are a one-line error on every rank.
+def piece(length, parts, k):
+    base, extra = divmod(length, parts)
+    begin = k * base + min(k, extra)
+    return begin, begin + base + (k < extra)
+
+
+whole = np.arange(7 * 5, dtype=np.float32).reshape(7, 5)
+for axis in (0, 1):
+    lo, hi = piece(whole.shape[axis], n, rank)
+    local = whole[lo:hi] if axis == 0 else whole[:, lo:hi]
+    g = flow.tensor(local).to_global(placement=world, sbp=S(axis))
+    assert tuple(g.shape) == whole.shape, (axis, g.shape)
+    check(g.to_global(sbp=B), whole, f"uneven local shards S({axis})")
+if n > 1:
+    rows = piece(7, n, rank)
+    rows = rows[1] - rows[0] + (1 if rank == n - 1 else -1 if rank == 0 else 0)
+    try:
+        flow.ones(rows, 2).to_global(placement=world, sbp=S(0))
+        raise AssertionError("misplaced shards were accepted")
+    except RuntimeError as e:
+        assert "shards must follow the balanced split" in str(e) and "rank 0 holds a local tensor" in str(e), e
+if n == 4:
+    i, j = rank // 2, rank % 2
+    for sbp, (ri, ci) in [((S(0), S(1)), (piece(7, 2, i), piece(5, 2, j))),
+                          ((S(1), S(0)), (piece(7, 2, j), piece(5, 2, i))),
+                          ((S(0), B), (piece(7, 2, i), (0, 5)))]:
+        local = whole[ri[0]:ri[1], ci[0]:ci[1]]
+        g = flow.tensor(local).to_global(placement=mesh, sbp=sbp)
+        assert tuple(g.shape) == whole.shape, (sbp, g.shape)
+        check(g.to_global(sbp=(B, B)), whole, f"uneven 2-D shards {sbp}")
+    outer = piece(7, 2, i)  # (S(0), S(0)): rows split over the first dim, then the second
+    inner = piece(outer[1] - outer[0], 2, j)
+    local = whole[outer[0] + inner[0]:outer[0] + inner[1]]
+    g = flow.tensor(local).to_global(placement=mesh, sbp=(S(0), S(0)))
+    check(g.to_global(sbp=(B, B)), whole, "uneven 2-D shards (S(0), S(0))")
+
 # matmul deduction on 1-D
 a = flow.randn(4, 6).to_global(placement=world, sbp=B)
 b = flow.randn(6, 2).to_global(placement=world, sbp=B)
