@@ -43,6 +43,15 @@ Tensor Make(const std::vector<double>& v, std::vector<int64_t> dims, DType dtype
   return t;
 }
 
+// For the test's scope, with tcp: ONEFLOW_SHM=0, so rank threads talk Gloo over TCP instead of
+// shared memory.
+struct OverTcp {
+  explicit OverTcp(bool tcp) {
+    if (tcp) setenv("ONEFLOW_SHM", "0", 1);
+  }
+  ~OverTcp() { unsetenv("ONEFLOW_SHM"); }
+};
+
 std::vector<double> Read(const Tensor& t) {
   std::vector<double> out(t.numel());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -107,10 +116,7 @@ void CheckEqual(const std::vector<double>& got, const std::vector<double>& want)
 TEST_CASE("communicator: every collective against hand-computed values", "[runtime]") {
   // Threads of one process share a machine: shared memory unless ONEFLOW_SHM=0 (Gloo's TCP).
   const bool over_tcp = GENERATE(false, true);
-  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
-  struct Unset {
-    ~Unset() { unsetenv("ONEFLOW_SHM"); }
-  } unset;
+  OverTcp transport(over_tcp);
   for (int n : {2, 4}) {
     for (DType dtype : {DType::kFloat32, DType::kInt64}) {
       INFO("world " << n << " dtype " << oneflow::DTypeName(dtype));
@@ -428,10 +434,7 @@ TEST_CASE("communicator: shared memory across several chunks, uneven, every op",
 TEST_CASE("communicator: all-reduce in place in shared memory (DDP's buckets)", "[runtime]") {
   const bool over_tcp = GENERATE(false, true);
   const int n = GENERATE(2, 3);
-  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
-  struct Unset {
-    ~Unset() { unsetenv("ONEFLOW_SHM"); }
-  } unset;
+  OverTcp transport(over_tcp);
   // Two shared tensors; views at offsets 0, 100000 (an empty one) and 100000 of the first, the
   // parts not on cache-line or page boundaries; the second reduced whole with max.
   const int64_t total = 300001;
@@ -476,10 +479,7 @@ TEST_CASE("communicator: out-of-place all-reduce leaves its input alone (boxing 
           "[runtime]") {
   const bool over_tcp = GENERATE(false, true);
   const int n = GENERATE(2, 3);
-  if (over_tcp) setenv("ONEFLOW_SHM", "0", 1);
-  struct Unset {
-    ~Unset() { unsetenv("ONEFLOW_SHM"); }
-  } unset;
+  OverTcp transport(over_tcp);
   // Sizes that grow the scratch (small, larger, then small again in the grown one), a
   // transposed input, integers with max, and an average.
   auto results = RunRanks(n, [&](Communicator& c, int r) {
@@ -565,10 +565,7 @@ TEST_CASE("communicator: shared all-reduce reads this rank's part from local pie
 }
 
 TEST_CASE("communicator: local pieces need shared memory", "[runtime]") {
-  setenv("ONEFLOW_SHM", "0", 1);
-  struct Unset {
-    ~Unset() { unsetenv("ONEFLOW_SHM"); }
-  } unset;
+  OverTcp transport(true);
   std::string error;
   auto results = RunRanks(2, [&](Communicator& c, int r) {
     Tensor t = c.EmptyShared(10, DType::kFloat32);
