@@ -307,11 +307,11 @@ Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& pl
 }
 
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                     bool check_meta) {
+                     bool check_meta, const Shape* global_shape) {
   if (local.is_global()) return ToGlobal(local, placement, nd_sbp);
   if (local.device().type != placement.device()) {
     return LocalToGlobal(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
-                         check_meta);
+                         check_meta, global_shape);
   }
   sbp::CheckNdSbp(nd_sbp, placement, local.ndim(), "to_global");
   CheckRanksInWorld(placement, "to_global");
@@ -320,14 +320,25 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
   const bool member = placement.Contains(rank);
   bool has_split = false;
   for (const Sbp& s : nd_sbp) has_split |= s.is_split();
+  // Every member's [ndim, dtype, dims...]: 8 dims at most.
+  constexpr int kMax = 10;
+  if (global_shape != nullptr && !check_meta) {
+    // The caller knows the global shape (to_local's backward): no communication.
+    Shape want = member ? sbp::LocalShape(*global_shape, placement, nd_sbp, rank) : local.shape();
+    ONEFLOW_CHECK(!member || want == local.shape(), "to_global: rank ", rank,
+                  " holds a local tensor of shape ", local.shape(), " but ",
+                  sbp::ToString(nd_sbp), " of the global shape ", *global_shape, " on ",
+                  placement.ToString(), " gives it ", want);
+    dims = global_shape->dims();
+    has_split = false;  // nothing left to compute
+  }
   runtime::Communicator* comm = nullptr;
   // Split shards may be uneven: their sizes make the global shape, so they are always gathered.
-  if (member && placement.size() > 1 && (check_meta || has_split)) {
+  const bool gather = check_meta || (has_split && global_shape == nullptr);
+  if (member && placement.size() > 1 && gather) {
     comm = &runtime::Env::Get().Comm(placement.ranks(), placement.device());
   }
   if (comm) {
-    // Every member's [ndim, dtype, dims...] (8 dims at most are compared).
-    constexpr int kMax = 10;
     Tensor mine = fn::full(Shape({kMax}), -1.0, DType::kInt64);
     int64_t* p = mine.data<int64_t>();
     p[0] = local.ndim();
@@ -337,29 +348,45 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
     comm->AllGather(mine, all);
     const int64_t* a = all.data<int64_t>();
     const int n = placement.size();
+    auto shape_of = [&](int r) {
+      std::vector<int64_t> d;
+      for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i) {
+        d.push_back(a[r * kMax + 2 + i]);
+      }
+      return Shape(d);
+    };
+    // Every rank decides from the same gathered data, so all of them throw together.
+    for (int r = 0; r < n; ++r) {
+      if (a[r * kMax] == p[0] && a[r * kMax + 1] == p[1]) continue;
+      throw Error(StrCat("to_global: rank ", placement.ranks()[r], " has a local tensor of shape ",
+                         shape_of(r), " ", DTypeName(static_cast<DType>(a[r * kMax + 1])),
+                         " but rank ", rank, " has ", local.shape(), " ",
+                         DTypeName(local.dtype())));
+    }
     if (check_meta) {
       for (int r = 0; r < n; ++r) {
-        bool same = a[r * kMax] == p[0] && a[r * kMax + 1] == p[1];
+        bool same = true;
         for (int64_t i = 0; same && i < std::min<int64_t>(p[0], kMax - 2); ++i) {
           bool split_axis = false;
           for (const Sbp& s : nd_sbp) split_axis |= s.is_split() && s.axis() == i;
           same = split_axis || a[r * kMax + 2 + i] == p[2 + i];
         }
         if (!same) {
-          std::vector<int64_t> theirs;
-          for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i)
-            theirs.push_back(a[r * kMax + 2 + i]);
-          throw Error(StrCat("to_global: rank ", placement.ranks()[r], " has a local tensor of shape ",
-                             Shape(theirs), " ", DTypeName(static_cast<DType>(a[r * kMax + 1])),
-                             " but rank ", rank, " has ", local.shape(), " ",
-                             DTypeName(local.dtype())));
+          throw Error(StrCat("to_global: rank ", placement.ranks()[r],
+                             " has a local tensor of shape ", shape_of(r), " ",
+                             DTypeName(local.dtype()), " but rank ", rank, " has ", local.shape(),
+                             " ", DTypeName(local.dtype())));
         }
       }
     }
     if (has_split) {
       // A split axis's global size sums the shards along the hierarchy dims that split it
       // (over the ranks at coordinate 0 on every other hierarchy dim).
-      for (int64_t axis = 0; axis < local.ndim() && axis < kMax - 2; ++axis) {
+      for (const Sbp& s : nd_sbp) {
+        ONEFLOW_CHECK(!s.is_split() || s.axis() < kMax - 2, "to_global: split(", s.axis(),
+                      ") of a local tensor: only the first ", kMax - 2, " dims can be split");
+      }
+      for (int64_t axis = 0; axis < local.ndim(); ++axis) {
         bool split = false;
         for (const Sbp& s : nd_sbp) split |= s.is_split() && s.axis() == axis;
         if (!split) continue;
@@ -380,16 +407,12 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
       for (int r = 0; r < n; ++r) {
         const int peer = placement.ranks()[r];
         Shape want = sbp::LocalShape(Shape(dims), placement, nd_sbp, peer);
-        std::vector<int64_t> theirs;
-        for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i) {
-          theirs.push_back(a[r * kMax + 2 + i]);
-        }
-        std::vector<int64_t> expected(want.dims().begin(),
-                                      want.dims().begin() + static_cast<int64_t>(theirs.size()));
-        if (theirs != expected) {
-          throw Error(StrCat("to_global: rank ", peer, " holds a local tensor of shape ",
-                             Shape(theirs), " but ", sbp::ToString(nd_sbp), " of the global shape ",
-                             Shape(dims), " on ", placement.ToString(), " gives it ", want,
+        Shape theirs = shape_of(r);
+        if (theirs.dims() != std::vector<int64_t>(want.dims().begin(),
+                                                  want.dims().begin() + theirs.ndim())) {
+          throw Error(StrCat("to_global: rank ", peer, " holds a local tensor of shape ", theirs,
+                             " but ", sbp::ToString(nd_sbp), " of the global shape ", Shape(dims),
+                             " on ", placement.ToString(), " gives it ", want,
                              "; shards must follow the balanced split (sizes differ by at most "
                              "one, the larger ones first)"));
         }

@@ -37,11 +37,13 @@ const GlobalMeta& Meta(const Tensor& t);  // REQUIRES: t.is_global()
 // Wraps a shard as a global tensor without communication (the caller vouches for it).
 Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& placement,
                   const NdSbp& nd_sbp);
-// From this rank's local data: the logical shape is the local one, with split axes summed
-// over the ranks (1-D; an n-D placement assumes even splits). check_meta compares shapes and
-// dtypes across ranks first and names the rank that differs.
+// From this rank's local data: the global shape is the local one with each split axis summed
+// over the shards that split it (gathered from every member, which also checks that ranks
+// agree on ndim and dtype and that the shards follow the balanced split). check_meta also
+// compares the other dims and names the rank that differs. global_shape, when the caller
+// knows it (to_local's backward), replaces the gathering.
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                     bool check_meta = false);
+                     bool check_meta = false, const Shape* global_shape = nullptr);
 // Boxing to another placement and/or NdSbp.
 Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
 // This rank's shard (a view of the tensor's data, not a copy).

@@ -139,12 +139,21 @@ flow.ones(n, 4).to_global(placement=flow.placement("cpu", ranks=[0, 1]),
                           sbp=flow.sbp.broadcast, check_meta=True)
 """
 
+NDIM_MISMATCH = """
+import oneflow as flow
+x = flow.ones(4, 3) if flow.env.get_rank() == 0 else flow.ones(4)
+x.to_global(placement=flow.placement("cpu", ranks=[0, 1]), sbp=flow.sbp.split(0))
+"""
+
 
 @pytest.mark.parametrize("code,message", [
     (DIFFERENT_PLACEMENTS, "add: input 0 is on placement cpu:[0, 1] but input 1 is on cpu:[1]; "
                            "move one with to_global(placement=...)"),
     (CHECK_META, "to_global: rank 1 has a local tensor of shape (3, 4) float32 but rank 0 has "
                  "(2, 4) float32"),
+    # Split shards are always gathered: every rank sees the mismatch and stops (no hang).
+    (NDIM_MISMATCH, "to_global: rank 1 has a local tensor of shape (4,) float32 but rank 0 has "
+                    "(4, 3) float32"),
 ])
 def test_errors_across_ranks(tmp_path, code, message):
     script = tmp_path / "bad.py"

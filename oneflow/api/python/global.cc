@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "boxing/plan.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/global/global_tensor.h"
@@ -45,15 +47,19 @@ void BindGlobal(py::module_& m) {
   m.def(
       "to_global",
       [](const Tensor& t, const std::string& device, const std::vector<int>& ranks,
-         const std::vector<int64_t>& hierarchy, const SbpPairs& sbp, bool check_meta) {
+         const std::vector<int64_t>& hierarchy, const SbpPairs& sbp, bool check_meta,
+         std::optional<std::vector<int64_t>> shape) {
         Placement pl = ToPlacement(device, ranks, hierarchy);
         NdSbp nd = ToNdSbp(sbp);
+        std::optional<Shape> known;
+        if (shape) known = Shape(*shape);
         py::gil_scoped_release release;
         return t.is_global() ? global::ToGlobal(t, pl, nd)
-                             : global::LocalToGlobal(t, pl, nd, check_meta);
+                             : global::LocalToGlobal(t, pl, nd, check_meta,
+                                                     known ? &*known : nullptr);
       },
       py::arg("tensor"), py::arg("device"), py::arg("ranks"), py::arg("hierarchy"),
-      py::arg("sbp"), py::arg("check_meta") = false);
+      py::arg("sbp"), py::arg("check_meta") = false, py::arg("shape") = py::none());
   m.def(
       "global_from_whole",
       [](const Tensor& whole, const std::string& device, const std::vector<int>& ranks,

@@ -196,12 +196,13 @@ class _ToLocal(flow.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.src = _info(x)
+        ctx.shape = list(x.shape)
         return _C.to_local(x)
 
     @staticmethod
     def backward(ctx, grad):
         device, ranks, hierarchy, pairs = ctx.src
-        return _C.to_global(grad, device, ranks, hierarchy, pairs, False)
+        return _C.to_global(grad, device, ranks, hierarchy, pairs, False, ctx.shape)
 
 
 def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=None, copy=False):
