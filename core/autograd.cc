@@ -91,7 +91,10 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   }
   AutogradMeta& am = leaf_->mutable_autograd();
   if (!am.grad && am.grad_buffer && g.impl_ptr() == am.grad_buffer) {
-    am.grad = am.grad_buffer;  // computed in place by the node that produced it
+    // Computed in place by the node that produced it. .grad gets its own handle on the buffer:
+    // what users do to .grad (replace its data) must not move where later gradients go.
+    const TensorImpl& b = *am.grad_buffer;
+    am.grad = Tensor::MakeView(Tensor(am.grad_buffer), b.shape, b.strides, b.offset).impl_ptr();
   } else if (!am.grad) {
     // Keep g itself only when nothing else can see its memory (one handle on one storage);
     // otherwise a contiguous copy: g may alias another leaf's gradient or a user tensor.

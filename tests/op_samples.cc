@@ -99,6 +99,10 @@ std::vector<Sample> MakeSamples() {
   add("div", "[5, 6] / [5, 6] int64", {r.Ints({5, 6}, -20, 20), r.Ints({5, 6}, 1, 6)});
   add("pow", "[5, 6] ** [6]", {r.Floats({5, 6}, 0.5, 2), r.Floats({6}, -1, 2)});
   add("pow", "[5, 6] ** 0-dim", {r.Floats({5, 6}, 0.5, 2), r.Floats({}, 1, 3)});
+  add("remainder", "[5, 6] % [6]", {r.Floats({5, 6}, -9, 9), r.Floats({6}, 0.5, 2)});
+  add("remainder", "[5, 6] % 0-dim < 0", {r.Floats({5, 6}, -9, 9), r.Floats({}, -3, -1)});
+  add("remainder", "[5, 6] % [5, 6] int64", {r.Ints({5, 6}, -20, 20), r.Ints({5, 6}, 1, 6)});
+  add("remainder", "[5, 6] % [6] int64 < 0", {r.Ints({5, 6}, -20, 20), r.Ints({6}, -6, -1)});
   for (const char* op : {"maximum", "minimum"}) {
     add(op, "[5, 6] vs [1, 6] with ties", {r.Ints({5, 6}, -2, 3, f32), r.Ints({1, 6}, -2, 3, f32)});
   }

@@ -101,7 +101,54 @@ std::vector<Tensor> BinaryCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
+// Python's %: the remainder takes the sign of the divisor (fmod, then shifted by b when the
+// signs differ); an integer divisor of zero is an error, a float one gives NaN.
+struct RemF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    T m;
+    if constexpr (std::is_floating_point_v<T>) {
+      m = std::fmod(a, b);
+    } else {
+      m = static_cast<T>(a % b);
+    }
+    return (m != 0 && ((m < 0) != (b < 0))) ? static_cast<T>(m + b) : m;
+  }
+};
+
+std::vector<Tensor> RemainderCpu(const std::vector<Tensor>& in, const Attrs&,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchAll(in[0].dtype(), "remainder", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error("remainder: not defined for bool tensors");
+    } else {
+      if constexpr (!std::is_floating_point_v<T>) {
+        Tensor b = Contig(in[1]);
+        const T* pb = b.data<T>();
+        for (int64_t i = 0; i < b.numel(); ++i) {
+          if (pb[i] == 0) throw Error("remainder: integer division by zero");
+        }
+      }
+      BinaryLoop<T, T>(in[0], in[1], o, RemF{});
+    }
+  });
+  return {o};
+}
+
 Tensor SumTo(const Tensor& g, const Tensor& like) { return fn::sum_to(g, like.shape()); }
+
+// d(a % b)/da = 1, d(a % b)/db = -floor(a / b) = -(a - a % b) / b.
+std::vector<Tensor> RemainderGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &a = c.inputs[0], &b = c.inputs[1];
+  Tensor ga = c.needs_input_grad[0] ? SumTo(g, a) : Tensor();
+  Tensor gb = c.needs_input_grad[1]
+                  ? SumTo(fn::neg(fn::mul(g, fn::div(fn::sub(a, c.outputs[0]), b))), b)
+                  : Tensor();
+  return {ga, gb};
+}
 
 std::vector<Tensor> AddGrad(const GradCtx& c) {
   const Tensor& g = c.grad_outputs[0];
@@ -386,6 +433,13 @@ REGISTER_BINARY(div, DivF, DivGrad);
 REGISTER_BINARY(pow, PowF, PowGrad);
 REGISTER_BINARY(maximum, MaxF, MaximumGrad);
 REGISTER_BINARY(minimum, MinF, MinimumGrad);
+ONEFLOW_REGISTER_OP(remainder)
+    .Inputs(2)
+    .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {
+      return InferBinary(in, "remainder", false);
+    })
+    .Grad(RemainderGrad)
+    .Kernel(DeviceType::kCPU, RemainderCpu);
 REGISTER_COMPARE(eq, EqF);
 REGISTER_COMPARE(ne, NeF);
 REGISTER_COMPARE(lt, LtF);
@@ -479,6 +533,7 @@ Tensor mul(const Tensor& a, const Tensor& b) { return Binary(OP(mul), a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return Binary(OP(div), a, b, /*floating=*/true); }
 Tensor pow(const Tensor& a, const Tensor& b) { return Binary(OP(pow), a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return Binary(OP(maximum), a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return Binary(OP(remainder), a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return Binary(OP(minimum), a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return Binary(OP(eq), a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return Binary(OP(ne), a, b); }

@@ -51,6 +51,7 @@ ONEFLOW_REGISTER_SBP_RULE(tanh, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(pow, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(maximum, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(minimum, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(remainder, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(where, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(eq, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(ne, Pointwise());

@@ -25,6 +25,13 @@ def test_conversions_and_matmul_deduction(nproc):
     assert ok_lines(r.stdout) == sorted(f"rank {k} convert ok" for k in range(nproc))
 
 
+def test_global_tensors_take_local_index_tensors():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "global_index.py"), timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == ["rank 0 index ok", "rank 1 index ok"]
+
+
 @pytest.mark.parametrize("model,opt", [("mlp", "sgd"), ("mlp", "adam"), ("lenet", "sgd"),
                                        ("lenet", "adam")])
 def test_tutorial_training_equals_one_process(model, opt):

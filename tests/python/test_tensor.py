@@ -1157,8 +1157,17 @@ def test_remainder_follows_python(torch):
     assert (a % 3).tolist() == [v % 3 for v in [-7, 7, 5, -5]]
     assert (a % -3).tolist() == [v % -3 for v in [-7, 7, 5, -5]]
     assert (10 % flow.tensor([3, -3])).tolist() == [1, -2]
-    f = np.array([-7.5, 7.5, 2.25], dtype=np.float32)
-    np.testing.assert_allclose((flow.tensor(f) % 2).numpy(), torch.remainder(torch.tensor(f), 2).numpy())
+    assert (flow.tensor([50331647, 2 ** 40 + 1]) % 3).tolist() == [50331647 % 3, (2 ** 40 + 1) % 3]
+    for x, y in [([-7.5, 7.5, 2.25, 1e8], 2.0), ([1e8, -1e8], 3.0), ([1.0, -1.0], 0.0)]:
+        np.testing.assert_array_equal((flow.tensor(x) % y).numpy(), (torch.tensor(x) % y).numpy())
+    assert (7.5 % flow.tensor([2])).tolist() == [1.5]  # promoted as PyTorch does
+    with pytest.raises(RuntimeError, match="remainder: integer division by zero"):
+        flow.tensor([1, 2]) % flow.tensor([1, 0])
+    x, y = flow.tensor([5.5, -3.2], requires_grad=True), flow.tensor([2.0, 1.5], requires_grad=True)
+    tx, ty = torch.tensor([5.5, -3.2], requires_grad=True), torch.tensor([2.0, 1.5], requires_grad=True)
+    flow.remainder(x, y).sum().backward()
+    torch.remainder(tx, ty).sum().backward()
+    assert x.grad.tolist() == tx.grad.tolist() and y.grad.tolist() == ty.grad.tolist()
 
 
 def test_mask_and_index_write_errors_are_one_line():
@@ -1177,6 +1186,29 @@ def test_mask_and_index_write_errors_are_one_line():
     with pytest.raises(RuntimeError, match="__setitem__: writing through an index tensor into a "
                                            "tensor that requires grad is not supported; use masked_fill"):
         y[y > 1] = 0.0
+    w = flow.ones(1, requires_grad=True)
+    for index in (0, flow.tensor([1]), x[0] > -1):  # the gradient would be lost: refused
+        with pytest.raises(RuntimeError, match="__setitem__: the value requires grad, but writes "
+                                               "into a tensor are not recorded by autograd"):
+            x[0][index] = w
+    with pytest.raises(IndexError, match=r"an index can only have a single ellipsis \('...'\)"):
+        x[..., ..., 0]
+
+
+def test_index_tensor_forms_as_torch_reads_them(torch):
+    x, t = flow.arange(5 * 6 * 7).reshape(5, 6, 7), torch.arange(5 * 6 * 7).reshape(5, 6, 7)
+    # A 0-dim integer tensor is an int (it selects before the index tensors apply).
+    assert x[flow.tensor(0), :, [1, 2, 3]].tolist() == t[torch.tensor(0), :, [1, 2, 3]].tolist()
+    # uint8 tensors are masks.
+    m = [1, 0, 1, 0, 0]
+    assert x[flow.tensor(m, dtype=flow.uint8)].tolist() == x[flow.tensor(m).bool()].tolist()
+    # A value with extra leading size-1 dims fits.
+    z = flow.zeros(3)
+    z[0] = flow.tensor([5.0])
+    assert z.tolist() == [5.0, 0.0, 0.0]
+    # nonzero of a 0-dim tensor.
+    assert [v.tolist() for v in flow.nonzero(flow.tensor(3.0), as_tuple=True)] == [[0]]
+    assert [v.tolist() for v in flow.nonzero(flow.tensor(0.0), as_tuple=True)] == [[]]
 
 
 def test_row_views_share_storage():

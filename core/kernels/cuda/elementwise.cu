@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/functional.h"
 #include "core/kernels/cuda/elementwise.cuh"
 #include "core/op_registry.h"
 
@@ -98,6 +99,42 @@ std::vector<Tensor> BinaryCuda(const std::vector<Tensor>& in, const Attrs&,
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<kToBool, bool, T>;
     Map<O, T, T>("binary op", o, F{}, in[0], in[1]);
+  });
+  return {o};
+}
+
+// Python's %, as the CPU kernel: fmod shifted by b where the signs differ. An integer divisor
+// of zero is refused before launch (which reads the divisor back to the host).
+struct RemF {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    T m;
+    if constexpr (std::is_floating_point_v<T>) {
+      m = fmod(a, b);
+    } else {
+      m = static_cast<T>(a % b);
+    }
+    return (m != T(0) && ((m < T(0)) != (b < T(0)))) ? static_cast<T>(m + b) : m;
+  }
+};
+
+std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs&,
+                                  const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  DispatchAll(in[0].dtype(), "remainder", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error("remainder: not defined for bool tensors");
+    } else {
+      if constexpr (!std::is_floating_point_v<T>) {
+        Tensor b = fn::contiguous(fn::to_device(in[1], Device::CPU()));
+        const T* pb = b.data<T>();
+        for (int64_t i = 0; i < b.numel(); ++i) {
+          if (pb[i] == 0) throw Error("remainder: integer division by zero");
+        }
+      }
+      Map<T, T, T>("remainder", o, RemF{}, in[0], in[1]);
+    }
   });
   return {o};
 }
@@ -339,6 +376,7 @@ REGISTER_COMPARE(logical_or, OrF);
 #undef REGISTER_COMPARE
 
 ONEFLOW_REGISTER_KERNEL(where, kCUDA, WhereCuda);
+ONEFLOW_REGISTER_KERNEL(remainder, kCUDA, RemainderCuda);
 
 #define REGISTER_UNARY(name, F, types) \
   ONEFLOW_REGISTER_KERNEL(name, kCUDA, (UnaryCuda<F, Types::types>))

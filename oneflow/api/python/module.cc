@@ -11,6 +11,7 @@
 #include "core/ops/nn/nn.h"
 #include "core/optim.h"
 #include "oneflow/api/python/convert.h"
+#include "oneflow/global/global_tensor.h"
 
 namespace oneflow {
 namespace python {
@@ -39,14 +40,31 @@ Tensor TruePositions(const Tensor& mask, const Device& device) {
 }
 
 // The items of a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
-// these), lists turned into tensors.
+// these), as PyTorch reads them: lists become tensors, a 0-dim integer tensor is an int, a
+// uint8 tensor is a mask. Index tensors must be local.
 std::vector<py::object> IndexItems(py::handle index) {
   py::tuple items = py::isinstance<py::tuple>(index) ? py::reinterpret_borrow<py::tuple>(index)
                                                      : py::make_tuple(index);
   std::vector<py::object> out;
+  int ellipses = 0;
   for (py::handle h : items) {
+    ellipses += py::isinstance<py::ellipsis>(h) ? 1 : 0;
+    if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')");
     if (py::isinstance<py::list>(h)) {
       out.push_back(py::cast(TensorFromData(h, py::none(), Device::CPU())));
+    } else if (py::isinstance<Tensor>(h)) {
+      Tensor t = h.cast<Tensor>();
+      if (t.is_global()) {
+        throw IndexError("index tensors must be local tensors, got a global one; index with "
+                         "its to_local() or a local copy");
+      }
+      if (t.dtype() == DType::kUInt8) {
+        out.push_back(py::cast(fn::to_dtype(t, DType::kBool)));
+      } else if (t.ndim() == 0 && IsIntegral(t.dtype()) && t.dtype() != DType::kBool) {
+        out.push_back(Item(t));
+      } else {
+        out.push_back(py::reinterpret_borrow<py::object>(h));
+      }
     } else {
       out.push_back(py::reinterpret_borrow<py::object>(h));
     }
@@ -126,7 +144,13 @@ Tensor ApplyAdvanced(const Tensor& y, const std::vector<AdvancedIndex>& adv) {
   IntList shape{flat};
   shape.insert(shape.end(), rest.begin(), rest.end());
   Tensor yf = fn::reshape(fn::permute(y, perm), shape);
-  Tensor index = y.is_cpu() ? lin : fn::to_device(lin, y.device());
+  Tensor index = y.device().type == DeviceType::kCPU ? lin : fn::to_device(lin, y.device());
+  if (y.is_global()) {
+    // Every rank computed the same positions: a broadcast index on y's placement.
+    const global::GlobalMeta& m = global::Meta(y);
+    index = global::MakeGlobal(index, index.shape(), m.placement,
+                               sbp::NdSbp(m.nd_sbp.size(), sbp::Sbp::Broadcast()));
+  }
   Tensor out = fn::index_select(yf, 0, fn::reshape(index, {-1}));
   IntList out_shape = b.dims();
   out_shape.insert(out_shape.end(), rest.begin(), rest.end());
@@ -219,6 +243,28 @@ Tensor ApplyIndex(const Tensor& x, py::handle index) {
 
 void CheckInPlace(const Tensor& t, const char* op);
 
+// A Python callable held by C++ (autograd hooks), which may drop it on any thread: released
+// under the GIL, or left alone once the interpreter is gone.
+class PyCallable {
+ public:
+  explicit PyCallable(py::function f) : fn_(std::make_unique<py::object>(std::move(f))) {}
+  ~PyCallable() {
+    if (!Py_IsInitialized()) {
+      (void)fn_.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    fn_.reset();
+  }
+  PyCallable(const PyCallable&) = delete;
+  PyCallable& operator=(const PyCallable&) = delete;
+  // REQUIRES: the GIL.
+  py::object operator()(py::object arg) const { return (*fn_)(std::move(arg)); }
+
+ private:
+  std::unique_ptr<py::object> fn_;
+};
+
 // t[index] = value. Basic indices write through a view of t; index tensors (integer or bool)
 // name elements by position: the index applied to t's flat positions says which, and the
 // value, broadcast to the indexed shape, is written there (where one element is named twice,
@@ -228,9 +274,17 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
   std::vector<py::object> items = IndexItems(index);
   bool advanced = false;
   for (const py::object& h : items) advanced |= IsTensorIndex(h);
+  if (GradModeEnabled() && py::isinstance<Tensor>(value) && value.cast<Tensor>().requires_grad()) {
+    throw Error("__setitem__: the value requires grad, but writes into a tensor are not "
+                "recorded by autograd; build the tensor out of place (oneflow.cat, oneflow.where) "
+                "or write value.detach()");
+  }
   if (!advanced) {
     Tensor view = ApplyIndex(t, index);
-    fn::copy_(view, ScalarOrTensor(value, view).detach());
+    Tensor v = ScalarOrTensor(value, view).detach();
+    // Leading size-1 dims of the value beyond the view's go, as in PyTorch.
+    while (v.ndim() > view.ndim() && v.shape()[0] == 1) v = fn::squeeze(v, 0);
+    fn::copy_(view, v);
     return;
   }
   if (t.is_global()) {
@@ -468,9 +522,10 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def_property_readonly("grad_fn", &NodeOrNone)
       .def("_register_hook",
            [](Tensor& t, py::function f) {
-             return RegisterGradHook(t, [f](const Tensor& g) -> Tensor {
+             auto hook = std::make_shared<PyCallable>(std::move(f));
+             return RegisterGradHook(t, [hook](const Tensor& g) -> Tensor {
                py::gil_scoped_acquire gil;
-               py::object r = f(g);
+               py::object r = (*hook)(py::cast(g));
                if (r.is_none()) return Tensor();
                if (!py::isinstance<Tensor>(r)) {
                  throw Error(StrCat("register_hook: the hook must return a tensor or None, got ",
@@ -491,10 +546,11 @@ PYBIND11_MODULE(_oneflow_internal, m) {
              ONEFLOW_CHECK(
                  t.is_leaf() && t.requires_grad(),
                  "register_post_accumulate_grad_hook: only leaves that require grad take it");
+             auto hook = std::make_shared<PyCallable>(std::move(f));
              t.impl()->mutable_autograd().post_accumulate_grad_hooks.push_back(
-                 [f](const Tensor& leaf) {
+                 [hook](const Tensor& leaf) {
                    py::gil_scoped_acquire gil;
-                   f(leaf);
+                   (*hook)(py::cast(leaf));
                  });
            })
       .def(
@@ -686,6 +742,8 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("div", [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); });
   m.def("pow", [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); });
   m.def("maximum", &fn::maximum);
+  m.def("remainder", [](const Tensor& a, py::handle b) { return fn::remainder(a, ScalarOrTensor(b, a)); });
+  m.def("rremainder", [](const Tensor& b, py::handle a) { return fn::remainder(ScalarOrTensor(a, b), b); });
   m.def("minimum", &fn::minimum);
   m.def("eq", [](const Tensor& a, py::handle b) { return fn::eq(a, ScalarOrTensor(b, a)); });
   m.def("ne", [](const Tensor& a, py::handle b) { return fn::ne(a, ScalarOrTensor(b, a)); });
@@ -700,6 +758,10 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("logical_not", &fn::logical_not);
   // (n, ndim) int64 coordinates of x's nonzero elements, in row-major order.
   m.def("nonzero", [](const Tensor& x) {
+    if (x.is_global()) {
+      throw Error("nonzero: not supported on a global tensor; use to_local() (each shard's "
+                  "coordinates) or gather it first (to_global(sbp=broadcast))");
+    }
     Tensor pos = TruePositions(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool),
                                Device::CPU());
     const int64_t n = pos.numel(), nd = x.ndim();

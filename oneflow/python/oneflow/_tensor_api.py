@@ -304,8 +304,8 @@ def nonzero(input, *, as_tuple=False):
     coords = _C.nonzero(input)
     if not as_tuple:
         return coords
-    if input.ndim == 0:
-        return (coords.reshape(-1),)
+    if input.ndim == 0:  # one coordinate per nonzero element: 0 when it is nonzero
+        return (zeros(coords._shape[0], dtype=_C.int64, device=coords.device),)
     return tuple(coords[:, d] for d in range(input.ndim))
 
 
@@ -598,6 +598,10 @@ def _setup_tensor():
     _c_setitem = T.__setitem__
 
     def __setitem__(self, index, value):
+        if isinstance(value, Tensor) and value.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError("__setitem__: the value requires grad, but writes into a tensor are not "
+                               "recorded by autograd; build the tensor out of place (oneflow.cat, "
+                               "oneflow.where) or write value.detach()")
         # The binding writes through x[index] as a view, but an int index on a strided view (a
         # column, x[:, 1]) yields a copy: the write would be lost. Write through length-1
         # slices instead, which are always views, reshaping the value to match.
@@ -681,7 +685,7 @@ def _setup_tensor():
         return format(repr(self), spec)
     T.__format__ = __format__
     T.__mod__ = lambda self, other: remainder(self, other)
-    T.__rmod__ = lambda self, other: remainder(_C.tensor(other, self.dtype, None, False), self)
+    T.__rmod__ = lambda self, other: _C.rremainder(self, other)
     T.remainder = remainder
     T.__floordiv__ = lambda self, other: _floor_div(self, other)
     T.__rfloordiv__ = lambda self, other: _floor_div(_C.tensor(other, self.dtype, None, False), self)
@@ -746,10 +750,10 @@ def _floor_div(a, b):
 
 
 def remainder(input, other):
-    """Python's %: input - floor(input / other) * other, with the sign of other."""
+    """Python's %: the remainder with the sign of other (a zero integer divisor is an error)."""
     if not isinstance(input, Tensor):
-        input = _C.tensor(input, other.dtype, None, False)
-    return _C.sub(input, _C.mul(_floor_div(input, other), other))
+        return _C.rremainder(other, input)
+    return _C.remainder(input, other)
 
 
 def _rebuild_tensor(raw, shape, dtype_name, requires_grad):

@@ -1,0 +1,34 @@
+"""Global tensors indexed with local index tensors (every rank passing the same ones), under
+broadcast and split layouts: values and gradients against numpy. Prints "rank R index ok"."""
+
+import numpy as np
+
+import oneflow as flow
+
+P = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+B, S = flow.sbp.broadcast, flow.sbp.split
+a = np.arange(24, dtype=np.float32).reshape(4, 6)
+indices = [
+    (np.array([3, 0, 3]),),
+    (slice(None), np.array([5, 1])),
+    (np.array([0, 1]), np.array([2, 3])),
+    (a[:, 0] > 5,),
+]
+for sbp in [B, S(0), S(1)]:
+    for index in indices:
+        flow_index = tuple(flow.tensor(i) if isinstance(i, np.ndarray) else i for i in index)
+        x = flow.tensor(a).to_global(placement=P, sbp=B).to_global(sbp=sbp)
+        x.requires_grad_(True)
+        y = x[flow_index]
+        want = a[index]
+        np.testing.assert_array_equal(y.detach().to_global(sbp=B).to_local().numpy(), want)
+        (y * 2).sum().backward()
+        grad = np.zeros_like(a)
+        np.add.at(grad, index, 2.0)
+        np.testing.assert_array_equal(x.grad.to_global(sbp=B).to_local().numpy(), grad)
+try:
+    x[x > 3]
+    raise AssertionError("a global mask was accepted")
+except IndexError as e:
+    assert "index tensors must be local tensors, got a global one" in str(e), e
+print(f"rank {flow.env.get_rank()} index ok", flush=True)
