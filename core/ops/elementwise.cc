@@ -116,25 +116,15 @@ struct RemF {
   }
 };
 
-std::vector<Tensor> RemainderCpu(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> RemainderCpu(const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {
-  Tensor o = Tensor::Empty(out[0]);
-  DispatchAll(in[0].dtype(), "remainder", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool>) {
-      throw Error("remainder: not defined for bool tensors");
-    } else {
-      if constexpr (!std::is_floating_point_v<T>) {
-        Tensor b = Contig(in[1]);
-        const T* pb = b.data<T>();
-        for (int64_t i = 0; i < b.numel(); ++i) {
-          if (pb[i] == 0) throw Error("remainder: integer division by zero");
-        }
-      }
-      BinaryLoop<T, T>(in[0], in[1], o, RemF{});
-    }
-  });
-  return {o};
+  CheckNoIntegerZero(in[1], "remainder");
+  return BinaryCpu<RemF, false>(in, attrs, out);
+}
+
+std::vector<TensorMeta> InferRemainder(const std::vector<TensorMeta>& in, const Attrs&) {
+  ONEFLOW_CHECK(in[0].dtype != DType::kBool, "remainder: not defined for bool tensors");
+  return InferBinary(in, "remainder", false);
 }
 
 Tensor SumTo(const Tensor& g, const Tensor& like) { return fn::sum_to(g, like.shape()); }
@@ -435,9 +425,7 @@ REGISTER_BINARY(maximum, MaxF, MaximumGrad);
 REGISTER_BINARY(minimum, MinF, MinimumGrad);
 ONEFLOW_REGISTER_OP(remainder)
     .Inputs(2)
-    .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) {
-      return InferBinary(in, "remainder", false);
-    })
+    .Infer(InferRemainder)
     .Grad(RemainderGrad)
     .Kernel(DeviceType::kCPU, RemainderCpu);
 REGISTER_COMPARE(eq, EqF);

@@ -20,6 +20,10 @@ namespace oneflow {
 // derivative through them is an error, not a silent zero.
 std::vector<Tensor> NoDoubleBackward(const GradCtx& ctx);
 
+// Throws "<op>: integer division by zero" when an integer divisor holds a zero (read on the
+// host; the CPU and CUDA kernels of integer division-like ops call it before their loops).
+void CheckNoIntegerZero(const Tensor& divisor, const char* op);
+
 // A contiguous shape seen as (outer, n, inner) around dim (the index ops' CPU and CUDA kernels).
 struct Around {
   int64_t outer = 1, n = 1, inner = 1;

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <type_traits>
 
-#include "core/functional.h"
 #include "core/kernels/cuda/elementwise.cuh"
 #include "core/op_registry.h"
+#include "core/ops/op_util.h"
 
 namespace oneflow {
 
@@ -103,8 +103,7 @@ std::vector<Tensor> BinaryCuda(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-// Python's %, as the CPU kernel: fmod shifted by b where the signs differ. An integer divisor
-// of zero is refused before launch (which reads the divisor back to the host).
+// Python's %, as the CPU kernel: fmod shifted by b where the signs differ.
 struct RemF {
   template <typename T>
   __device__ T operator()(T a, T b) const {
@@ -118,25 +117,10 @@ struct RemF {
   }
 };
 
-std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& out) {
-  Tensor o = Tensor::Empty(out[0]);
-  DispatchAll(in[0].dtype(), "remainder", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool>) {
-      throw Error("remainder: not defined for bool tensors");
-    } else {
-      if constexpr (!std::is_floating_point_v<T>) {
-        Tensor b = fn::contiguous(fn::to_device(in[1], Device::CPU()));
-        const T* pb = b.data<T>();
-        for (int64_t i = 0; i < b.numel(); ++i) {
-          if (pb[i] == 0) throw Error("remainder: integer division by zero");
-        }
-      }
-      Map<T, T, T>("remainder", o, RemF{}, in[0], in[1]);
-    }
-  });
-  return {o};
+  CheckNoIntegerZero(in[1], "remainder");  // a device % by zero would not trap
+  return BinaryCuda<RemF, false, Types::kAll>(in, attrs, out);
 }
 
 // ---------------------------------------------------------------- where
