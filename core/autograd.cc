@@ -227,8 +227,6 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
     }
     bool any_grad = false;
     for (const Tensor& t : in) any_grad |= t.defined();
-    // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to
-    // pass on; its successors are still released from waiting on it below.
     // A leaf's gradient buffer is offered to the node on the only edge into its accumulator,
     // when no other gradient for it is waiting: that node's gradient is then the whole of it.
     std::vector<Tensor> dests;
@@ -240,6 +238,8 @@ void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& gr
       if (dests.empty()) dests.resize(node->next_edges.size());
       dests[i] = std::move(buffer);
     }
+    // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to
+    // pass on; its successors are still released from waiting on it below.
     std::vector<Tensor> out;
     if (any_grad) out = node->ApplyInto(std::move(in), dests);
     if (!retain_graph) node->Release();

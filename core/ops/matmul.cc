@@ -66,20 +66,19 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   }
 }
 
-std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs&,
-                              const std::vector<TensorMeta>& out) {
-  Tensor a = in[0], b = in[1];
+// o = a @ b, written into o (contiguous, of the product's shape and dtype): the GEMM's
+// destination is o itself (LinearGrad passes a leaf's gradient buffer).
+void MatmulInto(const Tensor& o, Tensor a, Tensor b) {
   if (!ViewOf(a).ld) a = Contig(a);
   if (!ViewOf(b).ld) b = Contig(b);
   MatView va = ViewOf(a), vb = ViewOf(b);
-  Tensor o = Tensor::Empty(out[0]);
   const Shape& os = o.shape();
   int64_t nd = os.ndim();
   int64_t m = os[nd - 2], n = os[nd - 1], k = a.shape()[a.ndim() - 1];
-  if (o.numel() == 0) return {o};
+  if (o.numel() == 0) return;
   if (k == 0) {
     fn::fill_(o, 0.0);
-    return {o};
+    return;
   }
   // Broadcast batch strides of a and b over the output's batch dims.
   Shape batch(std::vector<int64_t>(os.dims().begin(), os.dims().end() - 2));
@@ -114,6 +113,12 @@ std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs&,
       }
     }
   });
+}
+
+std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs&,
+                              const std::vector<TensorMeta>& out) {
+  Tensor o = Tensor::Empty(out[0]);
+  MatmulInto(o, in[0], in[1]);
   return {o};
 }
 
@@ -185,21 +190,6 @@ std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-// a @ b for 2-D CPU operands, written into out (contiguous, of the product's shape and dtype):
-// the GEMM's destination is out itself. Returns out.
-Tensor MatmulInto(const Tensor& out, Tensor a, Tensor b) {
-  if (!ViewOf(a).ld) a = Contig(a);
-  if (!ViewOf(b).ld) b = Contig(b);
-  MatView va = ViewOf(a), vb = ViewOf(b);
-  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-  DispatchFloating(out.dtype(), "linear", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Gemm<T>(va.trans, vb.trans, m, n, k, a.data<T>(), va.ld, b.data<T>(), vb.ld, out.data<T>(), n);
-  });
-  out.storage()->bump_version();
-  return out;
-}
-
 std::vector<Tensor> LinearGrad(const GradCtx& c) {
   const Tensor& g = c.grad_outputs[0];
   const Tensor &x = c.inputs[0], &w = c.inputs[1];
@@ -212,8 +202,13 @@ std::vector<Tensor> LinearGrad(const GradCtx& c) {
     const bool into = buffer.defined() && buffer.is_cpu() && g.is_cpu() && x.is_cpu() &&
                       !g.is_global() && buffer.is_contiguous() && buffer.shape() == w.shape() &&
                       buffer.dtype() == g.dtype() && g.dtype() == x.dtype() && x.numel() > 0;
-    grads[1] = into ? MatmulInto(buffer, fn::transpose(g, 0, 1), x)
-                    : fn::matmul(fn::transpose(g, 0, 1), x);
+    if (into) {
+      MatmulInto(buffer, fn::transpose(g, 0, 1), x);
+      buffer.storage()->bump_version();
+      grads[1] = buffer;
+    } else {
+      grads[1] = fn::matmul(fn::transpose(g, 0, 1), x);
+    }
   }
   if (c.inputs.size() == 3 && c.needs_input_grad[2]) grads[2] = fn::sum(g, {0});
   return grads;

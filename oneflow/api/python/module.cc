@@ -24,8 +24,9 @@ py::object TensorOrNone(const Tensor& t) { return t.defined() ? py::cast(t) : py
 
 // ---------------------------------------------------------------- indexing
 
-// The flat (row-major) positions of a bool tensor's true elements, as int64 on `device`.
-Tensor TruePositions(const Tensor& mask, const Device& device) {
+// The coordinates of a bool tensor's true elements in row-major order: an (n, ndim) int64
+// CPU tensor (nonzero; a mask index uses one column per dim it covers).
+Tensor TrueCoordinates(const Tensor& mask) {
   Tensor m = fn::contiguous(mask.detach());
   if (!m.is_cpu()) m = fn::to_device(m, Device::CPU());
   const bool* p = m.data<bool>();
@@ -33,10 +34,17 @@ Tensor TruePositions(const Tensor& mask, const Device& device) {
   for (int64_t i = 0; i < m.numel(); ++i) {
     if (p[i]) pos.push_back(i);
   }
-  Tensor out = Tensor::Empty(Shape({static_cast<int64_t>(pos.size())}), DType::kInt64,
-                             Device::CPU());
-  std::copy(pos.begin(), pos.end(), out.data<int64_t>());
-  return device.type == DeviceType::kCPU ? out : fn::to_device(out, device);
+  const int64_t n = static_cast<int64_t>(pos.size()), k = m.ndim();
+  Tensor out = Tensor::Empty(Shape({n, k}), DType::kInt64, Device::CPU());
+  int64_t* o = out.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = pos[i];
+    for (int64_t d = k - 1; d >= 0; --d) {
+      o[i * k + d] = rest % m.shape()[d];
+      rest /= m.shape()[d];
+    }
+  }
+  return out;
 }
 
 // The items of a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
@@ -80,25 +88,6 @@ struct AdvancedIndex {
   int64_t x_dim;  // in the indexed tensor (for messages)
   Tensor index;   // int64 on the CPU
 };
-
-// The coordinates of a k-dim bool mask's true elements: k int64 index tensors on the CPU.
-std::vector<Tensor> MaskCoordinates(const Tensor& mask) {
-  Tensor pos = TruePositions(mask, Device::CPU());
-  const int64_t n = pos.numel(), k = mask.ndim();
-  std::vector<Tensor> out;
-  for (int64_t d = 0; d < k; ++d) {
-    out.push_back(Tensor::Empty(Shape({n}), DType::kInt64, Device::CPU()));
-  }
-  const int64_t* p = pos.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t rest = p[i];
-    for (int64_t d = k - 1; d >= 0; --d) {
-      out[d].data<int64_t>()[i] = rest % mask.shape()[d];
-      rest /= mask.shape()[d];
-    }
-  }
-  return out;
-}
 
 // y[I1, ..., In] for index tensors on dims d1 < ... < dn of y (PyTorch's advanced indexing):
 // the indices broadcast to one shape B; element b of the result's B dims takes
@@ -167,8 +156,7 @@ Tensor ApplyAdvanced(const Tensor& y, const std::vector<AdvancedIndex>& adv) {
 // Applies a Python index to x as PyTorch does: ints, slices, None and ... first (views; an
 // int selects its dim), then the index tensors together (ApplyAdvanced). A bool mask of k
 // dims must match the k dims it covers and stands for the coordinates of its true elements.
-Tensor ApplyIndex(const Tensor& x, py::handle index) {
-  std::vector<py::object> items = IndexItems(index);
+Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
   int64_t consumed = 0;  // dims of x the index names
   for (const py::object& h : items) {
     if (IsTensorIndex(h) && h.cast<Tensor>().dtype() == DType::kBool) {
@@ -220,8 +208,10 @@ Tensor ApplyIndex(const Tensor& x, py::handle index) {
                                   " does not match the shape of the indexed tensor ", x.shape(),
                                   k == 0 ? " (a 0-dim mask is not supported)" : ""));
         }
-        std::vector<Tensor> coords = MaskCoordinates(idx);
-        for (int64_t d = 0; d < k; ++d) adv.push_back({dim + d, x_dim + d, coords[d]});
+        Tensor coords = TrueCoordinates(idx);
+        for (int64_t d = 0; d < k; ++d) {
+          adv.push_back({dim + d, x_dim + d, fn::select(coords, 1, d)});
+        }
         dim += k;
         x_dim += k;
         continue;
@@ -240,6 +230,7 @@ Tensor ApplyIndex(const Tensor& x, py::handle index) {
   }
   return adv.empty() ? y : ApplyAdvanced(y, adv);
 }
+Tensor ApplyIndex(const Tensor& x, py::handle index) { return ApplyIndex(x, IndexItems(index)); }
 
 void CheckInPlace(const Tensor& t, const char* op);
 
@@ -269,6 +260,12 @@ class PyCallable {
 // name elements by position: the index applied to t's flat positions says which, and the
 // value, broadcast to the indexed shape, is written there (where one element is named twice,
 // the last write wins).
+// value without the leading size-1 dims it has beyond ndim (PyTorch drops them when writing).
+Tensor DropLeadingOnes(Tensor v, int64_t ndim) {
+  while (v.ndim() > ndim && v.shape()[0] == 1) v = fn::squeeze(v, 0);
+  return v;
+}
+
 void SetItem(Tensor& t, py::handle index, py::handle value) {
   CheckInPlace(t, "__setitem__");
   std::vector<py::object> items = IndexItems(index);
@@ -280,11 +277,8 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
                 "or write value.detach()");
   }
   if (!advanced) {
-    Tensor view = ApplyIndex(t, index);
-    Tensor v = ScalarOrTensor(value, view).detach();
-    // Leading size-1 dims of the value beyond the view's go, as in PyTorch.
-    while (v.ndim() > view.ndim() && v.shape()[0] == 1) v = fn::squeeze(v, 0);
-    fn::copy_(view, v);
+    Tensor view = ApplyIndex(t, items);
+    fn::copy_(view, DropLeadingOnes(ScalarOrTensor(value, view).detach(), view.ndim()));
     return;
   }
   if (t.is_global()) {
@@ -296,25 +290,21 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
                 "is not supported; use masked_fill or oneflow.where, which autograd follows");
   }
   NoGradGuard no_grad;
-  py::tuple converted(items.size());
-  for (size_t i = 0; i < items.size(); ++i) converted[i] = items[i];
   Tensor named = ApplyIndex(
       fn::reshape(fn::arange(0, static_cast<double>(t.numel()), 1, DType::kInt64), t.shape().dims()),
-      converted);
-  Tensor v = ScalarOrTensor(value, t).detach();
-  // The value broadcasts to the indexed shape (leading size-1 dims of the value may go).
-  const IntList &vs = v.shape().dims(), &ns = named.shape().dims();
-  bool fits = true;
-  for (size_t i = 0; i < vs.size(); ++i) {
-    const int64_t d = vs[vs.size() - 1 - i];
-    const int64_t want = i < ns.size() ? ns[ns.size() - 1 - i] : 1;
-    fits &= d == want || d == 1;
+      items);
+  // The value broadcasts to the indexed shape.
+  Tensor given = ScalarOrTensor(value, t).detach();
+  Tensor v = DropLeadingOnes(given, named.ndim());
+  bool fits = v.ndim() <= named.ndim();
+  for (int64_t i = 1; fits && i <= v.ndim(); ++i) {
+    const int64_t d = v.shape()[v.ndim() - i];
+    fits = d == 1 || d == named.shape()[named.ndim() - i];
   }
   if (!fits) {
-    throw Error(StrCat("__setitem__: a value of shape ", v.shape(),
+    throw Error(StrCat("__setitem__: a value of shape ", given.shape(),
                        " cannot be broadcast to the indexed shape ", named.shape()));
   }
-  if (vs.size() > ns.size()) v = fn::reshape(v, ns.empty() ? IntList{} : IntList(vs.end() - ns.size(), vs.end()));
   v = fn::contiguous_copy(fn::expand(v, named.shape().dims()));
   if (v.dtype() != t.dtype()) v = fn::to_dtype(v, t.dtype());
   if (!v.is_cpu()) v = fn::to_device(v, Device::CPU());
@@ -762,19 +752,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       throw Error("nonzero: not supported on a global tensor; use to_local() (each shard's "
                   "coordinates) or gather it first (to_global(sbp=broadcast))");
     }
-    Tensor pos = TruePositions(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool),
-                               Device::CPU());
-    const int64_t n = pos.numel(), nd = x.ndim();
-    Tensor out = Tensor::Empty(Shape({n, nd}), DType::kInt64, Device::CPU());
-    const int64_t* p = pos.data<int64_t>();
-    int64_t* o = out.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rest = p[i];
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        o[i * nd + d] = rest % x.shape()[d];
-        rest /= x.shape()[d];
-      }
-    }
+    Tensor out = TrueCoordinates(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool));
     return x.is_cpu() ? out : fn::to_device(out, x.device());
   });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
