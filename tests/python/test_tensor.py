@@ -1163,6 +1163,8 @@ def test_remainder_follows_python(torch):
     assert (7.5 % flow.tensor([2])).tolist() == [1.5]  # promoted as PyTorch does
     with pytest.raises(RuntimeError, match="remainder: integer division by zero"):
         flow.tensor([1, 2]) % flow.tensor([1, 0])
+    with pytest.raises(RuntimeError, match="remainder: not defined for bool tensors"):
+        flow.tensor([True]) % flow.tensor([True])
     x, y = flow.tensor([5.5, -3.2], requires_grad=True), flow.tensor([2.0, 1.5], requires_grad=True)
     tx, ty = torch.tensor([5.5, -3.2], requires_grad=True), torch.tensor([2.0, 1.5], requires_grad=True)
     flow.remainder(x, y).sum().backward()
@@ -1182,6 +1184,13 @@ def test_mask_and_index_write_errors_are_one_line():
         x[flow.tensor([0.5])]
     with pytest.raises(TypeError, match="masked_fill: expected a bool mask tensor, got oneflow.float32"):
         x.masked_fill(x, 1.0)
+    with pytest.raises(ValueError, match=r"masked_fill: value must be a number or a 0-dim tensor, got shape \(2,\)"):
+        x.masked_fill(x > 0, flow.ones(2))
+    with pytest.raises(RuntimeError, match=r"masked_select: the mask of shape \(4,\) does not broadcast "
+                                           r"with the input of shape \(2, 3\)"):
+        x.masked_select(flow.ones(4).bool())
+    with pytest.raises(TypeError, match=r"where: pass both x and y, or neither \(the nonzero form\)"):
+        flow.where(x > 0, x)
     y = (flow.ones(3, requires_grad=True) * 2)
     with pytest.raises(RuntimeError, match="__setitem__: writing through an index tensor into a "
                                            "tensor that requires grad is not supported; use masked_fill"):

@@ -31,4 +31,15 @@ try:
     raise AssertionError("a global mask was accepted")
 except IndexError as e:
     assert "index tensors must be local tensors, got a global one" in str(e), e
+try:
+    y = x.detach()
+    y[flow.tensor([0])] = 1.0
+    raise AssertionError("a write through an index tensor into a global tensor was accepted")
+except IndexError as e:
+    assert "__setitem__: index tensors on a global tensor are not supported" in str(e), e
+try:
+    flow.nonzero(x.detach())
+    raise AssertionError("nonzero of a global tensor was accepted")
+except RuntimeError as e:
+    assert "nonzero: not supported on a global tensor" in str(e), e
 print(f"rank {flow.env.get_rank()} index ok", flush=True)
