@@ -9,38 +9,56 @@ dtype name, shape, raw bytes, requires_grad and device, so a file never depends 
 C++ Tensor class is laid out. A tensor that appears twice in the object is stored once and
 comes back as one tensor (tied weights stay tied).
 
-Loading runs pickle, which can execute code from the file: load only files you trust (the
-same caveat as torch.load).
+Loading never runs code from the file: `load` reads with a restricted unpickler that builds
+only tensors, dtypes, devices, placements, SBPs, numbers, strings and plain containers, and
+refuses anything else (a whole Module, a function) before it is built, naming it. Files you
+trust that hold other objects load with `weights_only=False`.
+
+PyTorch's files (torch.save's zip format and its legacy format) load through the same
+restricted reader, without PyTorch installed; `save(..., torch_format=True)` writes a file
+torch.load reads. safetensors files: oneflow.utils.safetensors.
 """
 
+import io
 import os
+import pickle
+import warnings
 
 import oneflow as flow
-from oneflow._dtype_util import dtype_name
+from oneflow import _torch_format
+from oneflow._dtype_util import dtype_by_name, dtype_name
+from oneflow._safe_unpickle import (BASIC_GLOBALS, RefusedGlobal, RestrictedUnpickler,
+                                    Unsupported)
 
 _FORMAT_KEY = "__oneflow_save_format__"
 _FORMAT_VERSION = 1
 _PID_TAG = "oneflow.Tensor"
 _DTYPE_TAG = "oneflow.dtype"
+_DEVICE_TAG = "oneflow.device"
+_PLACEMENT_TAG = "oneflow.placement"
+_SBP_TAG = "oneflow.sbp"
+
+
+def _whole_bytes(t):
+    """The raw bytes of the whole tensor t, on the host. A global tensor is gathered (a
+    collective: every rank of its placement must call this)."""
+    data = t.detach()
+    if data.is_global:
+        data = data.to_global(sbp=[flow.sbp.broadcast] * len(data.sbp)).to_local()
+    if str(data.device) != "cpu":
+        data = data.to("cpu")
+    return data._raw_bytes()
 
 
 def _tensor_record(t):
     """(dtype name, shape, raw bytes, requires_grad, is_parameter, device) of a tensor."""
     from oneflow.nn import Parameter
 
-    data = t.detach()
-    if data.is_global:
-        # Gathered into the whole tensor (a collective: every rank of the placement saves).
-        device = data.placement.type
-        data = data.to_global(sbp=[flow.sbp.broadcast] * len(data.sbp)).to_local()
-    else:
-        device = str(data.device)
-    if device != "cpu":
-        data = data.to("cpu")
+    device = t.placement.type if t.is_global else str(t.device)
     return (
         dtype_name(t.dtype),
         tuple(t.shape),
-        data._raw_bytes(),
+        _whole_bytes(t),
         bool(t.requires_grad),
         isinstance(t, Parameter),
         device,
@@ -51,7 +69,7 @@ def _restore_tensor(record, map_location):
     from oneflow.nn import Parameter
 
     dtype_name, shape, raw, requires_grad, is_parameter, device = record
-    t = flow._C.from_bytes(raw, tuple(shape), getattr(flow, dtype_name))
+    t = flow._C.from_bytes(raw, tuple(shape), dtype_by_name(dtype_name))
     target = _map_device(device, map_location)
     if target is not None and str(target) != "cpu":
         t = t.to(target)
@@ -76,8 +94,6 @@ def _map_device(saved_device, map_location):
 
 
 def _make_pickler(file):
-    import pickle
-
     class _Pickler(pickle.Pickler):
         def __init__(self, f):
             super().__init__(f, protocol=4)
@@ -86,8 +102,16 @@ def _make_pickler(file):
             self.saw_global = False  # a global tensor was gathered: the file is a collective's
 
         def persistent_id(self, obj):
-            if isinstance(obj, flow.dtype):  # binding objects do not pickle; their names do
+            # Binding objects do not pickle, and the restricted reader builds no classes:
+            # dtypes, devices, placements and SBPs are stored as plain values.
+            if isinstance(obj, flow.dtype):
                 return (_DTYPE_TAG, dtype_name(obj), None)
+            if isinstance(obj, flow.device):
+                return (_DEVICE_TAG, str(obj), None)
+            if isinstance(obj, flow.placement):
+                return (_PLACEMENT_TAG, obj._args(), None)
+            if isinstance(obj, flow.sbp.sbp):
+                return (_SBP_TAG, obj._pair(), None)
             if not isinstance(obj, flow.Tensor):
                 return None
             key = self._keys.get(id(obj))
@@ -104,43 +128,71 @@ def _make_pickler(file):
     return _Pickler(file)
 
 
-def _make_unpickler(file, map_location):
-    import pickle
+class _PersistentLoad:
+    """Rebuilds what the pickler stored by persistent id: tensors, dtypes, devices, placements
+    and SBPs (the only objects of our files that are not plain data)."""
 
-    class _Unpickler(pickle.Unpickler):
-        def __init__(self, f):
-            super().__init__(f)
-            self._tensors = {}
+    def __init__(self, map_location):
+        self._map_location = map_location
+        self._tensors = {}
 
-        def persistent_load(self, pid):
-            if isinstance(pid, tuple) and len(pid) == 3 and pid[0] == _DTYPE_TAG:
-                return getattr(flow, pid[1])
-            if not (isinstance(pid, tuple) and len(pid) == 3 and pid[0] == _PID_TAG):
-                raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-            _, key, record = pid
-            if record is not None:
-                self._tensors[key] = _restore_tensor(record, map_location)
-            return self._tensors[key]
+    def __call__(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 3 and isinstance(pid[0], str)):
+            raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:60]!r}")
+        tag, value, record = pid
+        if tag == _DTYPE_TAG:
+            return dtype_by_name(value)
+        if tag == _DEVICE_TAG:
+            return flow.device(str(value))
+        if tag == _PLACEMENT_TAG:
+            type_, ranks, hierarchy = value
+            return flow.placement(type_, ranks, hierarchy=hierarchy)
+        if tag == _SBP_TAG:
+            kind, axis = value
+            return flow.sbp.split(axis) if kind == 0 else (
+                flow.sbp.broadcast if kind == 1 else flow.sbp.partial_sum)
+        if tag != _PID_TAG:
+            raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:60]!r}")
+        if record is not None:
+            self._tensors[value] = _restore_tensor(record, self._map_location)
+        return self._tensors[value]
 
-    return _Unpickler(file)
+
+def _make_unpickler(file, map_location, what, weights_only):
+    if weights_only:
+        return RestrictedUnpickler(file, BASIC_GLOBALS, what, _PersistentLoad(map_location))
+    unpickler = pickle.Unpickler(file)
+    unpickler.persistent_load = _PersistentLoad(map_location)
+    return unpickler
 
 
-def save(obj, path, global_dst_rank=None):
+def save(obj, path, global_dst_rank=None, torch_format=False):
     """Writes obj to path atomically: readers see the old file or the new one, never a part.
 
     Global tensors are saved whole (gathered from their shards), so every rank of the job must
     call save; rank global_dst_rank (default 0) alone writes the file, and save returns on every
     rank once the file is complete. The file loads in one process like any other.
+    torch_format=True writes PyTorch's zip format instead (tensors, dtypes and plain data only),
+    which torch.load reads, also with weights_only=True.
     """
-    import io
+    # Serialized in memory first: only the pickler finds every (possibly global) tensor,
+    # wherever it sits in obj, and a global tensor decides who writes.
+    saw_global = []
 
-    # Pickled in memory first: only the pickler finds every (possibly global) tensor, wherever
-    # it sits in obj, and a global tensor decides who writes.
-    buf = io.BytesIO()
-    pickler = _make_pickler(buf)
-    pickler.dump({_FORMAT_KEY: _FORMAT_VERSION, "object": obj})
-    if not pickler.saw_global and global_dst_rank is None:
-        _write_atomically(path, lambda f: f.write(buf.getbuffer()))
+    def whole_bytes(t):
+        saw_global.append(t.is_global)
+        return _whole_bytes(t)
+
+    if torch_format:
+        data = _torch_format.save_zip(obj, whole_bytes)
+        saw_global = any(saw_global)
+    else:
+        buf = io.BytesIO()
+        pickler = _make_pickler(buf)
+        pickler.dump({_FORMAT_KEY: _FORMAT_VERSION, "object": obj})
+        data, saw_global = buf.getbuffer(), pickler.saw_global
+    if not saw_global and global_dst_rank is None:
+        _write_atomically(path, lambda f: f.write(data))
         return
     dst = 0 if global_dst_rank is None else int(global_dst_rank)
     world = flow.env.get_world_size()
@@ -148,7 +200,7 @@ def save(obj, path, global_dst_rank=None):
         raise ValueError(f"oneflow.save: global_dst_rank {dst} is not a rank of this job "
                          f"(world size {world})")
     if flow.env.get_rank() == dst:
-        _write_atomically(path, lambda f: f.write(buf.getbuffer()))
+        _write_atomically(path, lambda f: f.write(data))
     if world > 1:
         flow.comm.barrier()
 
@@ -198,8 +250,11 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
-def load(path, map_location=None, global_src_rank=None):
-    """Reads an object written by save.
+_warned_unsafe = []
+
+
+def load(path, map_location=None, global_src_rank=None, weights_only=True):
+    """Reads an object written by save, or a file torch.save wrote (zip or legacy format).
 
     map_location: None (tensors go back to the device they were saved from), a device or a
     device string such as "cpu", a dict {"cuda:0": "cpu"}, or a callable(tensor, device_str)
@@ -207,12 +262,16 @@ def load(path, map_location=None, global_src_rank=None):
     global_src_rank: only that rank reads the file (the others need not see it) and sends its
     bytes to every rank (a collective: every rank calls load). Tensors come back whole and
     local; `global_module.load_state_dict(...)` keeps each parameter's placement and sbp.
+    weights_only (default True): build only tensors, dtypes, devices, placements, SBPs and plain
+    data; anything else in the file is refused before it is built. False runs whatever the file
+    asks pickle to run: only for files you trust (a whole Module, for instance).
     """
-    import pickle
-
+    if not weights_only and not _warned_unsafe:
+        _warned_unsafe.append(True)
+        warnings.warn(
+            "oneflow.load(weights_only=False) runs any code the file contains; use it only for "
+            "files you trust", UserWarning, stacklevel=2)
     if global_src_rank is not None:
-        import io
-
         src = int(global_src_rank)
         if flow.env.get_rank() == src:
             with open(os.fspath(path), "rb") as f:
@@ -226,13 +285,16 @@ def load(path, map_location=None, global_src_rank=None):
         else:
             payload = flow.zeros(int(size.item()), dtype=flow.uint8)
         flow.comm.broadcast(payload, src)
+        # Every rank unpickles (and so checks) the bytes it received.
         f = io.BytesIO(payload._raw_bytes())
         f.name = os.fspath(path)
-        return load(f, map_location)
+        return load(f, map_location, weights_only=weights_only)
 
     if hasattr(path, "read"):
         name = getattr(path, "name", "<file object>")
-        return _unwrap(_make_unpickler(path, map_location).load(), name)
+        if not (hasattr(path, "seekable") and path.seekable()):
+            path = io.BytesIO(path.read())
+        return _load_from(path, name, map_location, weights_only)
 
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -242,21 +304,43 @@ def load(path, map_location=None, global_src_rank=None):
             f"oneflow.load: '{path}' is a directory, expected a file written by oneflow.save"
         )
     with open(path, "rb") as f:
-        try:
-            wrapped = _make_unpickler(f, map_location).load()
-        except (pickle.UnpicklingError, EOFError) as ex:
-            raise RuntimeError(
-                f"oneflow.load: '{path}' is not a file written by oneflow.save ({ex})"
-            ) from None
-    return _unwrap(wrapped, path)
+        return _load_from(f, path, map_location, weights_only)
+
+
+def _load_from(f, name, map_location, weights_only):
+    """Reads a seekable file in whichever of the three formats it is."""
+    what = f"oneflow.load: '{name}'"
+    start = f.tell()
+    head = f.read(32)
+    f.seek(start)
+    try:
+        if _torch_format.is_zip(head):
+            return _torch_format.load_zip(f, what, map_location)
+        if _torch_format.is_legacy(head):
+            return _torch_format.load_legacy(f, what, map_location)
+        wrapped = _make_unpickler(f, map_location, what, weights_only).load()
+    except RefusedGlobal as ex:
+        raise RefusedGlobal(str(ex)) from None
+    except Unsupported as ex:
+        raise RuntimeError(f"{what}: {ex}") from None
+    except Exception as ex:  # whatever truncated or random bytes make the reader raise
+        if not head:
+            reason = "the file is empty"
+        else:
+            reason = f"{type(ex).__name__}: {ex}" if str(ex) else type(ex).__name__
+        raise RuntimeError(
+            f"{what} is not a file written by oneflow.save or torch.save ({reason})"
+        ) from None
+    return _unwrap(wrapped, name)
 
 
 def _unwrap(wrapped, name):
     if not isinstance(wrapped, dict) or _FORMAT_KEY not in wrapped:
         raise RuntimeError(f"oneflow.load: '{name}' is not a file written by oneflow.save")
     version = wrapped[_FORMAT_KEY]
-    if version > _FORMAT_VERSION:
+    if not isinstance(version, int) or version > _FORMAT_VERSION:
         raise RuntimeError(
-            f"oneflow.load: '{name}' has format version {version}; this oneflow reads up to {_FORMAT_VERSION}"
+            f"oneflow.load: '{name}' has format version {version!r}; this oneflow reads up to "
+            f"{_FORMAT_VERSION}"
         )
     return wrapped["object"]

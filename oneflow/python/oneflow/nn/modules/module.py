@@ -316,7 +316,9 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys, error_msgs):
+    def _load_from_state_dict(self, state_dict, prefix, missing_keys, unexpected_keys, error_msgs,
+                              copies):
+        """Checks this module's entries of state_dict; appends (param, value) to copies."""
         local_state = {k: v for k, v in self._parameters.items() if v is not None}
         for k, v in self._buffers.items():
             if v is not None and k not in self._non_persistent_buffers_set:
@@ -339,11 +341,7 @@ class Module:
                     f"model has shape {tuple(param.shape)}"
                 )
                 continue
-            try:
-                with flow.no_grad():
-                    param.copy_(input_param)
-            except Exception as ex:  # report every failing key, not just the first
-                error_msgs.append(f"copying {key} failed: {ex}")
+            copies.append((key, param, input_param))
 
         for key in state_dict.keys():
             if key.startswith(prefix):
@@ -356,17 +354,18 @@ class Module:
         """Copies the tensors of state_dict into this module's parameters and buffers in place.
 
         Returns (missing_keys, unexpected_keys). With strict, any of these is an error; a
-        shape mismatch is an error either way.
+        shape mismatch is an error either way. Every entry is checked before any is copied.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(
                 f"{self._get_name()}.load_state_dict: expected a dict-like state_dict, "
                 f"got {type(state_dict).__name__}"
             )
-        missing_keys, unexpected_keys, error_msgs = [], [], []
+        missing_keys, unexpected_keys, error_msgs, copies = [], [], [], []
 
         def load(module, prefix):
-            module._load_from_state_dict(state_dict, prefix, missing_keys, unexpected_keys, error_msgs)
+            module._load_from_state_dict(state_dict, prefix, missing_keys, unexpected_keys,
+                                         error_msgs, copies)
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
@@ -380,7 +379,16 @@ class Module:
                 problems.append(f"unexpected keys {unexpected_keys}")
             error_msgs = problems + error_msgs
         if error_msgs:
+            # Raised before anything is copied: a failed load leaves the model as it was.
             raise RuntimeError(f"{self._get_name()}.load_state_dict: " + "; ".join(error_msgs))
+        with flow.no_grad():
+            for key, param, value in copies:
+                try:
+                    param.copy_(value)
+                except Exception as ex:
+                    raise RuntimeError(
+                        f"{self._get_name()}.load_state_dict: copying {key} failed: {ex}"
+                    ) from None
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # ---- modes, devices, dtypes ----
