@@ -220,9 +220,25 @@ void Work::Finish(std::exception_ptr error) {
 }
 
 void Work::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_; });
-  if (error_) std::rethrow_exception(error_);
+  std::vector<std::function<void()>> waits;
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    waits.swap(on_wait_);
+    error = error_;
+  }
+  for (const auto& w : waits) w();
+  if (error) std::rethrow_exception(error);
+}
+
+Work::~Work() {
+  for (const auto& w : on_wait_) {
+    try {
+      w();
+    } catch (...) {  // a broken device: nothing left to order
+    }
+  }
 }
 
 bool Work::IsCompleted() {
@@ -232,6 +248,7 @@ bool Work::IsCompleted() {
 
 namespace {
 thread_local bool t_on_worker = false;
+thread_local Work* t_work = nullptr;  // the asynchronous call the worker runs
 }  // namespace
 
 std::shared_ptr<Work> Communicator::Async(std::function<void(Communicator&)> fn) {
@@ -254,11 +271,13 @@ void Communicator::WorkerLoop() {
     queue_.pop_front();
     lock.unlock();
     std::exception_ptr error;
+    t_work = work.get();
     try {
       fn(*this);
     } catch (...) {
       error = std::current_exception();
     }
+    t_work = nullptr;
     work->Finish(error);
     lock.lock();
     --pending_;
@@ -751,7 +770,19 @@ void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,
     Drain();
     std::lock_guard<std::mutex> lock(mu_);
     group = client_ && size() > 1 ? Nccl(device, name) : nullptr;
-    if (group) return nccl(*group);
+    if (group) {
+      // An asynchronous call leaves the compute stream's wait to its Work's Wait, so that the
+      // caller's kernels queued meanwhile (DDP's backward) overlap the collective on the GPU.
+      group->set_deferred_waits(t_work ? &t_work->on_wait_ : nullptr);
+      try {
+        nccl(*group);
+      } catch (...) {
+        group->set_deferred_waits(nullptr);
+        throw;
+      }
+      group->set_deferred_waits(nullptr);
+      return;
+    }
   }
   // Through host memory: the CPU collective on copies, results copied back. An output that is
   // also an input (in-place collectives) shares its host copy.

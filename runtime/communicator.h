@@ -73,8 +73,13 @@ class GlooStore : public gloo::rendezvous::Store {
 };
 
 // The handle of an asynchronous collective: Wait() blocks until it ran and rethrows its error.
+// A collective of CUDA tensors through NCCL has then been queued on the GPU, and Wait makes the
+// device's compute stream wait for it (later kernels see its result; the host does not wait),
+// as PyTorch's work.wait() does; until then compute queued meanwhile overlaps it. A Work
+// destroyed without Wait queues that wait when it goes.
 class Work {
  public:
+  ~Work();
   void Wait();
   bool IsCompleted();
 
@@ -86,6 +91,8 @@ class Work {
   std::condition_variable cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  // The compute streams' waits for the collectives the call queued, run once (by Wait).
+  std::vector<std::function<void()>> on_wait_;
 };
 
 class NcclGroup;

@@ -3,9 +3,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -15,11 +18,79 @@
 namespace oneflow {
 namespace runtime {
 
-struct NcclGroup::State {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// "<result string>: <NCCL's last error message>", for the error lines.
+std::string NcclError(ncclResult_t r, ncclComm_t comm) {
+  std::string out = NCCL(ncclGetErrorString)(r);
+  const char* last = NCCL(ncclGetLastError)(comm);
+  if (last && *last) {
+    std::string detail = last;
+    for (char& c : detail) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    out += ": " + detail;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The communicator, its stream and its collectives in flight. Calls run under the
+// communicator's lock, but host waits poll the group (cuda::Watch) from any thread: `mu`
+// guards comm and ops.
+struct NcclGroup::State : cuda::Watch {
+  std::mutex mu;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-  cuda::Event ready;  // compute stream -> NCCL stream
-  cuda::Event done;   // NCCL stream -> compute stream and host
+  cuda::Event ready;  // compute stream -> NCCL stream (created on the group's device)
+  struct Op {
+    std::shared_ptr<cuda::Event> done;  // recorded on the NCCL stream after the collective
+    std::string what;                   // "all_reduce: rank 1 in group cuda:[0,1]"
+    Clock::time_point since;            // when it was queued, or its predecessor seen done
+  };
+  std::deque<Op> ops;  // queued and not yet seen finished, oldest first
+  double timeout_s = 0;
+
+  bool Poll() override {
+    std::lock_guard<std::mutex> lock(mu);
+    return CheckLocked();
+  }
+
+  // Under mu: forgets the finished collectives; throws, having aborted the communicator, when
+  // NCCL reports an error or the oldest unfinished one has not finished within the timeout.
+  // Whether some are still in flight.
+  bool CheckLocked() {
+    while (!ops.empty() && ops.front().done->Query()) {
+      ops.pop_front();
+      if (!ops.empty()) ops.front().since = std::max(ops.front().since, Clock::now());
+    }
+    if (ops.empty() || !comm) return false;
+    ncclResult_t async = ncclSuccess;
+    NCCL(ncclCommGetAsyncError)(comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      Abort(StrCat(ops.front().what, " failed: ", NcclError(async, comm)));
+    }
+    if (Since(ops.front().since) > timeout_s) {
+      Abort(StrCat(ops.front().what, " timed out after ", timeout_s,
+                   " s (is another rank dead or stuck?)"));
+    }
+    return true;
+  }
+
+  // Under mu. Aborting ends the collectives in flight, so the streams waiting for them go on.
+  [[noreturn]] void Abort(const std::string& message) {
+    NCCL(ncclCommAbort)(comm);
+    comm = nullptr;
+    ops.clear();
+    throw Error(message);
+  }
 };
 
 namespace {
@@ -57,15 +128,11 @@ std::string BusId(int device) {
   return id;
 }
 
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Waits while NCCL reports the communicator busy with a non-blocking call; throws on error
 // or after timeout_s (the caller then aborts the communicator).
 void AwaitComm(ncclComm_t comm, ncclResult_t first, double timeout_s, const std::string& what) {
   ncclResult_t state = first;
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   while (state == ncclInProgress) {
     if (Since(t0) > timeout_s) {
       throw Error(StrCat(what, " timed out after ", timeout_s, " s (is another rank dead or "
@@ -74,9 +141,7 @@ void AwaitComm(ncclComm_t comm, ncclResult_t first, double timeout_s, const std:
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     NCCL(ncclCommGetAsyncError)(comm, &state);
   }
-  if (state != ncclSuccess) {
-    throw Error(StrCat(what, " failed: ", NCCL(ncclGetErrorString)(state)));
-  }
+  if (state != ncclSuccess) throw Error(StrCat(what, " failed: ", NcclError(state, comm)));
 }
 
 }  // namespace
@@ -86,6 +151,9 @@ std::unique_ptr<NcclGroup> NcclGroup::Create(ControlClient& client, const std::s
                                              const Device& device, double timeout_s,
                                              std::string* why) {
   cuda::RequireDevice(device.index, "nccl");
+  // This thread (often the communicator's worker) may not have touched the device yet: every
+  // CUDA object below (events, stream, communicator) belongs to the current device.
+  cuda::SetDevice(device.index);
   const std::string prefix = "nccl/" + desc + "/";
   const char* env = std::getenv("ONEFLOW_NCCL");
   const bool allowed = !(env && std::string(env) == "0");
@@ -114,7 +182,7 @@ std::unique_ptr<NcclGroup> NcclGroup::Create(ControlClient& client, const std::s
     ncclResult_t r = NCCL(ncclGetUniqueId)(&id);
     if (r != ncclSuccess) {
       throw Error(StrCat("nccl: rank ", my_rank, " could not create the id of group ", desc, ": ",
-                         NCCL(ncclGetErrorString)(r)));
+                         NcclError(r, nullptr)));
     }
     client.Set(prefix + "id", std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
   }
@@ -123,15 +191,15 @@ std::unique_ptr<NcclGroup> NcclGroup::Create(ControlClient& client, const std::s
   ONEFLOW_CHECK(bytes.size() == sizeof(id), "nccl: malformed unique id for group ", desc);
   std::memcpy(&id, bytes.data(), sizeof(id));
 
-  auto state = std::make_unique<State>();
-  cuda::SetDevice(device.index);
+  auto state = std::make_unique<State>();  // its events: on the device made current above
+  state->timeout_s = timeout_s;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclResult_t r =
       NCCL(ncclCommInitRankConfig)(&state->comm, size, id, group_rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     throw Error(StrCat("nccl: rank ", my_rank, " could not join group ", desc, ": ",
-                       NCCL(ncclGetErrorString)(r)));
+                       NcclError(r, state->comm)));
   }
   try {
     AwaitComm(state->comm, r, timeout_s, StrCat("nccl: rank ", my_rank, " joining group ", desc));
@@ -140,6 +208,7 @@ std::unique_ptr<NcclGroup> NcclGroup::Create(ControlClient& client, const std::s
     throw;
   }
   ONEFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
+  cuda::AddWatch(state.get());
   return std::unique_ptr<NcclGroup>(
       new NcclGroup(std::move(state), device, desc, my_rank, timeout_s));
 }
@@ -153,12 +222,28 @@ NcclGroup::NcclGroup(std::unique_ptr<State> state, Device device, std::string de
       timeout_s_(timeout_s) {}
 
 NcclGroup::~NcclGroup() {
-  if (state_->comm) NCCL(ncclCommDestroy)(state_->comm);
+  cuda::RemoveWatch(state_.get());
+  cudaSetDevice(device_.index);  // no throwing here; a failure shows in the calls below
+  std::lock_guard<std::mutex> lock(state_->mu);
+  // Collectives still in flight finish first (bounded by the timeout): destroying the
+  // communicator under them would cut them off on the peers. One that failed or stalls is
+  // aborted instead.
+  bool clean = true;
+  try {
+    while (state_->CheckLocked()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  } catch (...) {
+    clean = false;
+  }
+  if (state_->comm) (clean ? NCCL(ncclCommDestroy) : NCCL(ncclCommAbort))(state_->comm);
   if (state_->stream) cudaStreamDestroy(state_->stream);
 }
 
 template <typename F>
-void NcclGroup::Run(const char* name, F&& enqueue) {
+void NcclGroup::Run(const char* name, const std::vector<Tensor>& tensors, F&& enqueue) {
+  // First, on every thread that runs a collective: the events below belong to the device.
+  cuda::SetDevice(device_.index);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->CheckLocked();  // an earlier collective's failure or stall is reported here
   if (!state_->comm) {
     throw Error(StrCat(name, ": rank ", my_rank_, " cannot use group ", desc_,
                        ": its NCCL communicator failed earlier"));
@@ -174,35 +259,27 @@ void NcclGroup::Run(const char* name, F&& enqueue) {
     if (r == ncclSuccess || r == ncclInProgress) r = end;
   }
   if (r != ncclSuccess && r != ncclInProgress) {
-    throw Error(StrCat(what, " failed: ", NCCL(ncclGetErrorString)(r)));
+    throw Error(StrCat(what, " failed: ", NcclError(r, state_->comm)));
   }
   try {
+    // Non-blocking communicator: the group call may still be queueing; bounded as any wait.
     AwaitComm(state_->comm, r, timeout_s_, what);
   } catch (...) {
     NCCL(ncclCommAbort)(state_->comm);
     state_->comm = nullptr;
+    state_->ops.clear();
     throw;
   }
-  state_->done.RecordOn(state_->stream);
-  state_->done.WaitOn(compute);
-  // The host waits too, polling NCCL's error state: a dead peer becomes an error naming the
-  // group instead of a hang, and the caller may free or reuse the buffers once this returns.
-  auto t0 = std::chrono::steady_clock::now();
-  while (!state_->done.Query()) {
-    ncclResult_t async = ncclSuccess;
-    NCCL(ncclCommGetAsyncError)(state_->comm, &async);
-    if (async != ncclSuccess && async != ncclInProgress) {
-      NCCL(ncclCommAbort)(state_->comm);
-      state_->comm = nullptr;
-      throw Error(StrCat(what, " failed: ", NCCL(ncclGetErrorString)(async)));
-    }
-    if (Since(t0) > timeout_s_) {
-      NCCL(ncclCommAbort)(state_->comm);
-      state_->comm = nullptr;
-      throw Error(StrCat(what, " timed out after ", timeout_s_,
-                         " s (is another rank dead or stuck?)"));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  auto done = std::make_shared<cuda::Event>();
+  done->RecordOn(state_->stream);
+  state_->ops.push_back({done, what, Clock::now()});
+  // The compute stream waits for the collective on the GPU; the host goes on. Blocks the
+  // collective uses may be freed once this returns: the caching allocator hands them only to
+  // later compute-stream work, which comes after this wait.
+  if (deferred_) {
+    deferred_->push_back([done, tensors, compute] { done->WaitOn(compute); });
+  } else {
+    done->WaitOn(compute);
   }
 }
 
@@ -218,14 +295,14 @@ void* At(const Tensor& t, int64_t elems) {
 void NcclGroup::AllReduce(const Tensor& in, const Tensor& out, ReduceOp op, const char* name) {
   ncclDataType_t type = NcclType(out.dtype(), name);
   ncclRedOp_t red = NcclOp(op, out.dtype());
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {in, out}, [&](ncclComm_t comm, cudaStream_t s) {
     return NCCL(ncclAllReduce)(in.raw_data(), out.raw_data(), out.numel(), type, red, comm, s);
   });
 }
 
 void NcclGroup::Broadcast(const Tensor& t, int root, const char* name) {
   ncclDataType_t type = NcclType(t.dtype(), name);
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {t}, [&](ncclComm_t comm, cudaStream_t s) {
     return NCCL(ncclBroadcast)(t.raw_data(), t.raw_data(), t.numel(), type, root, comm, s);
   });
 }
@@ -235,7 +312,7 @@ void NcclGroup::AllGatherV(const Tensor& in, const Tensor& out,
   ncclDataType_t type = NcclType(out.dtype(), name);
   bool even = true;
   for (int64_t c : counts) even &= c == counts[0];
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {in, out}, [&](ncclComm_t comm, cudaStream_t s) {
     if (even) return NCCL(ncclAllGather)(in.raw_data(), out.raw_data(), counts[0], type, comm, s);
     // Uneven: one broadcast per rank into its slice, fused by the group call.
     int64_t off = 0;
@@ -256,7 +333,7 @@ void NcclGroup::ReduceScatterV(const Tensor& in, const Tensor& out,
   ncclRedOp_t red = NcclOp(op, out.dtype());
   bool even = true;
   for (int64_t c : counts) even &= c == counts[0];
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {in, out}, [&](ncclComm_t comm, cudaStream_t s) {
     if (even) {
       return NCCL(ncclReduceScatter)(in.raw_data(), out.raw_data(), counts[0], type, red, comm, s);
     }
@@ -276,7 +353,7 @@ void NcclGroup::AllToAllV(const Tensor& in, const Tensor& out,
                           const std::vector<int64_t>& in_counts,
                           const std::vector<int64_t>& out_counts, const char* name) {
   ncclDataType_t type = NcclType(out.dtype(), name);
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {in, out}, [&](ncclComm_t comm, cudaStream_t s) {
     int64_t in_off = 0, out_off = 0;
     for (size_t r = 0; r < in_counts.size(); ++r) {
       ncclResult_t res =
@@ -293,14 +370,14 @@ void NcclGroup::AllToAllV(const Tensor& in, const Tensor& out,
 
 void NcclGroup::Send(const Tensor& t, int peer, const char* name) {
   ncclDataType_t type = NcclType(t.dtype(), name);
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {t}, [&](ncclComm_t comm, cudaStream_t s) {
     return NCCL(ncclSend)(t.raw_data(), t.numel(), type, peer, comm, s);
   });
 }
 
 void NcclGroup::Recv(const Tensor& t, int peer, const char* name) {
   ncclDataType_t type = NcclType(t.dtype(), name);
-  Run(name, [&](ncclComm_t comm, cudaStream_t s) {
+  Run(name, {t}, [&](ncclComm_t comm, cudaStream_t s) {
     return NCCL(ncclRecv)(t.raw_data(), t.numel(), type, peer, comm, s);
   });
 }

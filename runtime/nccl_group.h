@@ -7,12 +7,24 @@
 // non-blocking so that a missing peer ends in a timeout naming the rank and the group.
 //
 // Each call orders itself after the device's compute stream (an event), runs on the group's
-// own stream, makes the compute stream wait for it, and waits on the host for completion
-// with the communicator's timeout (polling NCCL's asynchronous error so that a peer's failure
-// is reported instead of hanging). Tensors are contiguous CUDA tensors on this rank's device;
-// counts are in elements.
+// own stream, and makes the compute stream wait for it (another event): the host does not wait,
+// so it goes on queueing work (DDP's backward) while the collective runs. Every call's thread
+// makes the group's device current before any CUDA call (events and streams belong to it).
+//
+// Failures: the host waits only where it reads a result (a copy to the CPU, synchronize, a
+// bounds check), and while the group has collectives in flight those waits poll it (cuda::Watch):
+// an NCCL error, or a collective unfinished after the communicator's timeout, aborts the
+// communicator and throws "<op>: rank R in group G failed: ..." / "... timed out after T s".
+// The next call of the group reports an earlier collective's failure the same way.
+//
+// Buffers: the compute stream's wait is queued before the call returns, so any later use of a
+// freed block by the caching allocator (which reuses blocks in compute-stream order) comes after
+// the collective. With set_deferred_waits the wait is queued later instead; the deferred wait
+// then holds the tensors until it is queued. Tensors are contiguous CUDA tensors on this rank's
+// device; counts are in elements.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +50,13 @@ class NcclGroup {
 
   const Device& device() const { return device_; }
 
+  // Where the compute stream's wait for each following collective goes. Null (the default):
+  // queued before the call returns, so all later work of the device sees the result. Otherwise
+  // the wait is appended to *waits, for the caller to run where the result is consumed (the
+  // Work::Wait of an asynchronous call), so that compute queued meanwhile overlaps the
+  // collective; each deferred wait keeps the collective's tensors alive until it ran.
+  void set_deferred_waits(std::vector<std::function<void()>>* waits) { deferred_ = waits; }
+
   void AllReduce(const Tensor& in, const Tensor& out, ReduceOp op, const char* name);
   void Broadcast(const Tensor& t, int root_group_rank, const char* name);
   // counts[i]: elements of group rank i (equal for the even versions).
@@ -54,14 +73,17 @@ class NcclGroup {
   struct State;
   NcclGroup(std::unique_ptr<State> state, Device device, std::string desc, int my_rank,
             double timeout_s);
+  // Queues enqueue(comm, stream) as one NCCL group call on the group's stream, ordered after
+  // the compute stream's work and before its later work; `tensors` are the buffers it uses.
   template <typename F>
-  void Run(const char* name, F&& enqueue);
+  void Run(const char* name, const std::vector<Tensor>& tensors, F&& enqueue);
 
   std::unique_ptr<State> state_;
   Device device_;
   std::string desc_;
   int my_rank_;
   double timeout_s_;
+  std::vector<std::function<void()>>* deferred_ = nullptr;
 };
 
 }  // namespace runtime

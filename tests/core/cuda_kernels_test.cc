@@ -19,10 +19,14 @@
 // operands to 10 mantissa bits, far outside the float32 tolerance.
 //
 // Without a GPU the suite passes, printing "cuda_kernels_test: SKIPPED: <why>": a build without
-// CUDA or a machine without a device cannot run it, which is not a failure of the kernels.
+// CUDA or a machine without a device cannot run it, which is not a failure of the kernels. With
+// ONEFLOW_REQUIRE_CUDA=1 (set it on a GPU machine; .bazelrc passes it to the test) it fails
+// instead, with the same reason (the driver's and runtime's versions included), so a broken
+// driver cannot pass as a skip.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -323,9 +327,20 @@ void CheckGradients(const Sample& sample, const OpDef& op, testing::Rng& rng, Co
 
 // ---------------------------------------------------------------- the suite
 
+// ONEFLOW_REQUIRE_CUDA set to anything but "" or "0".
+bool CudaRequired() {
+  const char* v = std::getenv("ONEFLOW_REQUIRE_CUDA");
+  return v && *v && std::string(v) != "0";
+}
+
 TEST_CASE("every CUDA kernel matches the CPU kernel, forward and gradient") {
   const std::string why = WhyNoCuda();
   if (!why.empty()) {
+    if (CudaRequired()) {
+      std::printf("cuda_kernels_test: FAILED: ONEFLOW_REQUIRE_CUDA=1 but CUDA is not usable: %s\n",
+                  why.c_str());
+      FAIL("cuda_kernels_test: ONEFLOW_REQUIRE_CUDA=1 but CUDA is not usable: " << why);
+    }
     std::printf("cuda_kernels_test: SKIPPED: %s\n", why.c_str());
     WARN("cuda_kernels_test: SKIPPED: " << why);
     return;

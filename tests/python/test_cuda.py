@@ -2,14 +2,20 @@
 printing and reading CUDA tensors, autograd across devices, training on the GPU against the same
 steps on the CPU, saving from the GPU, oneflow.cuda's queries and the TF32 switches.
 
-The GPU tests skip, saying why, on a machine without a usable GPU or in a build without CUDA.
-The tests of what a user meets there (is_available, the errors of .to('cuda') and
-current_device, the switches' defaults) run everywhere.
+The GPU tests skip, saying why, on a machine without a usable GPU or in a build without CUDA;
+with ONEFLOW_REQUIRE_CUDA=1 (set it on a GPU machine) they fail instead, with the same reason,
+so a broken driver cannot pass as skipped. The tests of what a user meets there (is_available,
+the errors of .to('cuda') and current_device, the switches' defaults) run everywhere.
 
 Every op's CUDA kernel is compared with its CPU kernel, forward and gradient, in C++
 (tests/core/cuda_kernels_test.cc); here the Python paths around them are checked."""
 
 import copy
+import functools
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,9 +26,28 @@ import oneflow.nn.functional as F
 import oneflow.optim as optim
 
 HAS_CUDA = flow.cuda.is_available()
-requires_cuda = pytest.mark.skipif(
-    not HAS_CUDA, reason=f"no CUDA device: {flow.cuda.unavailable_reason()}"
-)
+
+
+def _check_cuda():
+    """Returns where CUDA is usable. Elsewhere skips the calling test saying why, or, with
+    ONEFLOW_REQUIRE_CUDA=1, fails it with that reason (driver and runtime versions included)."""
+    if HAS_CUDA:
+        return
+    why = f"no CUDA device: {flow.cuda.unavailable_reason()}"
+    if os.environ.get("ONEFLOW_REQUIRE_CUDA", "") not in ("", "0"):
+        pytest.fail(f"ONEFLOW_REQUIRE_CUDA=1 but CUDA is not usable here: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def requires_cuda(test):
+    """Marks a test that needs a GPU (see _check_cuda)."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        _check_cuda()
+        return test(*args, **kwargs)
+
+    return run
 
 
 def _numpy(t):
@@ -69,6 +94,42 @@ def test_unavailable_reason_says_why_there_is_no_device():
         assert reason != ""
     else:
         assert reason == ""
+
+
+@pytest.mark.skipif(
+    HAS_CUDA or not flow.backends.cuda.is_built(),
+    reason="CUDA works here, or the build has no CUDA",
+)
+def test_unavailable_reason_names_the_driver_and_runtime_versions():
+    reason = flow.cuda.unavailable_reason()
+    assert "\n" not in reason
+    assert re.search(r"\(.*driver (0|\d+\.\d+) / runtime \d+\.\d+\)$", reason), reason
+
+
+def test_without_cuda_gpu_tests_skip_or_fail_under_oneflow_require_cuda(monkeypatch):
+    monkeypatch.delenv("ONEFLOW_REQUIRE_CUDA", raising=False)
+    if HAS_CUDA:
+        _check_cuda()
+    else:
+        with pytest.raises(pytest.skip.Exception, match="no CUDA device: "):
+            _check_cuda()
+    # The whole path, as CI on a GPU machine runs it: a GPU test under ONEFLOW_REQUIRE_CUDA=1
+    # passes where CUDA works and fails, saying why, where it does not.
+    env = dict(os.environ, ONEFLOW_REQUIRE_CUDA="1")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{__file__}::test_creation_on_cuda"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    out = run.stdout + run.stderr
+    if HAS_CUDA:
+        assert run.returncode == 0, out
+    else:
+        assert run.returncode == 1, out
+        assert "1 failed" in out, out
+        assert "ONEFLOW_REQUIRE_CUDA=1 but CUDA is not usable here: no CUDA device: " in out, out
+        if flow.backends.cuda.is_built():
+            assert "driver" in out, out
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is available")

@@ -44,9 +44,17 @@ void ZeroFill(const Tensor& t, cudaStream_t stream) {
 
 // ================================================================ convolution (cuDNN)
 
+// Throws "cuda: <what> failed: <status>: <cuDNN's last error message>" (on one line).
 void CheckDnn(cudnnStatus_t status, const char* what) {
   if (status == CUDNN_STATUS_SUCCESS) return;
-  throw Error(StrCat("cuda: ", what, " failed: ", CUDNN(cudnnGetErrorString)(status)));
+  char detail[1024] = {0};
+  CUDNN(cudnnGetLastErrorString)(detail, sizeof(detail));
+  std::string last = detail;
+  for (char& c : last) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  throw Error(StrCat("cuda: ", what, " failed: ", CUDNN(cudnnGetErrorString)(status),
+                     last.empty() ? "" : ": ", last));
 }
 
 // The cuDNN handle of a device (cuda::PerDevice).
@@ -129,16 +137,38 @@ struct ConvPlan {
   }
 };
 
+// FFT and Winograd transform the operands, which costs float32 more error than the direct and
+// GEMM algorithms (beyond the tests' float32 tolerance); exact float32 does without them.
+bool Transforms(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool Transforms(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool Transforms(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 // Takes the first algorithm of cuDNN's ranking `perfs` that runs here within the workspace
-// budget. keep_math: the descriptor's math type stays (float32 without TF32); otherwise it takes
-// the algorithm's, which cuDNN needs to pick tensor-core kernels.
+// budget. exact (float32 without TF32): the descriptor's math type stays and the algorithms
+// that trade precision (tensor-core math, FFT, Winograd) are skipped; otherwise the descriptor
+// takes the algorithm's math type, which cuDNN needs to pick tensor-core kernels.
 template <typename Perf, typename WorkspaceFn>
-void PickAlgo(const Perf* perfs, int count, bool keep_math, ConvPlan* plan,
+void PickAlgo(const Perf* perfs, int count, bool exact, ConvPlan* plan,
               WorkspaceFn&& workspace_size, const char* op) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = perfs[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxConvWorkspaceBytes) continue;
-    if (keep_math) {
+    if (exact) {
+      if (Transforms(p.algo)) continue;
       if (p.mathType == CUDNN_TENSOR_OP_MATH ||
           p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
         continue;
@@ -156,7 +186,8 @@ void PickAlgo(const Perf* perfs, int count, bool keep_math, ConvPlan* plan,
     return;
   }
   throw Error(StrCat(op, ": cuDNN offers no algorithm for this convolution within a ",
-                     kMaxConvWorkspaceBytes >> 20, " MiB workspace"));
+                     kMaxConvWorkspaceBytes >> 20, " MiB workspace",
+                     exact ? " in exact float32 (no TF32, FFT or Winograd)" : ""));
 }
 
 ConvPlan* BuildPlan(cudnnHandle_t handle, ConvKind kind, const ConvGeom& g, DType dtype,

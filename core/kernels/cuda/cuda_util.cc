@@ -1,9 +1,12 @@
 #include "core/kernels/cuda/cuda_util.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "core/storage.h"
@@ -16,10 +19,27 @@ void Check(cudaError_t err, const char* what) {
   cudaGetLastError();  // clear a sticky-free error so the next call is not blamed for it
   int dev = -1;
   cudaGetDevice(&dev);
-  throw Error(StrCat("cuda: ", what, " failed: ", cudaGetErrorString(err), " (device ", dev, ")"));
+  throw Error(StrCat("cuda: ", what, " failed: ", cudaGetErrorName(err), ": ",
+                     cudaGetErrorString(err), " (device ", dev, ")"));
 }
 
 namespace {
+
+// "13.0" from cudaDriverGetVersion's / cudaRuntimeGetVersion's 13000.
+std::string CudaVersion(int v) { return StrCat(v / 1000, ".", v % 1000 / 10); }
+
+// The oldest Linux driver that runs a CUDA runtime of this major version (CUDA Toolkit release
+// notes, "CUDA Toolkit and Corresponding Driver Versions").
+const char* MinimumDriver(int runtime) {
+  switch (runtime / 1000) {
+    case 13:
+      return "580.65.06";
+    case 12:
+      return "525.60.13";
+    default:
+      return nullptr;
+  }
+}
 
 struct Probe {
   int count = 0;
@@ -29,15 +49,30 @@ struct Probe {
 const Probe& GetProbe() {
   static const Probe probe = [] {
     Probe p;
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+    cudaRuntimeGetVersion(&runtime);
+    const std::string versions = StrCat("driver ", driver ? CudaVersion(driver) : std::string("0"),
+                                        " / runtime ", CudaVersion(runtime));
     cudaError_t err = cudaGetDeviceCount(&p.count);
     if (err != cudaSuccess) {
       cudaGetLastError();
       p.count = 0;
-      p.why = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
-                  ? StrCat("no CUDA driver or device on this machine: ", cudaGetErrorString(err))
-                  : StrCat("cudaGetDeviceCount failed: ", cudaGetErrorString(err));
+      const std::string got = StrCat("cudaGetDeviceCount: ", cudaGetErrorName(err), ": ",
+                                     cudaGetErrorString(err), "; ", versions);
+      if (driver == 0) {
+        p.why = StrCat("no NVIDIA driver is installed on this machine (", got, ")");
+      } else if (err == cudaErrorInsufficientDriver || driver < runtime) {
+        const char* minimum = MinimumDriver(runtime);
+        p.why = StrCat(
+            "the NVIDIA driver supports CUDA ", CudaVersion(driver),
+            " but this build's runtime is CUDA ", CudaVersion(runtime), ": install driver >= ",
+            minimum ? minimum : StrCat("one for CUDA ", CudaVersion(runtime)), " (", got, ")");
+      } else {
+        p.why = StrCat("cudaGetDeviceCount failed (", got, ")");
+      }
     } else if (p.count == 0) {
-      p.why = "no CUDA device on this machine";
+      p.why = StrCat("no CUDA device on this machine (", versions, ")");
     }
     return p;
   }();
@@ -56,8 +91,9 @@ void RequireDevice(int index, const char* op) {
   int n = DeviceCount();
   if (n == 0) throw Error(StrCat(op, ": CUDA is not available (", Unavailable(), ")"));
   if (index < 0 || index >= n) {
-    throw Error(StrCat(op, ": CUDA device ", index, " does not exist (this machine has ", n,
-                       n == 1 ? " device)" : " devices)"));
+    throw Error(StrCat(
+        op, ": invalid device ordinal ", index, ": this machine has ", n,
+        n == 1 ? " CUDA device (cuda:0)" : StrCat(" CUDA devices (cuda:0 to cuda:", n - 1, ")")));
   }
 }
 
@@ -86,9 +122,7 @@ cudaStream_t StreamFor(const Device& device) {
   return s;
 }
 
-void Synchronize(int index) {
-  ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(StreamFor(Device::CUDA(index))));
-}
+void Synchronize(int index) { WaitStream(index, StreamFor(Device::CUDA(index))); }
 
 bool AllowTf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 void SetAllowTf32(bool allow) { g_allow_tf32.store(allow); }
@@ -114,6 +148,62 @@ bool Event::Query() const {
   return true;
 }
 
+// ---------------------------------------------------------------- host waits
+
+namespace {
+
+std::mutex g_watch_mu;  // held while polling, so that RemoveWatch waits for a poll to end
+std::vector<Watch*>* g_watches = new std::vector<Watch*>();  // outlives groups freed at exit
+std::atomic<int> g_watch_count{0};
+
+// Polls every watch (throwing the first failure); whether any has work in flight.
+bool PollWatches() {
+  std::lock_guard<std::mutex> lock(g_watch_mu);
+  bool busy = false;
+  for (Watch* w : *g_watches) busy |= w->Poll();
+  return busy;
+}
+
+void Pause() { std::this_thread::sleep_for(std::chrono::microseconds(20)); }
+
+}  // namespace
+
+void AddWatch(Watch* watch) {
+  std::lock_guard<std::mutex> lock(g_watch_mu);
+  g_watches->push_back(watch);
+  ++g_watch_count;
+}
+
+void RemoveWatch(Watch* watch) {
+  std::lock_guard<std::mutex> lock(g_watch_mu);
+  auto it = std::find(g_watches->begin(), g_watches->end(), watch);
+  if (it == g_watches->end()) return;
+  g_watches->erase(it);
+  --g_watch_count;
+}
+
+void WaitStream(int index, cudaStream_t stream) {
+  if (g_watch_count.load() == 0) {
+    ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  SetDevice(index);  // the event must live on the stream's device
+  Event reached;
+  reached.RecordOn(stream);
+  while (!reached.Query()) {
+    PollWatches();
+    Pause();
+  }
+}
+
+void WaitDevice(int index) {
+  WaitStream(index, StreamFor(Device::CUDA(index)));
+  // Collectives no compute-stream work waits for yet (an asynchronous call not yet waited).
+  while (g_watch_count.load() > 0 && PollWatches()) Pause();
+  SetDevice(index);
+  ONEFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // ---------------------------------------------------------------- caching allocator
 
 namespace {
@@ -121,8 +211,10 @@ namespace {
 // Freed blocks go to per-device free lists keyed by rounded size and are handed to the next
 // request of that size without cudaMalloc/cudaFree (both synchronise the device). Safe because
 // every use of a block is ordered on the device's one compute stream; work on another stream
-// (NCCL) keeps its tensors alive until an event says it finished. When cudaMalloc fails the
-// cache is returned to the driver and the allocation retried once.
+// (NCCL) is ordered before any later use by the compute stream waiting for its event, and
+// keeps its tensors alive until that wait is queued. When cudaMalloc runs out of memory the
+// cache is returned to the driver and the allocation retried once; any other cudaMalloc error
+// (often an earlier kernel's fault, reported by the next call) is named as it is.
 class CachingAllocator : public Allocator {
  public:
   void* Allocate(size_t nbytes, const Device& device) override {
@@ -146,15 +238,23 @@ class CachingAllocator : public Allocator {
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       Release(device.index);
+      SetDevice(device.index);
       err = cudaMalloc(&p, size);
     }
-    if (err != cudaSuccess) {
+    if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       std::lock_guard<std::mutex> lock(mu_);
       const PerDevice& d = dev_[device.index];
       throw Error(StrCat("cuda allocator: out of memory allocating ", nbytes, " bytes on ",
                          device.ToString(), " (", d.allocated, " bytes in use by tensors, ",
                          d.reserved - d.allocated, " cached): ", cudaGetErrorString(err)));
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(StrCat("cuda allocator: cudaMalloc of ", nbytes, " bytes on ", device.ToString(),
+                         " failed: ", cudaGetErrorName(err), ": ", cudaGetErrorString(err),
+                         " (not out of memory: the device is in an error state, often from an ",
+                         "earlier kernel's fault)"));
     }
     std::lock_guard<std::mutex> lock(mu_);
     PerDevice& d = dev_[device.index];
@@ -171,27 +271,48 @@ class CachingAllocator : public Allocator {
     d.allocated -= size;
   }
 
+  // Lookups only: a device never allocated on has no entry (and gets none).
   size_t Allocated(int index) {
     std::lock_guard<std::mutex> lock(mu_);
-    return dev_[index].allocated;
+    auto it = dev_.find(index);
+    return it == dev_.end() ? 0 : it->second.allocated;
   }
   size_t Reserved(int index) {
     std::lock_guard<std::mutex> lock(mu_);
-    return dev_[index].reserved;
+    auto it = dev_.find(index);
+    return it == dev_.end() ? 0 : it->second.reserved;
   }
 
-  // Returns every cached block of the device (all devices for -1) to the driver.
+  // Returns every cached block of the device (all devices for -1) to the driver; devices with
+  // nothing cached are left alone. The blocks leave the cache first, so other threads keep
+  // allocating while this one waits for the device.
   void Release(int index) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [dev, d] : dev_) {
-      if (index >= 0 && dev != index) continue;
-      SetDevice(dev);
-      cudaDeviceSynchronize();
-      for (auto& [size, blocks] : d.free) {
-        for (void* p : blocks) cudaFree(p);
-        d.reserved -= size * blocks.size();
+    std::map<int, std::unordered_map<size_t, std::vector<void*>>> taken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [dev, d] : dev_) {
+        if ((index >= 0 && dev != index) || d.free.empty()) continue;
+        taken[dev].swap(d.free);
       }
-      d.free.clear();
+    }
+    for (auto& [dev, free] : taken) {
+      size_t freed = 0;
+      try {
+        WaitDevice(dev);  // the blocks' last users (kernels, collectives) have finished
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto& [size, blocks] : free) {
+          auto& cached = dev_[dev].free[size];
+          cached.insert(cached.end(), blocks.begin(), blocks.end());
+        }
+        throw;
+      }
+      for (auto& [size, blocks] : free) {
+        for (void* p : blocks) cudaFree(p);
+        freed += size * blocks.size();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      dev_[dev].reserved -= freed;
     }
   }
 
@@ -223,8 +344,16 @@ CachingAllocator& TheAllocator() {
 
 }  // namespace
 
-size_t MemoryAllocated(int index) { return DeviceCount() ? TheAllocator().Allocated(index) : 0; }
-size_t MemoryReserved(int index) { return DeviceCount() ? TheAllocator().Reserved(index) : 0; }
+size_t MemoryAllocated(int index) {
+  if (!DeviceCount()) return 0;
+  RequireDevice(index, "oneflow.cuda.memory_allocated");
+  return TheAllocator().Allocated(index);
+}
+size_t MemoryReserved(int index) {
+  if (!DeviceCount()) return 0;
+  RequireDevice(index, "oneflow.cuda.memory_reserved");
+  return TheAllocator().Reserved(index);
+}
 void EmptyCache() {
   if (DeviceCount()) TheAllocator().Release(-1);
 }
@@ -273,7 +402,7 @@ void CopyBytes(const Tensor& dst, const Tensor& src) {
   ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n, kind, s));
   // The host side of the copy must not change (or be freed) before the copy read it, and a
   // host destination is read right after: both directions wait.
-  if (kind != cudaMemcpyDeviceToDevice) ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(s));
+  if (kind != cudaMemcpyDeviceToDevice) WaitStream((dst_cuda ? dst : src).device().index, s);
 }
 
 }  // namespace cuda

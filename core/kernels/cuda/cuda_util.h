@@ -25,22 +25,25 @@
 namespace oneflow {
 namespace cuda {
 
-// Throws oneflow::Error("cuda: <what> failed: <error string> (device N)").
+// Throws oneflow::Error("cuda: <what> failed: <error name>: <error string> (device N)").
 void Check(cudaError_t err, const char* what);
 #define ONEFLOW_CUDA_CHECK(expr) ::oneflow::cuda::Check((expr), #expr)
 
 // Number of usable devices; 0 without a driver or a device (never throws).
 int DeviceCount();
-// Why DeviceCount() is 0 ("no CUDA driver: ...", "no CUDA device"), empty when it is not.
+// Why DeviceCount() is 0, empty when it is not. One line that always ends with the driver's and
+// the runtime's CUDA versions, "(driver 12.4 / runtime 13.0)"; a driver older than the runtime
+// (the static CUDA 13 runtime needs driver >= 580) is named as the cause with its fix.
 std::string Unavailable();
-// Throws "<op>: CUDA device N is not available (<why>)" unless device N exists.
+// Throws "<op>: CUDA is not available (<why>)" without a device, and "<op>: invalid device
+// ordinal N: this machine has M CUDA devices" unless device N exists.
 void RequireDevice(int index, const char* op);
 
 int CurrentDevice();
 void SetDevice(int index);  // cheap when already current
 // The compute stream of a CUDA device; also makes the device current. Created on first use.
 cudaStream_t StreamFor(const Device& device);
-// Waits for all work queued on the device's compute stream.
+// Waits for all work queued on the device's compute stream (WaitStream).
 void Synchronize(int index);
 
 // TF32 for float32 matmul and convolution (oneflow.backends.cuda.matmul.allow_tf32); off by
@@ -82,9 +85,31 @@ T& PerDevice(int index) {
   return *item;
 }
 
-// Caching allocator statistics (oneflow.cuda.memory_allocated / memory_reserved).
+// Host waits and work the CUDA runtime cannot see fail: NCCL's collectives run on their own
+// streams and the compute stream waits for them; a dead peer stalls them for good. Each group
+// registers a Watch; while any is registered, host waits poll the watches, so such a failure
+// ends the wait with the group's error (rank, op, group; the collective aborted) after its
+// timeout instead of hanging. Without watches the waits are cudaStreamSynchronize and
+// cudaDeviceSynchronize.
+class Watch {
+ public:
+  virtual ~Watch() = default;
+  // Whether some of the watched work is still in flight; throws, having aborted it, when it
+  // failed or stalled past its timeout. Called from any thread.
+  virtual bool Poll() = 0;
+};
+void AddWatch(Watch* watch);
+void RemoveWatch(Watch* watch);  // returns once no other thread is polling it
+// Waits on the host for the work queued so far on `stream` of device `index`.
+void WaitStream(int index, cudaStream_t stream);
+// Waits on the host for all work of device `index`: its compute stream and the watched work.
+void WaitDevice(int index);
+
+// Caching allocator statistics (oneflow.cuda.memory_allocated / memory_reserved): 0 without a
+// device; throws "<op>: invalid device ordinal N: ..." for a device that does not exist.
 size_t MemoryAllocated(int index);
 size_t MemoryReserved(int index);
+// Returns the cached blocks of every device that has some to the driver.
 void EmptyCache();
 
 // ---------------------------------------------------------------- kernel helpers

@@ -41,7 +41,7 @@ class BadIndex {
     unsigned long long pos = 0;
     ONEFLOW_CUDA_CHECK(
         cudaMemcpyAsync(&pos, word_.raw_data(), sizeof(pos), cudaMemcpyDeviceToHost, stream));
-    ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    WaitStream(word_.device().index, stream);
     return pos == ~0ull ? -1 : static_cast<int64_t>(pos);
   }
 
@@ -57,11 +57,11 @@ inline int64_t ReadIndexValue(const Tensor& index, int64_t offset, cudaStream_t 
   const char* p = static_cast<const char*>(index.raw_data()) + offset * es;
   if (index.dtype() == DType::kInt64) {
     ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(&v, p, es, cudaMemcpyDeviceToHost, stream));
-    ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    WaitStream(index.device().index, stream);
   } else {
     int32_t w = 0;
     ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(&w, p, es, cudaMemcpyDeviceToHost, stream));
-    ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    WaitStream(index.device().index, stream);
     v = w;
   }
   return v;

@@ -27,7 +27,10 @@ using cuda::CeilDiv;
 
 constexpr int64_t kWarpRowMax = 1024;  // longer rows are worth a block each
 constexpr int kColRows = 8;
-constexpr int kLossThreads = 1024;  // one block sums all targets
+// One block sums all targets. Kernels launched with it declare __launch_bounds__(kLossThreads):
+// without it nvcc may use more registers than 1024 threads of a block can have, and the launch
+// fails with "too many resources requested for launch".
+constexpr int kLossThreads = 1024;
 
 __device__ __forceinline__ float Exp(float v) { return expf(v); }
 __device__ __forceinline__ double Exp(double v) { return exp(v); }
@@ -212,8 +215,9 @@ __global__ void NllNoneKernel(const T* x, const int64_t* target, T* y, NllLayout
 
 // One block: y = -sum of the picked log-probabilities (divided by their count for mean).
 template <typename T>
-__global__ void NllReduceKernel(const T* x, const int64_t* target, T* y, NllLayout l,
-                                int64_t ignore_index, bool mean, cuda::BadSlot bad) {
+__global__ void __launch_bounds__(kLossThreads)
+    NllReduceKernel(const T* x, const int64_t* target, T* y, NllLayout l, int64_t ignore_index,
+                    bool mean, cuda::BadSlot bad) {
   __shared__ double total_smem[cuda::kWarpSize];
   __shared__ int64_t count_smem[cuda::kWarpSize];
   double total = 0;
@@ -269,8 +273,8 @@ std::vector<Tensor> NllLossCuda(const std::vector<Tensor>& in, const Attrs& attr
 }
 
 // One block: *count = the number of targets that are not ignored.
-__global__ void CountTargetsKernel(const int64_t* target, NllLayout l, int64_t ignore_index,
-                                   int64_t* count) {
+__global__ void __launch_bounds__(kLossThreads)
+    CountTargetsKernel(const int64_t* target, NllLayout l, int64_t ignore_index, int64_t* count) {
   __shared__ int64_t smem[cuda::kWarpSize];
   int64_t c = 0;
   for (int64_t j = threadIdx.x; j < Targets(l); j += blockDim.x) c += target[j] != ignore_index;
