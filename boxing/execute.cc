@@ -150,25 +150,24 @@ Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape&
 }
 
 // The source's first rank sends the whole tensor to every destination rank outside the source.
+// Only those ranks form the group (every member of a group must join it): the other source
+// ranks already hold the whole tensor or are not needed.
 Tensor SendWhole(const Plan& plan, const Tensor& x, const Shape& logical, int rank) {
-  std::vector<int> group = plan.src.ranks();
+  const int root = plan.src.ranks()[0];
+  std::vector<int> group{root};
   for (int r : plan.dst.ranks()) {
     if (!plan.src.Contains(r)) group.push_back(r);
   }
+  if (group.size() == 1 || (rank != root && plan.src.Contains(rank))) return x;
   std::sort(group.begin(), group.end());
-  if (plan.src.Contains(rank) && !plan.dst.Contains(rank) && rank != plan.src.ranks()[0]) {
-    return x;  // nothing to do here, and no need to join the group
-  }
   runtime::Communicator& comm = runtime::Env::Get().Comm(group, plan.src.device());
-  const int root = plan.src.ranks()[0];
   if (rank == root) {
     Tensor c = fn::contiguous_copy(x);
-    for (int r : plan.dst.ranks()) {
-      if (!plan.src.Contains(r)) comm.Send(c, r, 0x51);
+    for (int r : group) {
+      if (r != root) comm.Send(c, r, 0x51);
     }
     return x;
   }
-  if (plan.src.Contains(rank)) return x;
   Tensor out = fn::empty(logical, x.dtype(), x.device());
   comm.Recv(out, root, 0x51);
   return out;
@@ -194,8 +193,10 @@ Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical
     if (!pl.Contains(my_rank)) continue;
     x = RunStep(s, pl, x, logical, my_rank);
   }
-  if (!plan.dst.Contains(my_rank)) return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype(),
+  if (!plan.dst.Contains(my_rank)) {
+    return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype(),
                      local.device());
+  }
   return x;
 }
 

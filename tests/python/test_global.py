@@ -25,6 +25,18 @@ def test_conversions_and_matmul_deduction(nproc):
     assert ok_lines(r.stdout) == sorted(f"rank {k} convert ok" for k in range(nproc))
 
 
+@pytest.mark.parametrize("first", ["1,2", "2,3", "1,3"])
+def test_placements_that_leave_out_ranks(first):
+    # The job's first collective on a placement without rank 0 used to hang (rank 0 had not
+    # started the control plane; a placement change waited for source ranks that skip it).
+    # ONEFLOW_TIMEOUT_SECONDS bounds every wait, so a regression fails in seconds, not hangs.
+    r = launch("--nproc_per_node", 4, "--master_port", free_port(),
+               os.path.join(DIST, "subset_placements.py"), first, timeout=120,
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} subset ok" for k in range(4))
+
+
 def test_global_tensors_take_local_index_tensors():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "global_index.py"), timeout=120)

@@ -4,8 +4,10 @@
     flow.env.get_world_size()  # 1 without a launcher
 
 The values come from torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, ...), else SLURM's,
-else Open MPI's; reading them needs no network. The job itself (control plane, heartbeat,
-communicators) starts on the first collective, or on `flow.env.init()`.
+else Open MPI's; reading them needs no network. A rank of a job of several processes joins it
+(control plane, heartbeat) when it imports oneflow, as OneFlow does: rank 0 must serve the
+control plane even when its script never calls a collective (a placement may leave it out),
+and every rank meets the others at exit. Communicators start on their first collective.
 """
 
 import atexit
@@ -63,3 +65,18 @@ _install_exit_hooks()
 def init():
     """Joins the job now: rank 0 serves the control plane, the others connect (idempotent)."""
     _C.env_init()
+
+
+def _is_a_rank():
+    """Whether this process is one of the job's ranks: not the launcher (it reads the same
+    variables under Slurm or mpirun), not a process that multiprocessing started."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return False
+    argv = getattr(sys, "orig_argv", sys.argv)
+    return not any(a.startswith("oneflow.distributed.launch") for a in argv[1:3])
+
+
+if is_multi_process() and _is_a_rank():
+    init()
