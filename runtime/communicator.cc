@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "core/functional.h"
+#include "runtime/world.h"
 
 namespace oneflow {
 namespace runtime {
@@ -177,10 +178,8 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
   gloo::transport::tcp::attr attr;
   if (const char* ifname = std::getenv("ONEFLOW_IFNAME"); ifname && *ifname) {
     attr.iface = ifname;
-  } else if (const char* host = std::getenv("ONEFLOW_HOSTNAME"); host && *host) {
-    attr.hostname = host;
   } else {
-    attr.hostname = "127.0.0.1";
+    attr.hostname = ReachableAddress(WorldFromEnv());
   }
   try {
     auto dev = gloo::transport::tcp::CreateDevice(attr);

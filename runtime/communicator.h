@@ -1,4 +1,4 @@
-// CPU collectives for a group of ranks, on Gloo over TCP.
+// Collectives for a group of ranks: shared memory, Gloo over TCP, NCCL.
 //
 // The ranks of a group rendezvous through the control plane (GlooStore: Gloo's Store interface
 // over a ControlClient, keys prefixed per group), connect a full mesh of TCP pairs, and then
@@ -15,7 +15,7 @@
 // vectors are indexed by position in the group's ranks vector and count rows (dim 0).
 // Supported dtypes: float32, float64, int32, int64, int8, uint8 (kAvg: floating only).
 // The TCP device listens on $ONEFLOW_IFNAME when set (an interface name), else on the address
-// $ONEFLOW_HOSTNAME names, else on 127.0.0.1 (single node).
+// ReachableAddress gives ($ONEFLOW_HOSTNAME, else the address on the route to the master).
 //
 // Calls from several threads are serialized by a mutex and run synchronously; Async() queues a
 // call for the communicator's worker thread and returns a Work handle (overlap with compute).

@@ -33,6 +33,36 @@ std::string JoinRanks(const std::vector<int>& ranks) {
   return os.str();
 }
 
+// "key=value" lines -> map.
+std::map<std::string, std::string> JobFields(const std::string& job) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(job);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+// What differs between a refused rank's job and the master's, in words.
+std::string JobDifference(const std::string& theirs, const std::string& ours) {
+  auto a = JobFields(theirs), b = JobFields(ours);
+  std::string out;
+  for (const auto& [key, value] : b) {
+    auto it = a.find(key);
+    if (it == a.end() || it->second == value) continue;
+    out += StrCat(out.empty() ? "" : "; ", "its ", key, " is '", it->second, "' but this job's is '",
+                  value, "'");
+  }
+  if (out.empty()) {
+    out = theirs.empty() || ours.empty()
+              ? "its job token differs"
+              : "its ONEFLOW_JOB_TOKEN differs (set the same value on every node, or none)";
+  }
+  return out;
+}
+
 Clock::time_point DeadlineAfterMs(int64_t ms) {
   ms = std::max<int64_t>(0, std::min<int64_t>(ms, int64_t{365} * 24 * 3600 * 1000));
   return Clock::now() + std::chrono::milliseconds(ms);
@@ -44,8 +74,9 @@ Clock::time_point DeadlineAfterMs(int64_t ms) {
 
 class ControlServiceImpl final : public Control::Service {
  public:
-  ControlServiceImpl(std::string token, double heartbeat_timeout_s)
-      : token_(std::move(token)), heartbeat_timeout_s_(heartbeat_timeout_s) {
+  ControlServiceImpl(std::string token, double heartbeat_timeout_s, JobShape shape)
+      : token_(std::move(token)), heartbeat_timeout_s_(heartbeat_timeout_s),
+        shape_(std::move(shape)) {
     if (heartbeat_timeout_s_ > 0) watchdog_ = std::thread([this] { Watch(); });
   }
   ~ControlServiceImpl() { Stop(); }
@@ -60,26 +91,44 @@ class ControlServiceImpl final : public Control::Service {
   }
 
   // Aborts the job when a rank that has sent heartbeats (and has not said it is leaving) stays
-  // silent for heartbeat_timeout_s: a killed process cannot say goodbye.
+  // silent for heartbeat_timeout_s: a killed process cannot say goodbye. Ranks of a lost node
+  // fall silent together: every rank silent for more than a few heartbeats is named with it.
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
     const auto limit = std::chrono::milliseconds(ToMsInt(heartbeat_timeout_s_));
+    const auto quiet = std::min(limit / 2, std::chrono::milliseconds(3000));
     while (!stopping_) {
       cv_.wait_for(lock, std::chrono::milliseconds(250));
       if (aborted_ || stopping_) continue;
       const auto now = Clock::now();
+      std::vector<int> lost, silent;
       for (const auto& [rank, seen] : last_seen_) {
-        if (now - seen > limit) {
-          aborted_ = true;
-          abort_rank_ = rank;
-          abort_reason_ =
-              StrCat("rank ", rank, " sent no heartbeat for ", FormatSeconds(heartbeat_timeout_s_),
-                     " s (the process died or is stuck)");
-          cv_.notify_all();
-          break;
-        }
+        if (now - seen > limit) lost.push_back(rank);
+        if (now - seen > quiet) silent.push_back(rank);
       }
+      if (lost.empty()) continue;
+      aborted_ = true;
+      abort_rank_ = lost.front();
+      abort_reason_ = StrCat(silent.size() > 1 ? "ranks " : "rank ", RanksWithNodes(silent),
+                             " sent no heartbeat for ", FormatSeconds(heartbeat_timeout_s_),
+                             " s (the process died, its node was lost, or it is stuck)");
+      cv_.notify_all();
     }
+  }
+
+  // "2, 3 (node 1)": ranks, and their nodes where the job's shape is known.
+  std::string RanksWithNodes(const std::vector<int>& ranks) const {
+    std::string out = JoinRanks(ranks);
+    if (shape_.ranks_per_node <= 0 || ranks.empty()) return out;
+    std::set<int> nodes;
+    for (int r : ranks) nodes.insert(r / shape_.ranks_per_node);
+    out += nodes.size() > 1 ? " (nodes " : " (node ";
+    bool first = true;
+    for (int n : nodes) {
+      out += StrCat(first ? "" : ", ", n);
+      first = false;
+    }
+    return out + ")";
   }
 
   grpc::Status Set(grpc::ServerContext*, const SetRequest* req, SetResponse*) override {
@@ -211,14 +260,15 @@ class ControlServiceImpl final : public Control::Service {
     }
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext*, const HeartbeatRequest* req,
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const HeartbeatRequest* req,
                          HeartbeatResponse* resp) override {
-    if (req->token() != token_) return Denied();
     std::lock_guard<std::mutex> lock(mu_);
+    if (req->token() != token_) return Refuse(ctx, *req);
     if (req->leaving()) {
       last_seen_.erase(req->rank());
     } else {
       last_seen_[req->rank()] = Clock::now();
+      joined_.insert(req->rank());
     }
     if (aborted_) FillAbort(resp);
     return grpc::Status::OK;
@@ -247,6 +297,30 @@ class ControlServiceImpl final : public Control::Service {
   static grpc::Status Denied() {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "job token mismatch");
   }
+
+  // A rank of another job (or of this one, started with other settings) presented its token:
+  // say what differs, on the master's stderr and to the rank. While this job still misses
+  // ranks, stop it: the refused node's ranks will not come. (Called with mu_ held.)
+  grpc::Status Refuse(grpc::ServerContext* ctx, const HeartbeatRequest& req) {
+    const std::string diff = JobDifference(req.job(), shape_.job);
+    const bool gathering = shape_.world_size > 0 &&
+                           static_cast<int>(joined_.size()) < shape_.world_size;
+    std::fprintf(stderr,
+                 "oneflow: the master refused a rank %d from %s: %s; %s\n", req.rank(),
+                 ctx->peer().c_str(), diff.c_str(),
+                 gathering ? "stopping this job, which cannot gather its ranks (start every node "
+                             "with the same command and settings)"
+                           : "ignoring it (another job on this port?)");
+    std::fflush(stderr);
+    if (gathering && !aborted_) {
+      aborted_ = true;
+      abort_rank_ = 0;
+      abort_reason_ = StrCat("the master refused a rank ", req.rank(), " from ", ctx->peer(), ": ",
+                             diff, " (start every node with the same command and settings)");
+      cv_.notify_all();
+    }
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, diff);
+  }
   static grpc::Status ShuttingDown() {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the master is shutting down");
   }
@@ -261,6 +335,8 @@ class ControlServiceImpl final : public Control::Service {
 
   const std::string token_;
   const double heartbeat_timeout_s_;
+  const JobShape shape_;
+  std::set<int> joined_;  // ranks whose handshake was accepted
   std::thread watchdog_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -281,9 +357,10 @@ struct ControlServer::Impl {
 };
 
 ControlServer::ControlServer(const std::string& addr, int port, std::string token,
-                             double heartbeat_timeout_s)
+                             double heartbeat_timeout_s, JobShape shape)
     : impl_(new Impl) {
-  impl_->service = std::make_unique<ControlServiceImpl>(std::move(token), heartbeat_timeout_s);
+  impl_->service = std::make_unique<ControlServiceImpl>(std::move(token), heartbeat_timeout_s,
+                                                        std::move(shape));
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let a second server share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -334,6 +411,11 @@ void SetDeadline(grpc::ClientContext* ctx, double seconds) {
 
 int64_t ToMs(double seconds) { return static_cast<int64_t>(std::max(0.0, seconds) * 1000.0); }
 
+const char* RefusalAdvice() {
+  return " (another job on this port? give each job its own --master_port; or start every node "
+         "with the same command and settings)";
+}
+
 }  // namespace
 
 #define ONEFLOW_CONTROL_CHECK_STATUS(status, what)                                              \
@@ -342,14 +424,14 @@ int64_t ToMs(double seconds) { return static_cast<int64_t>(std::max(0.0, seconds
     if (!s_.ok()) {                                                                             \
       if (s_.error_code() == grpc::StatusCode::PERMISSION_DENIED)                               \
         throw Error(StrCat("control plane: rank ", rank_, " was refused by the master at ",     \
-                           impl_->target, ": job token mismatch"));                             \
+                           impl_->target, ": ", s_.error_message(), RefusalAdvice()));          \
       throw Error(StrCat("control plane: rank ", rank_, " failed ", what, " on the master at ", \
                          impl_->target, ": ", s_.error_message()));                             \
     }                                                                                           \
   } while (0)
 
 ControlClient::ControlClient(const std::string& master_addr, int master_port, int rank,
-                             std::string token, double connect_timeout_s)
+                             std::string token, double connect_timeout_s, const std::string& job)
     : rank_(rank), impl_(new Impl) {
   impl_->target = master_addr + ":" + std::to_string(master_port);
   impl_->token = std::move(token);
@@ -367,6 +449,7 @@ ControlClient::ControlClient(const std::string& master_addr, int master_port, in
   HeartbeatRequest req;
   req.set_token(impl_->token);
   req.set_rank(rank_);
+  req.set_job(job);
   HeartbeatResponse resp;
   ONEFLOW_CONTROL_CHECK_STATUS(impl_->stub->Heartbeat(&ctx, req, &resp), "the handshake");
 }
@@ -428,7 +511,9 @@ int64_t ControlClient::Add(const std::string& key, int64_t delta) {
   return resp.value();
 }
 
-void ControlClient::Barrier(const std::string& name, int world_size, double timeout_s) {
+// One barrier call: true when it opened, else the ranks that had arrived.
+bool ControlClient::BarrierCall(const std::string& name, int world_size, double timeout_s,
+                                std::vector<int>* arrived) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx, std::max(0.0, timeout_s) + kRpcGraceSeconds);
   BarrierRequest req;
@@ -443,15 +528,34 @@ void ControlClient::Barrier(const std::string& name, int world_size, double time
     throw Error(StrCat("control plane: rank ", rank_, " left barrier '", name, "' because rank ",
                        resp.abort_rank(), " aborted the job: ", resp.abort_reason()));
   }
-  if (!resp.ok()) {
-    std::vector<int> arrived(resp.arrived().begin(), resp.arrived().end());
-    std::vector<int> missing;
-    for (int r = 0; r < world_size; ++r) {
-      if (std::find(arrived.begin(), arrived.end(), r) == arrived.end()) missing.push_back(r);
-    }
+  arrived->assign(resp.arrived().begin(), resp.arrived().end());
+  return resp.ok();
+}
+
+namespace {
+std::vector<int> Missing(const std::vector<int>& arrived, int world_size) {
+  std::vector<int> missing;
+  for (int r = 0; r < world_size; ++r) {
+    if (std::find(arrived.begin(), arrived.end(), r) == arrived.end()) missing.push_back(r);
+  }
+  return missing;
+}
+}  // namespace
+
+std::vector<int> ControlClient::TryBarrier(const std::string& name, int world_size,
+                                           double timeout_s) {
+  std::vector<int> arrived;
+  if (BarrierCall(name, world_size, timeout_s, &arrived)) return {};
+  return Missing(arrived, world_size);
+}
+
+void ControlClient::Barrier(const std::string& name, int world_size, double timeout_s) {
+  std::vector<int> arrived;
+  if (!BarrierCall(name, world_size, timeout_s, &arrived)) {
     throw Error(StrCat("control plane: rank ", rank_, " timed out after ", FormatSeconds(timeout_s),
                        " s in barrier '", name, "' of ", world_size, " ranks: arrived ranks ",
-                       JoinRanks(arrived), "; missing ranks ", JoinRanks(missing)));
+                       JoinRanks(arrived), "; missing ranks ",
+                       JoinRanks(Missing(arrived, world_size))));
   }
 }
 

@@ -19,13 +19,24 @@
 namespace oneflow {
 namespace runtime {
 
+// What the master knows of the job it serves: how many ranks (0: unknown) on how many per node,
+// and its description ("key=value" lines, as JobDescription in world.h writes them).
+struct JobShape {
+  int world_size = 0;
+  int ranks_per_node = 0;
+  std::string job;
+};
+
 class ControlServer {
  public:
   // Binds addr:port (port 0 picks a free port: read it back with port()). A port already in
-  // use throws oneflow::Error. heartbeat_timeout_s > 0 starts a watchdog: a rank that has sent
-  // a heartbeat and then stays silent that long (without leaving) aborts the job, naming it.
+  // use throws oneflow::Error. heartbeat_timeout_s > 0 starts a watchdog: ranks that have sent
+  // a heartbeat and then stay silent that long (without leaving) abort the job, named (with
+  // their node). A rank refused for its token is told what differs between its job and this
+  // one; while the job has not gathered all its ranks, the refusal also aborts it (a node
+  // started with other settings would otherwise leave the others waiting for the timeout).
   ControlServer(const std::string& addr, int port, std::string token,
-                double heartbeat_timeout_s = 0);
+                double heartbeat_timeout_s = 0, JobShape shape = {});
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -42,10 +53,11 @@ class ControlServer {
 
 class ControlClient {
  public:
-  // Connects to the master within connect_timeout_s and checks the token; throws
-  // oneflow::Error when the master is unreachable or refuses the token.
+  // Connects to the master within connect_timeout_s and checks the token (job: this rank's
+  // job description, sent along for the master to say what differs); throws oneflow::Error
+  // when the master is unreachable or refuses the token.
   ControlClient(const std::string& master_addr, int master_port, int rank, std::string token,
-                double connect_timeout_s = 300);
+                double connect_timeout_s = 300, const std::string& job = "");
   ~ControlClient();
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;
@@ -62,6 +74,8 @@ class ControlClient {
   // Returns once world_size ranks reached the barrier called name; throws after timeout_s
   // (naming the ranks that had arrived) or when some rank aborted.
   void Barrier(const std::string& name, int world_size, double timeout_s);
+  // The same, but a timeout returns the ranks still missing (empty: the barrier opened).
+  std::vector<int> TryBarrier(const std::string& name, int world_size, double timeout_s);
   // Tells the master this rank is alive (or, leaving=true, that it exits cleanly and is no
   // longer watched); throws when some rank aborted the job.
   void Heartbeat(bool leaving = false);
@@ -71,6 +85,9 @@ class ControlClient {
   struct Impl;
 
  private:
+  bool BarrierCall(const std::string& name, int world_size, double timeout_s,
+                   std::vector<int>* arrived);
+
   int rank_;
   std::unique_ptr<Impl> impl_;
 };

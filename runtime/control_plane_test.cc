@@ -12,6 +12,7 @@
 
 using oneflow::runtime::ControlClient;
 using oneflow::runtime::ControlServer;
+using oneflow::runtime::JobShape;
 
 namespace {
 
@@ -140,7 +141,29 @@ TEST_CASE("control plane: wrong token is refused", "[runtime]") {
   ControlServer server(kAddr, 0, kToken);
   REQUIRE_THROWS_WITH(ControlClient(kAddr, server.port(), 1, "stranger", 5),
                       Catch::Contains("control plane: rank 1 was refused by the master at " +
-                                      Target(server.port()) + ": job token mismatch"));
+                                      Target(server.port()) + ": its job token differs"));
+}
+
+TEST_CASE("control plane: a refused rank learns what differs; a gathering job stops",
+          "[runtime]") {
+  const std::string ours = "command=python3 -u a.py\nworld size=2\nranks per node=1\n";
+  const std::string theirs = "command=python3 -u b.py\nworld size=2\nranks per node=1\n";
+  ControlServer server(kAddr, 0, ours, 0, JobShape{2, 1, ours});
+  ControlClient rank0(kAddr, server.port(), 0, ours, 5, ours);
+  REQUIRE_THROWS_WITH(ControlClient(kAddr, server.port(), 1, theirs, 5, theirs),
+                      Catch::Contains(": its command is 'python3 -u b.py' but this job's is "
+                                      "'python3 -u a.py' (another job on this port?"));
+  // Rank 1 of this job will not come: rank 0 learns at once instead of at its timeout.
+  REQUIRE_THROWS_WITH(rank0.Barrier("join", 2, 60),
+                      Catch::Contains("the master refused a rank 1 from "));
+}
+
+TEST_CASE("control plane: once every rank joined, a stranger is only refused", "[runtime]") {
+  const std::string ours = "command=a\n";
+  ControlServer server(kAddr, 0, ours, 0, JobShape{1, 1, ours});
+  ControlClient rank0(kAddr, server.port(), 0, ours, 5, ours);
+  REQUIRE_THROWS(ControlClient(kAddr, server.port(), 1, "command=b\n", 5, "command=b\n"));
+  rank0.Barrier("after", 1, 5);  // the job goes on
 }
 
 TEST_CASE("control plane: unreachable master", "[runtime]") {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <sstream>
+#include <set>
 
 #include "core/error.h"
 #include "core/functional.h"
@@ -21,6 +23,12 @@ double HeartbeatTimeoutSeconds() {
   const char* v = std::getenv("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
   double s = v ? std::atof(v) : 0;
   return s > 0 ? s : 10.0;
+}
+
+std::string FormatSeconds(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
 }
 
 [[noreturn]] void Die(int rank, const std::string& why) {
@@ -69,15 +77,75 @@ Env& Env::Get() {
 
 bool Env::Started() { return g_env.load() != nullptr; }
 
+// Seconds between rank 0's lines about ranks that have not joined (ONEFLOW_WAIT_REPORT_SECONDS).
+double WaitReportSeconds() {
+  const char* v = std::getenv("ONEFLOW_WAIT_REPORT_SECONDS");
+  double s = v ? std::atof(v) : 0;
+  return s > 0 ? s : 30.0;
+}
+
 Env::Env() : world_(WorldFromEnv()) {
   if (world_.world_size == 1) return;
+  const std::string job = JobDescription(world_);
+  // Without ONEFLOW_JOB_TOKEN, what the ranks of one job share is its token.
+  const std::string token = world_.token.empty() ? job : world_.token;
   if (world_.rank == 0) {
-    server_ = std::make_unique<ControlServer>(world_.master_addr, world_.master_port, world_.token,
-                                              HeartbeatTimeoutSeconds());
+    server_ = std::make_unique<ControlServer>(
+        world_.master_addr, world_.master_port, token, HeartbeatTimeoutSeconds(),
+        JobShape{world_.world_size, world_.local_world_size, job});
   }
   client_ = std::make_unique<ControlClient>(world_.master_addr, world_.master_port, world_.rank,
-                                            world_.token, world_.timeout_seconds);
+                                            token, world_.timeout_seconds, job);
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  try {
+    Join();
+  } catch (...) {
+    StopHeartbeat();
+    throw;
+  }
+}
+
+void Env::StopHeartbeat() {
+  {
+    std::lock_guard<std::mutex> hb(hb_mu_);
+    stopping_ = true;
+    hb_cv_.notify_all();
+  }
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+// Every rank meets the others before the job starts. Rank 0 says every ~30 s whom it still
+// waits for (and on which node), where, and for how long it will wait.
+void Env::Join() {
+  const double total = world_.timeout_seconds;
+  const double step = world_.rank == 0 ? WaitReportSeconds() : total;
+  double waited = 0;
+  for (;;) {
+    const double slice = std::min(step, total - waited);
+    std::vector<int> missing = client_->TryBarrier("oneflow/join", world_.world_size, slice);
+    if (missing.empty()) return;
+    waited += slice;
+    std::string who;
+    std::set<int> nodes;
+    for (int r : missing) {
+      who += StrCat(who.empty() ? "" : ", ", r);
+      nodes.insert(r / world_.local_world_size);
+    }
+    std::string where;
+    for (int n : nodes) where += StrCat(where.empty() ? "" : ", ", n);
+    const std::string line =
+        StrCat(missing.size() > 1 ? "ranks " : "rank ", who, nodes.size() > 1 ? " (nodes " : " (node ",
+               where, missing.size() > 1 ? ") have" : ") has", " not joined the job at ",
+               world_.master_addr, ":", world_.master_port);
+    if (waited >= total) {
+      throw Error(StrCat("oneflow: rank ", world_.rank, ": ", line, " after ",
+                         FormatSeconds(total), " s (ONEFLOW_TIMEOUT_SECONDS); were they started "
+                         "with the same --master_addr, --master_port and sizes?"));
+    }
+    std::fprintf(stderr, "[rank %d] oneflow: waiting: %s; giving up in %s s\n", world_.rank,
+                 line.c_str(), FormatSeconds(total - waited).c_str());
+    std::fflush(stderr);
+  }
 }
 
 Env::~Env() { Shutdown(); }
@@ -161,12 +229,7 @@ void Env::Shutdown() {
     std::fprintf(stderr, "[rank %d] oneflow: at exit: %s\n", world_.rank, e.what());
   }
   comms_.clear();
-  {
-    std::lock_guard<std::mutex> hb(hb_mu_);
-    stopping_ = true;
-    hb_cv_.notify_all();
-  }
-  if (heartbeat_.joinable()) heartbeat_.join();
+  StopHeartbeat();
   try {
     client_->Heartbeat(/*leaving=*/true);
   } catch (const Error&) {

@@ -8,7 +8,9 @@
 //   oneflow::comm::AllReduce(t);                  // the same over the whole world
 //
 // Rank 0 binds MASTER_ADDR:MASTER_PORT; the others connect within the timeout
-// (ONEFLOW_TIMEOUT_SECONDS). A thread sends a heartbeat every second; the master aborts the job
+// (ONEFLOW_TIMEOUT_SECONDS), presenting the job's token (ONEFLOW_JOB_TOKEN, else the job's
+// description: see JobDescription), and all meet before Get() returns; meanwhile rank 0 prints
+// every ONEFLOW_WAIT_REPORT_SECONDS (30) which ranks it still waits for. A thread sends a heartbeat every second; the master aborts the job
 // when a rank stays silent for ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10). When a rank
 // learns the job was aborted (another rank failed or died) it prints one line naming that rank
 // and exits with status 1, instead of waiting in a collective until the timeout. At exit every
@@ -60,6 +62,8 @@ class Env {
  private:
   Env();
   void HeartbeatLoop();
+  void Join();
+  void StopHeartbeat();
 
   WorldInfo world_;
   std::unique_ptr<ControlServer> server_;

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -92,7 +93,11 @@ std::string HostId() {
   std::string boot;
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::getline(f, boot);
-  return std::string(host) + "/" + boot;
+  // Containers (and network namespaces with their own mounts) on one kernel share the boot id
+  // but not necessarily /dev/shm, where the segments live.
+  struct stat shm {};
+  std::string shm_id = stat("/dev/shm", &shm) == 0 ? StrCat(shm.st_dev, ":", shm.st_ino) : "none";
+  return std::string(host) + "/" + boot + "/" + shm_id;
 }
 
 bool SameHost(const std::vector<std::string>& host_ids) {

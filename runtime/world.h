@@ -24,8 +24,21 @@ struct WorldInfo {
 };
 
 // Reads the environment; throws oneflow::Error naming the variable when a value is not a
-// number or the ranks are inconsistent (rank outside [0, world_size)).
+// number or the ranks are inconsistent (rank outside [0, world_size)). Under Slurm the master
+// is the first node of the step (port MASTER_PORT, else one derived from the job id); under
+// Open MPI on one node it is 127.0.0.1, on several MASTER_ADDR must name rank 0's host.
 WorldInfo WorldFromEnv();
+
+// What every rank of one job shares, as "key=value" lines: the command (without the
+// interpreter's path), the sizes and the master. Without ONEFLOW_JOB_TOKEN it is the job's
+// token, so the same command started on every node joins without any other setting, and a
+// different job on the same port is refused with what differs.
+std::string JobDescription(const WorldInfo& w);
+
+// The address this rank's peers reach it at: $ONEFLOW_HOSTNAME, else the address of the
+// interface that routes to the master ($ONEFLOW_IFNAME picks an interface instead, see
+// Communicator), 127.0.0.1 when the master is this host's loopback (a one-host job).
+std::string ReachableAddress(const WorldInfo& w);
 
 }  // namespace runtime
 }  // namespace oneflow

@@ -99,6 +99,19 @@ TEST_CASE("world: SLURM variables", "[runtime]") {
   w = WorldFromEnv();
   REQUIRE(w.local_world_size == 2);
   REQUIRE(w.master_addr == "node01");
+
+  // Rank 0 runs on the step's first node; the port follows the job id.
+  unsetenv("MASTER_ADDR");
+  setenv("SLURM_STEP_NODELIST", "gpu[007-009,12],login1", 1);
+  setenv("SLURM_JOB_ID", "123456", 1);
+  w = WorldFromEnv();
+  REQUIRE(w.master_addr == "gpu007");
+  REQUIRE(w.master_port == 20000 + 123456 % 20000);
+  setenv("SLURM_STEP_NODELIST", "login1,gpu[1-2]", 1);
+  setenv("MASTER_PORT", "29999", 1);
+  w = WorldFromEnv();
+  REQUIRE(w.master_addr == "login1");
+  REQUIRE(w.master_port == 29999);
   ClearEnv();
 }
 
@@ -108,12 +121,46 @@ TEST_CASE("world: Open MPI variables", "[runtime]") {
   setenv("OMPI_COMM_WORLD_SIZE", "6", 1);
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
   setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  // On several nodes nothing in Open MPI's variables says where rank 0 is.
+  REQUIRE_THROWS_WITH(WorldFromEnv(),
+                      Catch::Contains("world: started by Open MPI on several nodes (6 ranks, 3 on "
+                                      "this one): set MASTER_ADDR to rank 0's host, e.g. mpirun "
+                                      "-x MASTER_ADDR=<host of rank 0> ..."));
+  setenv("MASTER_ADDR", "node01", 1);
   WorldInfo w = WorldFromEnv();
   REQUIRE(w.source == "openmpi");
   REQUIRE(w.rank == 2);
   REQUIRE(w.world_size == 6);
   REQUIRE(w.local_rank == 0);
   REQUIRE(w.local_world_size == 3);
+  REQUIRE(w.master_addr == "node01");
+  unsetenv("MASTER_ADDR");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "6", 1);  // one node: the master is this host
+  REQUIRE(WorldFromEnv().master_addr == "127.0.0.1");
+  ClearEnv();
+}
+
+TEST_CASE("world: the job's description and this rank's address", "[runtime]") {
+  ClearEnv();
+  WorldInfo w;
+  w.world_size = 4;
+  w.local_world_size = 2;
+  w.master_addr = "10.0.0.1";
+  w.master_port = 29501;
+  std::string job = JobDescription(w);
+  REQUIRE_THAT(job, Catch::StartsWith("command=world_test"));  // the program's name, no path
+  REQUIRE_THAT(job, Catch::EndsWith("\nworld size=4\nranks per node=2\nmaster=10.0.0.1:29501\n"));
+  w.master_addr = "127.0.0.1";
+  REQUIRE(ReachableAddress(w) == "127.0.0.1");  // the whole job is on this host
+  w.master_addr = "localhost";
+  REQUIRE(ReachableAddress(w) == "127.0.0.1");
+  setenv("ONEFLOW_HOSTNAME", "node7.example", 1);
+  REQUIRE(ReachableAddress(w) == "node7.example");
+  unsetenv("ONEFLOW_HOSTNAME");
+  w.master_addr = "no-such-host.invalid";
+  REQUIRE_THROWS_WITH(ReachableAddress(w),
+                      Catch::Contains("world: cannot resolve the master address "
+                                      "'no-such-host.invalid': "));
   ClearEnv();
 }
 

@@ -56,7 +56,7 @@ def test_two_launchers_as_two_nodes_form_a_world_of_four():
     script = os.path.join(DIST, "collectives.py")
     cmds = [[sys.executable, "-m", "oneflow.distributed.launch", *map(str, common),
              "--node_rank", str(node), script] for node in (0, 1)]
-    env = env_with(ONEFLOW_JOB_TOKEN="two-nodes")
+    env = env_with()  # no token: the same command on both nodes is the same job
     procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for c in cmds]
     outs = [p.communicate(timeout=180) for p in procs]
@@ -164,7 +164,51 @@ def test_wrong_token_is_refused(tmp_path):
     master.kill()
     master.communicate()
     assert stray.returncode != 0
-    assert f"control plane: rank 1 was refused by the master at 127.0.0.1:{port}: job token mismatch" in err
+    assert (f"control plane: rank 1 was refused by the master at 127.0.0.1:{port}: its "
+            f"ONEFLOW_JOB_TOKEN differs (set the same value on every node, or none) (another job "
+            f"on this port? give each job its own --master_port; or start every node with the "
+            f"same command and settings)") in err
+
+
+def _node(node, script, port, **extra):
+    cmd = [sys.executable, "-m", "oneflow.distributed.launch", "--nnodes", "2", "--node_rank",
+           str(node), "--nproc_per_node", "2", "--master_port", str(port), str(script)]
+    return subprocess.Popen(cmd, env=env_with(**extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_node_running_another_command_is_refused_and_the_job_stops(tmp_path):
+    first, second = join_script(tmp_path), tmp_path / "other.py"
+    second.write_text(first.read_text())
+    port = free_port()
+    start = time.monotonic()
+    master = _node(0, first, port, ONEFLOW_TIMEOUT_SECONDS=120)
+    time.sleep(1.0)
+    stray = _node(1, second, port, ONEFLOW_TIMEOUT_SECONDS=120)
+    _, stray_err = stray.communicate(timeout=60)
+    _, master_err = master.communicate(timeout=60)
+    assert time.monotonic() - start < 30  # seconds, not the 120 s timeout
+    assert stray.returncode != 0 and master.returncode != 0
+    differs = f"its command is 'python3 -u {second}' but this job's is 'python3 -u {first}'"
+    assert (f"control plane: rank 2 was refused by the master at 127.0.0.1:{port}: {differs} "
+            f"(another job on this port?") in stray_err or \
+        (f"control plane: rank 3 was refused by the master at 127.0.0.1:{port}: {differs} "
+         f"(another job on this port?") in stray_err, stray_err
+    assert "oneflow: the master refused a rank " in master_err
+    assert f": {differs}; stopping this job, which cannot gather its ranks" in master_err, master_err
+
+
+def test_rank_0_says_whom_it_waits_for(tmp_path):
+    script = join_script(tmp_path)
+    port = free_port()
+    master = _node(0, script, port, ONEFLOW_TIMEOUT_SECONDS=3, ONEFLOW_WAIT_REPORT_SECONDS=1)
+    _, err = master.communicate(timeout=60)
+    assert master.returncode != 0
+    assert (f"[rank 0] [rank 0] oneflow: waiting: ranks 2, 3 (node 1) have not joined the job at "
+            f"127.0.0.1:{port}; giving up in 2 s") in err, err
+    assert (f"oneflow: rank 0: ranks 2, 3 (node 1) have not joined the job at 127.0.0.1:{port} "
+            f"after 3 s (ONEFLOW_TIMEOUT_SECONDS); were they started with the same "
+            f"--master_addr, --master_port and sizes?") in err, err
 
 
 def test_unreachable_master_names_address_rank_and_seconds(tmp_path):
@@ -190,12 +234,13 @@ def test_port_in_use_is_one_clear_line(tmp_path):
 
 def test_a_missing_peer_times_out_naming_the_ranks(tmp_path):
     script = join_script(tmp_path)
-    p = run_rank(script, 0, free_port(), ONEFLOW_TIMEOUT_SECONDS=2)
+    port = free_port()
+    p = run_rank(script, 0, port, ONEFLOW_TIMEOUT_SECONDS=2)
     _, err = p.communicate(timeout=60)
     assert p.returncode != 0
-    # rank 1 never publishes its host, which every member waits for before connecting
-    assert ("control plane: rank 0 timed out after 2 s waiting for key 'host/cpu:[0,1]/1'"
-            in err), err
+    # Every rank meets the others when it joins the job (at import).
+    assert (f"oneflow: rank 0: rank 1 (node 0) has not joined the job at 127.0.0.1:{port} after "
+            f"2 s (ONEFLOW_TIMEOUT_SECONDS)") in err, err
 
 
 def test_single_process_needs_no_network():
@@ -255,8 +300,10 @@ def test_a_rank_killed_on_another_node_is_found_by_its_missing_heartbeat(tmp_pat
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode != 0 for p in procs)
     assert time.time() - start < 30
-    # node 1's launcher stops rank 2 right after rank 3 dies: either may be named first
-    assert re.search(r"rank [23] sent no heartbeat for 2 s \(the process died or is stuck\)",
+    # node 1's launcher stops rank 2 right after rank 3 dies: the line names the node's ranks
+    # that fell silent (rank 2 may be stopped a little later than the watchdog looks)
+    assert re.search(r"(ranks 2, 3 \(node 1\)|rank [23] \(node 1\)) sent no heartbeat for 2 s "
+                     r"\(the process died, its node was lost, or it is stuck\)",
                      outs[0][1]), outs[0][1]
     assert "unreachable" not in outs[0][0]
     time.sleep(0.5)

@@ -1,21 +1,28 @@
 """Start one process per local rank, torchrun style.
 
     python3 -m oneflow.distributed.launch [--nproc_per_node N] [--nnodes M] [--node_rank K]
-        [--master_addr A] [--master_port P] [--logdir DIR] [--no_python] [-m]
-        script_or_module [args ...]
+        [--master_addr A] [--master_port P] [--ips H1,H2,...] [--logdir DIR] [--log_dir DIR]
+        [--no_python] [-m] script_or_module [args ...]
 
 Every local rank r (0 <= r < N) gets the environment
     RANK = K*N + r, WORLD_SIZE = M*N, LOCAL_RANK = r, LOCAL_WORLD_SIZE = N,
     GROUP_RANK = NODE_RANK = K, MASTER_ADDR = A, MASTER_PORT = P,
-    ONEFLOW_JOB_TOKEN = a random hex token shared by the node's ranks (an already set
-        ONEFLOW_JOB_TOKEN is kept: set it to the same value on every node of a multi-node job),
     OMP_NUM_THREADS = 1 when N > 1 and it is not set already (one notice line says so),
+and the same command on every node joins one job with nothing else set: the ranks' default job
+token is what they share (command, sizes, master; see runtime/world.h), so another job on the
+same port is refused, naming what differs. ONEFLOW_JOB_TOKEN, when set (the same on every
+node), is a secret token instead.
+
+PaddlePaddle's form: --ips=host1,host2 (one entry per node; this node's rank is the position of
+one of its own addresses or its hostname in the list, the master is the first, at --master_port)
+stands for --nnodes, --node_rank and --master_addr.
 and runs `python -u script args` (`python -u -m module args` with -m, the program itself with
 --no_python). Options also take torchrun's dashed spellings (--nproc-per-node, ...).
 
 Output: every line a rank writes is copied to the launcher's stdout / stderr (whichever the
-rank wrote it to) as `[rank R] line`, R the global rank. With --logdir DIR the lines are ALSO
-written, unprefixed, to DIR/stdout_rank{R}.log and DIR/stderr_rank{R}.log.
+rank wrote it to) as `[rank R] line`, R the global rank. With --logdir DIR (or --log-dir) the
+lines are ALSO written, unprefixed, to DIR/stdout_rank{R}.log and DIR/stderr_rank{R}.log; with
+--log_dir DIR (MindSpore msrun's layout) to DIR/<node>/rank.<R>/stdout and .../stderr.
 
 Children run in their own sessions (process groups) with stdin from /dev/null, so a Ctrl-C at
 the terminal reaches only the launcher, which forwards SIGINT / SIGTERM / SIGHUP to every
@@ -32,7 +39,7 @@ the job; children get PR_SET_PDEATHSIG(SIGKILL) on Linux in case the launcher it
 import argparse
 import collections
 import os
-import secrets
+import socket
 import shutil
 import signal
 import subprocess
@@ -104,16 +111,21 @@ def _build_parser():
     )
     p.add_argument("--nproc_per_node", "--nproc-per-node", type=_positive_int("--nproc_per_node"),
                    default=1, help="processes (ranks) on this node (default 1)")
-    p.add_argument("--nnodes", type=_positive_int("--nnodes"), default=1,
+    p.add_argument("--nnodes", type=_positive_int("--nnodes"), default=None,
                    help="number of nodes (default 1)")
-    p.add_argument("--node_rank", "--node-rank", type=_nonneg_int("--node_rank"), default=0,
+    p.add_argument("--node_rank", "--node-rank", type=_nonneg_int("--node_rank"), default=None,
                    help="this node's index, 0..nnodes-1 (default 0)")
-    p.add_argument("--master_addr", "--master-addr", default="127.0.0.1",
+    p.add_argument("--master_addr", "--master-addr", default=None,
                    help="address of the rank 0 node (default 127.0.0.1)")
     p.add_argument("--master_port", "--master-port", type=_port, default=29500,
                    help="port on the rank 0 node (default 29500)")
-    p.add_argument("--logdir", "--log-dir", "--log_dir", default=None,
+    p.add_argument("--ips", default=None,
+                   help="PaddlePaddle's form: the nodes' hosts, master first (sets --nnodes, "
+                        "--node_rank, --master_addr)")
+    p.add_argument("--logdir", "--log-dir", default=None,
                    help="also write DIR/stdout_rank{R}.log and DIR/stderr_rank{R}.log")
+    p.add_argument("--log_dir", dest="msrun_log_dir", default=None,
+                   help="also write DIR/<node>/rank.<R>/stdout and stderr (msrun's layout)")
     p.add_argument("--no_python", "--no-python", action="store_true",
                    help="run the program directly instead of through python")
     p.add_argument("-m", "--module", action="store_true",
@@ -125,8 +137,59 @@ def _build_parser():
     return p
 
 
+def _local_names():
+    """This host's names and addresses, for finding it in --ips."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        names.update(a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None))
+    except OSError:
+        pass
+    try:
+        import fcntl
+        import struct
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for _, ifname in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
+                                         struct.pack("256s", ifname[:15].encode()))
+                    names.add(socket.inet_ntoa(packed[20:24]))
+                except OSError:
+                    pass
+    except (OSError, ImportError):
+        pass
+    return names
+
+
+def _apply_ips(args):
+    hosts = [h.strip() for h in args.ips.split(",") if h.strip()]
+    if not hosts:
+        raise UsageError(f"--ips {args.ips!r} names no host")
+    if len(set(hosts)) != len(hosts):
+        raise UsageError(f"--ips {args.ips!r} names a host twice")
+    for flag in ("nnodes", "node_rank", "master_addr"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--ips sets --{flag}: give one or the other")
+    mine = _local_names()
+    here = [i for i, h in enumerate(hosts) if h in mine]
+    if len(here) != 1:
+        raise UsageError(
+            f"--ips {args.ips}: " + ("none of the hosts is this machine" if not here else
+                                      "several of the hosts are this machine")
+            + f" (its names and addresses: {', '.join(sorted(mine))})")
+    args.nnodes, args.node_rank, args.master_addr = len(hosts), here[0], hosts[0]
+
+
 def parse_args(argv):
     args = _build_parser().parse_args(argv)
+    if args.ips is not None:
+        _apply_ips(args)
+    if args.nnodes is None:
+        args.nnodes = 1
+    if args.node_rank is None:
+        args.node_rank = 0
+    if args.master_addr is None:
+        args.master_addr = "127.0.0.1"
     if args.training_script is None:
         raise UsageError("missing the script to run (a module name with -m, a program with --no_python)")
     if args.node_rank >= args.nnodes:
@@ -152,7 +215,6 @@ def child_command(args):
 def child_envs(args, base_env=None):
     """The environments of this node's ranks, in local-rank order."""
     base = dict(os.environ if base_env is None else base_env)
-    token = base.get("ONEFLOW_JOB_TOKEN") or secrets.token_hex(16)
     envs = []
     for r in range(args.nproc_per_node):
         env = dict(base)
@@ -165,7 +227,6 @@ def child_envs(args, base_env=None):
             NODE_RANK=str(args.node_rank),
             MASTER_ADDR=args.master_addr,
             MASTER_PORT=str(args.master_port),
-            ONEFLOW_JOB_TOKEN=token,
         )
         if args.nproc_per_node > 1 and "OMP_NUM_THREADS" not in base:
             env["OMP_NUM_THREADS"] = "1"
@@ -323,6 +384,10 @@ class Launcher:
                 logfile = None
                 if args.logdir:
                     logfile = open(os.path.join(args.logdir, f"{name}_rank{r.rank}.log"), "wb")
+                elif args.msrun_log_dir:
+                    folder = os.path.join(args.msrun_log_dir, str(args.node_rank), f"rank.{r.rank}")
+                    os.makedirs(folder, exist_ok=True)
+                    logfile = open(os.path.join(folder, name), "wb")
                 t = threading.Thread(target=_pump, args=(pipe, prefix, self.out, console, logfile, tail),
                                      name=f"{PROG} rank {r.rank} {name}", daemon=True)
                 t.start()
