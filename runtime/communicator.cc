@@ -310,6 +310,24 @@ void Communicator::Rethrow(const char* op, const std::exception& e) const {
     throw Error(StrCat(op, ": rank ", my_rank_, " timed out after ", FormatSeconds(timeout_s_),
                        " s in group ", desc_, " (is another rank dead or stuck?)"));
   }
+  // A peer's connection broke: its process or its whole node is probably gone. The master's
+  // heartbeat watchdog will say which ranks were lost; wait for that verdict (a little longer
+  // than the heartbeat timeout) so the line names them instead of an address.
+  if (client_ != nullptr) {
+    const char* v = std::getenv("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
+    const double heartbeat_s = v && std::atof(v) > 0 ? std::atof(v) : 10.0;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>((heartbeat_s + 2) * 1000));
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        client_->Heartbeat();
+      } catch (const Error& verdict) {
+        throw Error(StrCat(op, ": rank ", my_rank_, " lost a peer in group ", desc_, " (", msg,
+                           "): ", verdict.what()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
   throw Error(StrCat(op, ": rank ", my_rank_, " failed in group ", desc_, ": ", msg));
 }
 
