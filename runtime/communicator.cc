@@ -172,6 +172,8 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
     if (shm_allowed && SameHost(hosts)) {
       shm_ = std::make_unique<ShmGroup>(*client_, "shm/" + desc_, my_rank_, group_rank_, size(),
                                         timeout_s_, desc_);
+    } else if (shm_allowed) {
+      MakeHierarchy(hosts);
     }
   }
   store_ = std::make_unique<GlooStore>(*client_, "gloo/" + desc_ + "/", timeout_s_);
@@ -195,6 +197,28 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
   }
 }
 
+// A group across hosts where some host holds several members: all-reduce first inside each
+// host (shared memory), then across hosts between one leader per host (Gloo), then the
+// leaders broadcast inside their hosts, so each host's data crosses the network once.
+void Communicator::MakeHierarchy(const std::vector<std::string>& hosts) {
+  std::vector<int> local, leaders;
+  std::set<std::string> seen;
+  for (int i = 0; i < size(); ++i) {
+    if (hosts[i] == hosts[group_rank_]) local.push_back(ranks_[i]);
+    if (seen.insert(hosts[i]).second) leaders.push_back(ranks_[i]);
+  }
+  if (static_cast<int>(leaders.size()) == size()) return;  // one member per host: plain Gloo
+  leader_ = local.front();
+  if (local.size() > 1) {
+    local_ = std::make_unique<Communicator>(*client_, local, my_rank_, timeout_s_,
+                                            StrCat(desc_, "/host"));
+  }
+  if (my_rank_ == leader_) {
+    leaders_ = std::make_unique<Communicator>(*client_, leaders, my_rank_, timeout_s_,
+                                              StrCat(desc_, "/leaders"));
+  }
+}
+
 Communicator::~Communicator() {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -206,6 +230,7 @@ Communicator::~Communicator() {
 
 const char* Communicator::transport() const {
   if (size() == 1) return "self";
+  if (leader_ >= 0) return "shm+gloo";
   return shm_ ? "shm" : "gloo";
 }
 
@@ -361,6 +386,15 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
     } else {
       shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
     }
+    return;
+  }
+  if (leader_ >= 0) {
+    // Sums add up inside the host first; an average divides once, by the whole group.
+    const ReduceOp step = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    if (local_) local_->AllReduce(t, step);
+    if (leaders_) leaders_->AllReduce(t, step);
+    if (local_) local_->Broadcast(t, leader_);
+    if (op == ReduceOp::kAvg) fn::copy_(t, fn::div(t, fn::full(Shape({}), size(), t.dtype())));
     return;
   }
   DispatchCommDType(t.dtype(), name, [&](auto tag) {

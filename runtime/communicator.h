@@ -117,8 +117,9 @@ class Communicator {
   int size() const { return static_cast<int>(ranks_.size()); }
   const std::vector<int>& ranks() const { return ranks_; }
   const std::string& description() const { return desc_; }  // "cpu:[0,1]"
-  // "shm" when the members share this machine (and ONEFLOW_SHM is not 0), "gloo" across
-  // machines, "self" for a group of one.
+  // "shm" when the members share this machine (and ONEFLOW_SHM is not 0), "shm+gloo" across
+  // machines where some share one (all-reduce inside each machine first, then once between
+  // machines), "gloo" across machines otherwise, "self" for a group of one.
   const char* transport() const;
 
   // Runs fn(*this) on the communicator's worker thread after every earlier asynchronous call;
@@ -186,6 +187,7 @@ class Communicator {
       const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
       const char* name);  // waits for the queued asynchronous calls (not on the worker itself)
   void WorkerLoop();
+  void MakeHierarchy(const std::vector<std::string>& hosts);
   [[noreturn]] void Rethrow(const char* op, const std::exception& e) const;
   std::chrono::milliseconds Timeout() const;
 
@@ -198,6 +200,10 @@ class Communicator {
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<ShmGroup> shm_;
+  // Across hosts (transport "shm+gloo"): this host's members, the hosts' leaders (on leaders
+  // only) and this host's leader; leader_ < 0 without a hierarchy.
+  std::unique_ptr<Communicator> local_, leaders_;
+  int leader_ = -1;
   struct SharedTensor {
     std::weak_ptr<Storage> storage;
     std::weak_ptr<const SharedRegions> regions;

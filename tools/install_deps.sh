@@ -14,6 +14,9 @@ PACKAGES=(
   python3-numpy python3-pytest
   python3-torch               # reference results in tests, and the benchmarks
   python3-sklearn             # ships the UCI digits data the main job trains on
+  iproute2 util-linux         # two hosts in network namespaces (tests/python/test_multihost.py)
+  openmpi-bin                 # mpirun starting the ranks (tests/python/test_other_launchers.py)
+  slurmctld slurmd munge      # a one-node Slurm cluster started by the same tests
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

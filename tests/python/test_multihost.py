@@ -98,9 +98,9 @@ def test_collectives_across_two_hosts(hosts):
     results = _finish(hosts.job(os.path.join(DIST, "collectives.py")))
     for code, out, err in results:
         assert code == 0, out[-2000:] + err[-3000:]
-    # The world spans two hosts: no shared memory between them.
-    assert ok_lines(results[0][1]) == ["rank 0 of 4 ok gloo", "rank 1 of 4 ok gloo"]
-    assert ok_lines(results[1][1]) == ["rank 2 of 4 ok gloo", "rank 3 of 4 ok gloo"]
+    # The world spans two hosts: all-reduce inside each host, then once between hosts.
+    assert ok_lines(results[0][1]) == ["rank 0 of 4 ok shm+gloo", "rank 1 of 4 ok shm+gloo"]
+    assert ok_lines(results[1][1]) == ["rank 2 of 4 ok shm+gloo", "rank 3 of 4 ok shm+gloo"]
 
 
 def test_ddp_across_two_hosts_equals_one_process(hosts):
