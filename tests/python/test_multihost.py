@@ -10,81 +10,27 @@ our own test hosts inside the namespaces; no traffic leaves them.
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from test_comm import DIST, env_with, free_port, ok_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _run(*cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-class TwoHosts:
-    """Namespaces A (10.77.n.1, hostname oftest-a) and B (10.77.n.2, hostname oftest-b)."""
-
-    def __init__(self):
-        tag = uuid.uuid4().hex[:6]
-        self.ns = [f"oftA{tag}", f"oftB{tag}"]
-        self.veth = [f"ofa{tag}", f"ofb{tag}"]
-        subnet = 1 + int(tag[:2], 16) % 250
-        self.addr = [f"10.77.{subnet}.1", f"10.77.{subnet}.2"]
-        self.hostname = ["oftest-a", "oftest-b"]
-
-    def create(self):
-        r = _run("ip", "netns", "add", self.ns[0])
-        if r.returncode != 0:
-            pytest.skip(f"network namespaces unavailable: ip netns add: {r.stderr.strip()}")
-        steps = [
-            ["ip", "netns", "add", self.ns[1]],
-            ["ip", "link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1]],
-        ]
-        for i in (0, 1):
-            steps += [
-                ["ip", "link", "set", self.veth[i], "netns", self.ns[i]],
-                ["ip", "-n", self.ns[i], "addr", "add", f"{self.addr[i]}/24", "dev", self.veth[i]],
-                ["ip", "-n", self.ns[i], "link", "set", self.veth[i], "up"],
-                ["ip", "-n", self.ns[i], "link", "set", "lo", "up"],
-            ]
-        for step in steps:
-            r = _run(*step)
-            if r.returncode != 0:
-                self.destroy()
-                pytest.skip(f"cannot set up two hosts: {' '.join(step)}: {r.stderr.strip()}")
-
-    def destroy(self):
-        for ns in self.ns:
-            _run("ip", "netns", "del", ns)  # deletes the veth pair with it
-
-    def node(self, host, *launch_args, env=None):
-        """One launcher on host (0 or 1), as a user would start it there."""
-        inner = ('hostname "$0" && mount -t tmpfs tmpfs /dev/shm && exec "$@"')
-        cmd = ["ip", "netns", "exec", self.ns[host], "unshare", "--uts", "--mount",
-               "--propagation", "private", "sh", "-c", inner, self.hostname[host],
-               sys.executable, "-m", "oneflow.distributed.launch", *map(str, launch_args)]
-        return subprocess.Popen(cmd, env=env or env_with(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                start_new_session=True)
-
-    def job(self, script, *args, port=None, nproc=2, env=None):
-        port = port or free_port()
-        return [self.node(h, "--nnodes", 2, "--node_rank", h, "--nproc_per_node", nproc,
-                          "--master_addr", self.addr[0], "--master_port", port, script, *args,
-                          env=env) for h in (0, 1)]
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from two_hosts import TwoHosts, Unavailable  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def hosts():
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
-    h = TwoHosts()
-    h.create()
+    h = TwoHosts(env_with())
+    try:
+        h.create()
+    except Unavailable as e:
+        pytest.skip(str(e))
     yield h
     h.destroy()
 
@@ -95,7 +41,7 @@ def _finish(procs, timeout=180):
 
 
 def test_collectives_across_two_hosts(hosts):
-    results = _finish(hosts.job(os.path.join(DIST, "collectives.py")))
+    results = _finish(hosts.job(os.path.join(DIST, "collectives.py"), port=free_port()))
     for code, out, err in results:
         assert code == 0, out[-2000:] + err[-3000:]
     # The world spans two hosts: all-reduce inside each host, then once between hosts.
@@ -104,7 +50,8 @@ def test_collectives_across_two_hosts(hosts):
 
 
 def test_ddp_across_two_hosts_equals_one_process(hosts):
-    results = _finish(hosts.job(os.path.join(DIST, "ddp_check.py"), "mlp", "sgd"))
+    results = _finish(hosts.job(os.path.join(DIST, "ddp_check.py"), "mlp", "sgd",
+                                port=free_port()))
     for code, out, err in results:
         assert code == 0, out[-2000:] + err[-3000:]
     assert sum(out.count("equals one process") for _, out, _ in results) == 4
@@ -124,7 +71,7 @@ for _ in range(100000):
 def test_losing_a_host_stops_the_other_within_seconds(hosts, tmp_path):
     script = tmp_path / "keeps_reducing.py"
     script.write_text(KEEPS_REDUCING)
-    procs = hosts.job(script)
+    procs = hosts.job(script, port=free_port())
     try:
         time.sleep(4)  # the job is up and reducing
         assert all(p.poll() is None for p in procs)
