@@ -12,6 +12,7 @@
 #include <gloo/common/error.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
@@ -29,6 +30,27 @@ namespace oneflow {
 namespace runtime {
 
 // ---- GlooStore ----
+
+// Gloo's rendezvous store over the control plane. Every key is prefixed with `prefix`; get()
+// waits for the key (like Gloo's own stores) and every wait is bounded by timeout_s.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(ControlClient& client, std::string prefix, double timeout_s);
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const;
+
+  ControlClient& client_;
+  std::string prefix_;
+  double timeout_s_;
+};
+
 
 GlooStore::GlooStore(ControlClient& client, std::string prefix, double timeout_s)
     : client_(client), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}

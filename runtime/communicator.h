@@ -26,8 +26,6 @@
 // tearing a group down.
 #pragma once
 
-#include <gloo/rendezvous/store.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -52,25 +50,7 @@ class Context;
 namespace oneflow {
 namespace runtime {
 
-// Gloo's rendezvous store over the control plane. Every key is prefixed with `prefix`; get()
-// waits for the key (like Gloo's own stores) and every wait is bounded by timeout_s.
-class GlooStore : public gloo::rendezvous::Store {
- public:
-  GlooStore(ControlClient& client, std::string prefix, double timeout_s);
-
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  void wait(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override;
-
- private:
-  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const;
-
-  ControlClient& client_;
-  std::string prefix_;
-  double timeout_s_;
-};
+class GlooStore;  // Gloo's rendezvous store over the control plane (communicator.cc)
 
 // The handle of an asynchronous collective: Wait() blocks until it ran and rethrows its error.
 // A collective of CUDA tensors through NCCL has then been queued on the GPU, and Wait makes the

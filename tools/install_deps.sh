@@ -12,11 +12,15 @@ PACKAGES=(
   catch2                      # C++ tests
   pybind11-dev python3-dev    # the extension module
   python3-numpy python3-pytest
+  python3-tqdm python3-pil    # the main job's progress bar; PIL images in flowvision's datasets
   python3-torch               # reference results in tests, and the benchmarks
+  python3-torchvision         # reference datasets, transforms and models in tests
   python3-sklearn             # ships the UCI digits data the main job trains on
   iproute2 util-linux         # two hosts in network namespaces (tests/python/test_multihost.py)
   openmpi-bin                 # mpirun starting the ranks (tests/python/test_other_launchers.py)
   slurmctld slurmd munge      # a one-node Slurm cluster started by the same tests
+  nlohmann-json3-dev          # safetensors headers in the C++ API (oneflow/api/cpp/serialize.cc)
+  cmake pkg-config            # what users build against the installed C++ SDK with
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -18,6 +18,9 @@ namespace oneflow {
 namespace global {
 namespace {
 
+// Layout changes without autograd (the differentiable ToGlobal / ToLocal wrap them).
+Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
+
 NdSbp WithoutPartial(NdSbp nd) {
   for (Sbp& s : nd) {
     if (s.is_partial()) s = Sbp::Broadcast();
@@ -133,7 +136,7 @@ Tensor CountTargets(const Tensor& target, int64_t ignore_index, DType dtype) {
   Tensor valid = fn::ne(target, fn::full(Shape(), static_cast<double>(ignore_index), DType::kInt64));
   Tensor n = fn::sum(fn::to_dtype(valid, dtype));
   const GlobalMeta& m = Meta(n);
-  return ToGlobal(n, m.placement, NdSbp(m.placement.ndim(), Sbp::Broadcast()));
+  return ToGlobalImpl(n, m.placement, NdSbp(m.placement.ndim(), Sbp::Broadcast()));
 }
 
 // Ops whose local kernel would use local sizes where the logical ones are meant.
@@ -236,7 +239,7 @@ Tensor LeafGrad(const Tensor& leaf, const Tensor& grad) {
   const GlobalMeta& l = Meta(leaf);
   const GlobalMeta& g = Meta(grad);
   if (l.placement == g.placement && l.nd_sbp == g.nd_sbp) return grad;
-  return ToGlobal(grad, l.placement, l.nd_sbp);
+  return ToGlobalImpl(grad, l.placement, l.nd_sbp);
 }
 
 Tensor GlobalFullLike(const Tensor& like, double value) {
@@ -252,7 +255,7 @@ void GlobalCopy(const Tensor& dst, const Tensor& src) {
     throw Error("copy_: cannot copy a global tensor into a local one; call to_local() first");
   }
   const GlobalMeta& m = Meta(dst);
-  Tensor s = src.is_global() ? ToGlobal(src, m.placement, m.nd_sbp)
+  Tensor s = src.is_global() ? ToGlobalImpl(src, m.placement, m.nd_sbp)
                              : FromWhole(fn::contiguous_copy(fn::expand(src, dst.shape().dims())),
                                          m.placement, m.nd_sbp);
   if (m.placement.Contains(MyRank())) fn::copy_(m.local, Meta(s).local);
@@ -306,12 +309,14 @@ Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& pl
   return Tensor(std::move(impl));
 }
 
-Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                     bool check_meta, const Shape* global_shape) {
-  if (local.is_global()) return ToGlobal(local, placement, nd_sbp);
+namespace {
+
+Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                         bool check_meta, const Shape* global_shape) {
+  if (local.is_global()) return ToGlobalImpl(local, placement, nd_sbp);
   if (local.device().type != placement.device()) {
-    return LocalToGlobal(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
-                         check_meta, global_shape);
+    return LocalToGlobalImpl(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
+                             check_meta, global_shape);
   }
   sbp::CheckNdSbp(nd_sbp, placement, local.ndim(), "to_global");
   CheckRanksInWorld(placement, "to_global");
@@ -429,8 +434,8 @@ Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSb
   return MakeGlobal(shard, Shape(dims), placement, nd_sbp);
 }
 
-Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
-  if (!global.is_global()) return LocalToGlobal(global, placement, nd_sbp);
+Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
+  if (!global.is_global()) return LocalToGlobalImpl(global, placement, nd_sbp, false, nullptr);
   sbp::CheckNdSbp(nd_sbp, placement, global.ndim(), "to_global");
   CheckRanksInWorld(placement, "to_global");
   const GlobalMeta& m = Meta(global);
@@ -441,7 +446,7 @@ Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& n
     Tensor local = m.placement.Contains(MyRank())
                        ? fn::to_device(m.local, ShardDevice(moved))
                        : fn::empty(m.local.shape(), m.local.dtype(), ShardDevice(moved));
-    return ToGlobal(MakeGlobal(local, global.shape(), moved, m.nd_sbp), placement, nd_sbp);
+    return ToGlobalImpl(MakeGlobal(local, global.shape(), moved, m.nd_sbp), placement, nd_sbp);
   }
   auto plan = boxing::PlanBoxing(m.placement, m.nd_sbp, placement, nd_sbp, global.shape(),
                                  global.dtype());
@@ -449,7 +454,77 @@ Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& n
   return MakeGlobal(local, global.shape(), placement, nd_sbp);
 }
 
-Tensor ToLocal(const Tensor& global) { return Meta(global).local; }
+// The gradient of a layout change, which is the identity on the logical tensor: the output's
+// gradient laid out as the input was (partial sums read as broadcast); for a local input, this
+// rank's piece of it; for to_local, this rank's gradient as its shard of the input's layout.
+class LayoutGrad : public Node {
+ public:
+  enum Kind { kToGlobal, kFromLocal, kToLocal };
+  // placement / nd_sbp: the input's layout (kToGlobal, kToLocal) or the output's (kFromLocal).
+  LayoutGrad(Kind kind, Placement placement, NdSbp nd_sbp, Shape shape)
+      : kind_(kind), placement_(std::move(placement)), nd_sbp_(std::move(nd_sbp)),
+        shape_(std::move(shape)) {}
+
+  std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
+    const Tensor& g = grads[0];
+    if (!g.defined()) return {Tensor()};
+    switch (kind_) {
+      case kToGlobal:
+        return {ToGlobalImpl(g, placement_, WithoutPartial(nd_sbp_))};
+      case kFromLocal:
+        return {Meta(ToGlobalImpl(g, placement_, WithoutPartial(nd_sbp_))).local};
+      default:
+        return {LocalToGlobalImpl(g, placement_, nd_sbp_, false, &shape_)};
+    }
+  }
+  std::string name() const override {
+    return kind_ == kToLocal ? "ToLocalBackward" : "ToGlobalBackward";
+  }
+
+ private:
+  Kind kind_;
+  Placement placement_;
+  NdSbp nd_sbp_;
+  Shape shape_;
+};
+
+// out with a LayoutGrad node over in, when autograd records (in requires grad, grad mode on).
+Tensor Differentiable(Tensor out, const Tensor& in, LayoutGrad::Kind kind,
+                      const Placement& placement, const NdSbp& nd_sbp) {
+  if (!GradModeEnabled() || !in.requires_grad() || !IsFloating(out.dtype())) return out;
+  if (out.impl() == in.impl()) return out;  // no layout change: in's own history stands
+  auto node = std::make_shared<LayoutGrad>(kind, placement, nd_sbp, in.shape());
+  node->next_edges.push_back(GradientEdge(in));
+  node->output_metas.push_back(out.meta());
+  AutogradMeta& am = out.impl()->mutable_autograd();
+  am.requires_grad = true;
+  am.grad_fn = node;
+  am.output_nr = 0;
+  return out;
+}
+
+}  // namespace
+
+Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                     bool check_meta, const Shape* global_shape) {
+  Tensor out = LocalToGlobalImpl(local, placement, nd_sbp, check_meta, global_shape);
+  if (local.is_global()) {
+    const GlobalMeta& m = Meta(local);
+    return Differentiable(out, local, LayoutGrad::kToGlobal, m.placement, m.nd_sbp);
+  }
+  return Differentiable(out, local, LayoutGrad::kFromLocal, placement, nd_sbp);
+}
+
+Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
+  return LocalToGlobal(global, placement, nd_sbp);
+}
+
+Tensor ToLocal(const Tensor& global) {
+  const GlobalMeta& m = Meta(global);
+  if (!GradModeEnabled() || !global.requires_grad()) return m.local;
+  // An alias of the shard (its storage) that carries the node; the shard keeps no history.
+  return Differentiable(m.local.detach(), global, LayoutGrad::kToLocal, m.placement, m.nd_sbp);
+}
 
 Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp) {
   sbp::CheckNdSbp(nd_sbp, placement, whole.ndim(), "to_global");

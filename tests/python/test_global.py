@@ -206,3 +206,15 @@ def test_gradients_flow_through_to_global_and_to_local():
     for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local",
                  "batch_norm_split"):
         assert r.stdout.count(f"{case} ok") == 2, r.stdout
+
+
+def test_cpp_gradients_flow_through_layout_changes():
+    # global::ToGlobal / LocalToGlobal / ToLocal are differentiable in C++ (Python's to_global
+    # and to_local are the same functions): tests/global/layout_grad.cc on 2 ranks.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    binary = os.path.join(root, "bazel-bin", "tests", "global", "layout_grad")
+    subprocess.run(["bazel", "build", "//tests:global/layout_grad"], cwd=root, check=True,
+                   capture_output=True)
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), "--no_python", binary)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ok_lines(r.stdout) == ["rank 0 layout gradients ok", "rank 1 layout gradients ok"]

@@ -161,50 +161,6 @@ def _sbp_of(t):
     return tuple(_Sbp(k, a) for k, a in _info(t)[3])
 
 
-def _no_partial(pairs):
-    # A partial sum's parts each see the whole gradient: broadcast.
-    return [(_BROADCAST, -1) if kind == _PARTIAL else (kind, axis) for kind, axis in pairs]
-
-
-class _ToGlobal(flow.autograd.Function):
-    """to_global through autograd. A layout change is the identity on the logical tensor, so
-    the gradient is the output's, laid out as the input was (partial sums read as broadcast);
-    for a local input, this rank's piece of it."""
-
-    @staticmethod
-    def forward(ctx, x, device, flat, hierarchy, pairs, check_meta):
-        ctx.src = _info(x)
-        ctx.dst = (device, flat, hierarchy, pairs)
-        return _C.to_global(x, device, flat, hierarchy, pairs, check_meta)
-
-    @staticmethod
-    def backward(ctx, grad):
-        if ctx.src is None:
-            device, flat, hierarchy, pairs = ctx.dst
-            g = _C.to_local(_C.to_global(grad, device, flat, hierarchy, _no_partial(pairs), False))
-        else:
-            device, ranks, hierarchy, pairs = ctx.src
-            g = _C.to_global(grad, device, ranks, hierarchy, _no_partial(pairs), False)
-        return g, None, None, None, None, None
-
-
-class _ToLocal(flow.autograd.Function):
-    """to_local through autograd: this rank's gradient becomes its shard of a global gradient
-    with the input's layout (as OneFlow: a broadcast input assumes every rank computed the
-    same gradient)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.src = _info(x)
-        ctx.shape = list(x.shape)
-        return _C.to_local(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        device, ranks, hierarchy, pairs = ctx.src
-        return _C.to_global(grad, device, ranks, hierarchy, pairs, False, ctx.shape)
-
-
 def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=None, copy=False):
     info = _info(self)
     if info is None and (placement is None or sbp is None):
@@ -218,16 +174,13 @@ def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=Non
     sbp = _sbp_tuple(sbp, len(placement.hierarchy))
     device, flat, hierarchy = placement._args()
     pairs = [s._pair() for s in sbp]
-    if self.requires_grad and flow.is_grad_enabled():
-        return _ToGlobal.apply(self, device, flat, hierarchy, pairs, check_meta)
+    # Differentiable in C++ (oneflow/global/global_tensor.cc: the gradient is the reverse layout
+    # change), so the Python and C++ APIs share one implementation.
     return _C.to_global(self, device, flat, hierarchy, pairs, check_meta)
 
 
 def _to_local(self, copy=False):
-    if _info(self) is not None and self.requires_grad and flow.is_grad_enabled():
-        t = _ToLocal.apply(self)
-    else:
-        t = _C.to_local(self)
+    t = _C.to_local(self)
     return t.clone() if copy else t
 
 

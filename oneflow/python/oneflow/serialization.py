@@ -19,6 +19,7 @@ restricted reader, without PyTorch installed; `save(..., torch_format=True)` wri
 torch.load reads. safetensors files: oneflow.utils.safetensors.
 """
 
+import collections
 import io
 import os
 import pickle
@@ -254,7 +255,8 @@ _warned_unsafe = []
 
 
 def load(path, map_location=None, global_src_rank=None, weights_only=True):
-    """Reads an object written by save, or a file torch.save wrote (zip or legacy format).
+    """Reads an object written by save, a file torch.save wrote (zip or legacy format), or a
+    safetensors file (the C++ API's nn::SaveStateDict writes those): {name: tensor}.
 
     map_location: None (tensors go back to the device they were saved from), a device or a
     device string such as "cpu", a dict {"cuda:0": "cpu"}, or a callable(tensor, device_str)
@@ -313,6 +315,15 @@ def _load_from(f, name, map_location, weights_only):
     start = f.tell()
     head = f.read(32)
     f.seek(start)
+    if len(head) > 8 and head[8:9] == b"{":  # safetensors: a length, then a JSON header
+        from oneflow.utils import safetensors
+
+        try:
+            tensors = safetensors.load(f.read())
+        except ValueError as ex:
+            raise RuntimeError(f"{what}: {str(ex).split(': ', 1)[-1]}") from None
+        return collections.OrderedDict(
+            (k, _torch_format._place(t, "cpu", map_location)) for k, t in tensors.items())
     try:
         if _torch_format.is_zip(head):
             return _torch_format.load_zip(f, what, map_location)
