@@ -9,12 +9,18 @@ ranks and the samples/s of the whole job. On a machine with a GPU each rank uses
     tools/main                                   # 2 CPU ranks through the launcher
     tools/python -m oneflow.distributed.launch --nproc_per_node 2 examples/train_digits.py
     tools/python examples/train_digits.py        # one process
+
+On a terminal rank 0 shows a tqdm progress bar over the whole training (Debian's python3-tqdm)
+with the epoch lines above it; otherwise (a pipe, a log file) it prints the epoch lines alone.
+Under the launcher a rank's stdout is a pipe, so tools/main names its terminal in
+ONEFLOW_PROGRESS_TTY and the bar is drawn there.
 """
 
 import argparse
 import gzip
 import os
 import random
+import sys
 import time
 
 import oneflow as flow
@@ -59,6 +65,29 @@ def evaluate(model, images, labels):
     return (pred == labels).sum().item() / len(labels)
 
 
+def progress_stream(rank):
+    """The terminal rank 0 draws its progress bar on, or None for plain lines."""
+    if rank != 0:
+        return None
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return None
+    if sys.stdout.isatty():
+        return sys.stdout
+    path = os.environ.get("ONEFLOW_PROGRESS_TTY")
+    if not path:
+        return None
+    try:  # O_NOCTTY: a rank leads its own session and must not adopt the terminal
+        stream = os.fdopen(os.open(path, os.O_WRONLY | os.O_NOCTTY), "w")
+    except OSError:
+        return None
+    if stream.isatty():
+        return stream
+    stream.close()
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=30)
@@ -82,6 +111,16 @@ def main():
         print(f"digits: {len(train_y)} training and {len(test_y)} test images, "
               f"{sum(p.numel() for p in model.parameters())} parameters, {world} rank(s) on {device}")
 
+    stream = progress_stream(rank)
+    bar = None
+    if stream is not None:
+        from tqdm import tqdm
+
+        sys.stdout.flush()
+        if stream is not sys.stdout:
+            time.sleep(0.2)  # the launcher relays the header line first; the bar goes below it
+        bar = tqdm(total=args.epochs * len(loader), file=stream, unit="batch", dynamic_ncols=True,
+                   desc="train")
     for epoch in range(1, args.epochs + 1):
         sampler.set_epoch(epoch)
         start = time.perf_counter()
@@ -96,12 +135,21 @@ def main():
             optimizer.step()
             totals += flow.tensor([loss.item() * len(y), (logits.argmax(1) == y).sum().item(), len(y)],
                                   dtype=flow.float64)
+            if bar is not None:
+                bar.update(1)
         flow.comm.all_reduce(totals)
         total_loss, correct, seen = totals.tolist()
         rate = seen / (time.perf_counter() - start)
         if rank == 0:
-            print(f"epoch {epoch:3d}  loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
-                  f"{rate:,.0f} samples/s")
+            line = (f"epoch {epoch:3d}  loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
+                    f"{rate:,.0f} samples/s")
+            if bar is None:
+                print(line)
+            else:
+                bar.write(line, file=stream)
+                bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.4f}")
+    if bar is not None:
+        bar.close()
 
     acc = evaluate(model, test_x.to(device), test_y.to(device))
     if rank == 0:

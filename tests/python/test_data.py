@@ -98,7 +98,7 @@ def test_shuffle_is_reproducible_with_manual_seed():
     assert first != second_epoch  # a new order every epoch
 
 
-def test_num_workers_runs_in_process_with_same_batches():
+def test_num_workers_gives_the_same_batches():
     a = labels_of(DataLoader(make_tensor_dataset(7), batch_size=3, num_workers=2))
     b = labels_of(DataLoader(make_tensor_dataset(7), batch_size=3))
     assert a == b

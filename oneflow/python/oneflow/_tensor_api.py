@@ -182,8 +182,13 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(_C.eye(n, n if m is None else m, dtype, device), requires_grad)
 
 
+_seedings = 0  # manual_seed calls so far: DataLoader workers' seeds restart with each
+
+
 def manual_seed(seed):
+    global _seedings
     _C.manual_seed(builtins.int(seed) & 0xFFFFFFFFFFFFFFFF)
+    _seedings += 1
 
 
 def initial_seed():

@@ -22,13 +22,22 @@ class ReduceOp:
     MAX = "max"
     MIN = "min"
     AVG = "avg"
+    # PyTorch's other ops: named, so that a script using one is told it is not supported.
+    PRODUCT = "product"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+    PREMUL_SUM = "premul_sum"
 
 
 _REDUCE_NAMES = {"sum": "sum", "max": "max", "min": "min", "avg": "avg", "mean": "avg"}
+_UNSUPPORTED = {"product", "band", "bor", "bxor", "premul_sum"}
 
 
 def _op(op, name):
     key = str(op).lower().split(".")[-1]
+    if key in _UNSUPPORTED:
+        raise ValueError(f"{name}: ReduceOp.{key.upper()} is not supported, use SUM, AVG, MIN or MAX")
     if key not in _REDUCE_NAMES:
         raise ValueError(f"{name}: unknown reduce op {op!r}, expected one of SUM, MAX, MIN, AVG")
     return _REDUCE_NAMES[key]

@@ -45,9 +45,15 @@ class DistributedDataParallel(Module):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an nn.Module, got {type(module).__name__}")
+        if isinstance(getattr(process_group, "ranks", None), list):  # dist.new_group's result
+            process_group = process_group.ranks
         if process_group is not None and not isinstance(process_group, (list, tuple)):
-            raise TypeError("DistributedDataParallel: process_group must be a list of ranks or None, "
-                            f"got {type(process_group).__name__}")
+            raise TypeError("DistributedDataParallel: process_group must be a list of ranks, "
+                            f"a group from new_group or None, got {type(process_group).__name__}")
+        # device_ids / output_device (PyTorch's, for a module on one GPU) change nothing here:
+        # the module's parameters are already on their device and outputs stay where computed.
+        self.device_ids = list(device_ids) if device_ids is not None else None
+        self.output_device = output_device
         if bucket_cap_mb is None or bucket_cap_mb <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}")
         self.module = module

@@ -1,19 +1,53 @@
 """DataLoader: batches of samples from a dataset, with PyTorch's arguments.
 
-Loading runs in the calling process. ``num_workers > 0`` is accepted so that
-PyTorch scripts run unchanged, but no worker processes are started (and
-``worker_init_fn``, ``pin_memory``, ``timeout``, ``prefetch_factor`` and
-``persistent_workers`` have nothing to act on); the batches are the same as
-with ``num_workers=0``.
+    loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=2)
+    for X, y in loader:
+        ...
+
+With ``num_workers=0`` batches are loaded in the calling process. With ``num_workers > 0`` that
+many worker processes load them (forked, as PyTorch does on Linux; ``multiprocessing_context``
+picks another start method): the main process draws the indices from the sampler, hands the
+batches out round-robin, keeps ``prefetch_factor`` batches per worker in flight and yields them
+in sampler order, so the batches are the same, in the same order, as with ``num_workers=0``.
+Each worker seeds oneflow's, Python's and numpy's generators with a base seed + its id, then
+calls ``worker_init_fn(worker_id)``; ``get_worker_info()`` tells dataset code which worker it
+runs in. The base seed derives from ``flow.initial_seed()`` without drawing from the main
+process's generator, so turning workers on changes no other random number. Workers stop at the
+end of each epoch unless ``persistent_workers=True``. An exception in a worker is raised in the
+main process with the worker's traceback attached; a worker that dies is reported by pid and
+exit code. ``pin_memory`` is accepted and has nothing to do on CPU tensors.
 """
+import itertools
+import os
+import sys
+
+import oneflow as flow
 from oneflow.utils.data.collate import default_collate, default_convert
 from oneflow.utils.data.dataset import IterableDataset
 from oneflow.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 
+# How long the main process waits for a batch before checking that the workers are alive.
+_LIVENESS_SECONDS = 1.0
+_seed_draws = {"seedings": -1, "count": 0}
+
+
+def _base_seed():
+    """The workers' base seed: the n-th iterator since the last flow.manual_seed(s) gets the
+    same one in every run, and no number is drawn from the main process's generator (so
+    num_workers changes no other random number)."""
+    from oneflow import _tensor_api
+
+    if _seed_draws["seedings"] != _tensor_api._seedings:
+        _seed_draws.update(seedings=_tensor_api._seedings, count=0)
+    _seed_draws["count"] += 1
+    return hash((flow.initial_seed(), _seed_draws["count"])) & ((1 << 62) - 1)
+
 
 def get_worker_info():
-    """Always None: data is loaded in the main process (as PyTorch reports there)."""
-    return None
+    """In a DataLoader worker: WorkerInfo(id, num_workers, seed, dataset); in the main process
+    None (as PyTorch). An IterableDataset uses it to give each worker its own share."""
+    worker = sys.modules.get("oneflow.utils.data._worker")  # imported only where workers run
+    return None if worker is None else worker._worker_info
 
 
 def _is_positive_int(value):
@@ -31,10 +65,15 @@ class DataLoader:
         sampler: iterable of indices; excludes ``shuffle``.
         batch_sampler: iterable of index lists; excludes ``batch_size``,
             ``shuffle``, ``sampler`` and ``drop_last``.
-        num_workers: accepted for compatibility; loading is always in-process.
+        num_workers: worker processes that load batches (0: the calling process).
         collate_fn: merges a list of samples into a batch (default: ``default_collate``).
         drop_last: drop the last batch when it is smaller than ``batch_size``.
         generator: passed to the ``RandomSampler`` made for ``shuffle=True``.
+        timeout: seconds to wait for a batch from the workers (0: no limit).
+        worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker.
+        multiprocessing_context: start method ("fork", "spawn", "forkserver") or a context.
+        prefetch_factor: batches in flight per worker.
+        persistent_workers: keep the workers (and their dataset copies) between epochs.
     """
 
     def __init__(
@@ -54,11 +93,21 @@ class DataLoader:
         *,
         prefetch_factor=2,
         persistent_workers=False,
+        multiprocessing_context=None,
+        pin_memory_device="",
     ):
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers must be a non-negative integer, got {num_workers!r}")
         if not isinstance(drop_last, bool):
             raise ValueError(f"DataLoader: drop_last must be a bool, got {drop_last!r}")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("DataLoader: persistent_workers=True needs num_workers > 0, got num_workers=0")
+        if num_workers > 0 and not _is_positive_int(prefetch_factor):
+            raise ValueError(f"DataLoader: prefetch_factor must be a positive integer, got {prefetch_factor!r}")
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+            raise ValueError(f"DataLoader: timeout must be a non-negative number of seconds, got {timeout!r}")
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise TypeError(f"DataLoader: worker_init_fn must be callable, got {type(worker_init_fn).__name__}")
         if batch_size is not None and not _is_positive_int(batch_size):
             raise ValueError(f"DataLoader: batch_size must be a positive integer, got {batch_size!r}")
 
@@ -117,8 +166,19 @@ class DataLoader:
         self.generator = generator
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.pin_memory_device = pin_memory_device
+        self._workers = None  # the persistent workers' iterator
 
     def __iter__(self):
+        if self.num_workers > 0:
+            if not self.persistent_workers:
+                return _MultiProcessIter(self)
+            if self._workers is None or not self._workers.alive():
+                self._workers = _MultiProcessIter(self)
+            else:
+                self._workers.start_epoch()
+            return self._workers
         if isinstance(self.dataset, IterableDataset):
             return self._iter_stream()
         return self._iter_map()
@@ -156,3 +216,189 @@ class DataLoader:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         return len(self.sampler)
+
+
+def _describe_exit(code):
+    import signal
+
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class _MultiProcessIter:
+    """Batches from num_workers processes, yielded in the order the sampler gives them."""
+
+    def __init__(self, loader):
+        import multiprocessing
+
+        from oneflow.utils.data import _worker
+
+        self._worker = _worker
+        # No reference back to the loader: a persistent loader holds this iterator, and in a
+        # cycle the queues' finalizers could run before this one, losing the workers' stop.
+        self.index_source = loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
+        self.prefetch = loader.prefetch_factor
+        self.persistent = loader.persistent_workers
+        self.timeout = loader.timeout
+        try:
+            self.length = len(loader)
+        except TypeError:  # an IterableDataset without a length
+            self.length = None
+        n = loader.num_workers
+        ctx = loader.multiprocessing_context
+        if ctx is None or isinstance(ctx, str):
+            try:
+                ctx = multiprocessing.get_context(ctx or "fork")
+            except ValueError:
+                raise ValueError(f"DataLoader: unknown multiprocessing_context {ctx!r}, expected "
+                                 f"one of {multiprocessing.get_all_start_methods()}") from None
+        self.iterable = isinstance(loader.dataset, IterableDataset)
+        base_seed = _base_seed()
+        self.result_queue = ctx.Queue()
+        self.index_queues, self.workers = [], []
+        batching = loader.batch_size is not None or loader.batch_sampler is not None
+        for worker_id in range(n):
+            index_queue = ctx.Queue()
+            index_queue.cancel_join_thread()
+            w = ctx.Process(
+                target=_worker.worker_loop,
+                args=(loader.dataset, index_queue, self.result_queue,
+                      "iterable" if self.iterable else "map", loader.collate_fn,
+                      loader.batch_size if batching else None, loader.drop_last, base_seed,
+                      loader.worker_init_fn, worker_id, n, os.getpid()),
+                daemon=True,
+            )
+            w.start()
+            self.index_queues.append(index_queue)
+            self.workers.append(w)
+        self.epoch = -1
+        self.shut = False
+        self.start_epoch(first=True)
+
+    def alive(self):
+        return not self.shut and all(w.is_alive() for w in self.workers)
+
+    def start_epoch(self, first=False):
+        self.epoch += 1
+        if self.iterable:
+            self.tasks = itertools.repeat(None)
+            if not first:
+                for q in self.index_queues:
+                    q.put("reset")
+        else:
+            self.tasks = iter(self.index_source)
+        self.active = [True] * len(self.workers)
+        self.next_worker = 0
+        self.sent = 0          # tasks handed out this epoch
+        self.received = 0      # tasks yielded (or skipped) this epoch, in order
+        self.buffer = {}       # task id -> batch that arrived before its turn
+        self.owner = {}        # task id -> worker id
+        for _ in range(self.prefetch * len(self.workers)):
+            self._send_one()
+
+    def _send_one(self):
+        if not any(self.active):
+            return
+        indices = next(self.tasks, _END)
+        if indices is _END:
+            return
+        while not self.active[self.next_worker]:
+            self.next_worker = (self.next_worker + 1) % len(self.workers)
+        w = self.next_worker
+        self.next_worker = (w + 1) % len(self.workers)
+        self.index_queues[w].put((self.epoch, self.sent, list(indices) if isinstance(indices, (list, tuple)) else indices))
+        self.owner[self.sent] = w
+        self.sent += 1
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        if self.length is None:
+            raise TypeError("DataLoader: this IterableDataset has no len()")
+        return self.length
+
+    def __next__(self):
+        while True:
+            if self.received == self.sent:
+                self._end_epoch()
+                raise StopIteration
+            if self.received in self.buffer:
+                data = self.buffer.pop(self.received)
+                task = self.received
+                self.received += 1
+                if isinstance(data, self._worker.IterableEnd):
+                    # This worker's dataset copy is done: no more tasks for it.
+                    self.active[data.worker_id] = False
+                    self._send_one()
+                    continue
+                self._send_one()
+                if isinstance(data, self._worker.ExceptionInWorker):
+                    self.shutdown(grace=0.2)
+                    data.reraise()
+                del self.owner[task]
+                return data
+            epoch, task, data = self._get()
+            if epoch == self.epoch:
+                self.buffer[task] = data
+
+    def _get(self):
+        import queue
+        import time
+
+        timeout = self.timeout
+        start = time.monotonic()
+        while True:
+            try:
+                return self.result_queue.get(timeout=_LIVENESS_SECONDS)
+            except queue.Empty:
+                pass
+            for worker_id, w in enumerate(self.workers):
+                if not w.is_alive():
+                    code = w.exitcode
+                    self.shutdown(grace=0.2)
+                    raise RuntimeError(
+                        f"DataLoader worker {worker_id} (pid {w.pid}) exited unexpectedly "
+                        f"({_describe_exit(code)}) while batch {self.received} was loading")
+            if timeout and time.monotonic() - start > timeout:
+                worker = self.owner.get(self.received)
+                self.shutdown(grace=0.2)
+                raise RuntimeError(f"DataLoader: timed out after {timeout} seconds waiting for batch "
+                                   f"{self.received} from worker {worker}")
+
+    def _end_epoch(self):
+        if not self.persistent:
+            self.shutdown()
+
+    def shutdown(self, grace=5.0):
+        """Stops the workers: idle ones end at once; after an error (grace 0.2 s) a worker
+        still busy with a batch nobody will read is terminated."""
+        if self.shut:
+            return
+        self.shut = True
+        for q in self.index_queues:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in self.workers:
+            w.join(timeout=grace)
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=1)
+        for q in self.index_queues + [self.result_queue]:
+            q.cancel_join_thread()
+            q.close()
+
+    def __del__(self):
+        try:
+            self.shutdown()
+        except Exception:
+            pass
+
+
+_END = object()

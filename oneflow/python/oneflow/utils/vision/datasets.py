@@ -41,6 +41,40 @@ def _to_unit_float(image_u8, shape):
     return flow.tensor(array, dtype=flow.float32)
 
 
+def parse_idx_images(name, path, raw):
+    """(n, rows, cols) from the header of an idx3 image file's bytes, checked against its size."""
+    if len(raw) < 16:
+        raise ValueError(f"{name}: {path} is not an idx3 image file: only {len(raw)} bytes")
+    magic, n, rows, cols = struct.unpack(">IIII", raw[:16])
+    if magic != _IDX_IMAGES_MAGIC:
+        raise ValueError(
+            f"{name}: {path} is not an idx3 image file: magic number 0x{magic:08x}, "
+            f"expected 0x{_IDX_IMAGES_MAGIC:08x}"
+        )
+    expected = 16 + n * rows * cols
+    if len(raw) != expected:
+        raise ValueError(
+            f"{name}: {path} has {len(raw)} bytes but its header ({n} images of "
+            f"{rows}x{cols}) needs {expected}"
+        )
+    return n, rows, cols
+
+
+def parse_idx_labels(name, path, raw):
+    """The number of labels in an idx1 label file's bytes, checked against its size."""
+    if len(raw) < 8:
+        raise ValueError(f"{name}: {path} is not an idx1 label file: only {len(raw)} bytes")
+    magic, n = struct.unpack(">II", raw[:8])
+    if magic != _IDX_LABELS_MAGIC:
+        raise ValueError(
+            f"{name}: {path} is not an idx1 label file: magic number 0x{magic:08x}, "
+            f"expected 0x{_IDX_LABELS_MAGIC:08x}"
+        )
+    if len(raw) != 8 + n:
+        raise ValueError(f"{name}: {path} has {len(raw)} bytes but its header ({n} labels) needs {8 + n}")
+    return n
+
+
 class _IdxDataset(Dataset):
     """The idx format of MNIST and Fashion-MNIST; subclasses name the files."""
 
@@ -91,36 +125,10 @@ class _IdxDataset(Dataset):
         )
 
     def _parse_images_header(self, path, raw):
-        if len(raw) < 16:
-            raise ValueError(f"{self.name}: {path} is not an idx3 image file: only {len(raw)} bytes")
-        magic, n, rows, cols = struct.unpack(">IIII", raw[:16])
-        if magic != _IDX_IMAGES_MAGIC:
-            raise ValueError(
-                f"{self.name}: {path} is not an idx3 image file: magic number 0x{magic:08x}, "
-                f"expected 0x{_IDX_IMAGES_MAGIC:08x}"
-            )
-        expected = 16 + n * rows * cols
-        if len(raw) != expected:
-            raise ValueError(
-                f"{self.name}: {path} has {len(raw)} bytes but its header ({n} images of "
-                f"{rows}x{cols}) needs {expected}"
-            )
-        return n, rows, cols
+        return parse_idx_images(self.name, path, raw)
 
     def _parse_labels_header(self, path, raw):
-        if len(raw) < 8:
-            raise ValueError(f"{self.name}: {path} is not an idx1 label file: only {len(raw)} bytes")
-        magic, n = struct.unpack(">II", raw[:8])
-        if magic != _IDX_LABELS_MAGIC:
-            raise ValueError(
-                f"{self.name}: {path} is not an idx1 label file: magic number 0x{magic:08x}, "
-                f"expected 0x{_IDX_LABELS_MAGIC:08x}"
-            )
-        if len(raw) != 8 + n:
-            raise ValueError(
-                f"{self.name}: {path} has {len(raw)} bytes but its header ({n} labels) needs {8 + n}"
-            )
-        return n
+        return parse_idx_labels(self.name, path, raw)
 
     def __len__(self):
         return len(self._labels)
