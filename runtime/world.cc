@@ -131,12 +131,22 @@ std::string JobDescription(const WorldInfo& w) {
   std::string command;
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
   std::string arg;
-  bool first = true;
+  bool first = true, skip_next = false;
   while (std::getline(f, arg, '\0')) {
     if (first) {  // the interpreter or program: its name, not where it is installed
       arg = arg.substr(arg.rfind('/') + 1);
       first = false;
     }
+    // PyTorch's older launchers hand each rank its own --local_rank: not part of the job.
+    if (skip_next) {
+      skip_next = false;
+      continue;
+    }
+    if (arg == "--local_rank" || arg == "--local-rank") {
+      skip_next = true;
+      continue;
+    }
+    if (arg.rfind("--local_rank=", 0) == 0 || arg.rfind("--local-rank=", 0) == 0) continue;
     command += (command.empty() ? "" : " ") + arg;
   }
   std::ostringstream os;

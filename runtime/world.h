@@ -30,7 +30,7 @@ struct WorldInfo {
 WorldInfo WorldFromEnv();
 
 // What every rank of one job shares, as "key=value" lines: the command (without the
-// interpreter's path), the sizes and the master. Without ONEFLOW_JOB_TOKEN it is the job's
+// interpreter's path and PyTorch's per-rank --local_rank argument), the sizes and the master. Without ONEFLOW_JOB_TOKEN it is the job's
 // token, so the same command started on every node joins without any other setting, and a
 // different job on the same port is refused with what differs.
 std::string JobDescription(const WorldInfo& w);

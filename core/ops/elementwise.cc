@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/binary_functors.h"
 #include "core/ops/op_util.h"
 
 namespace oneflow {
@@ -55,29 +56,27 @@ void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   }
 }
 
-#define DEFINE_BINARY_FUNCTOR(Name, expr) \
-  struct Name {                           \
-    template <typename T>                 \
-    auto operator()(T a, T b) const {     \
-      return expr;                        \
-    }                                     \
-  };
-DEFINE_BINARY_FUNCTOR(AddF, a + b)
-DEFINE_BINARY_FUNCTOR(SubF, a - b)
-DEFINE_BINARY_FUNCTOR(MulF, a* b)
-DEFINE_BINARY_FUNCTOR(DivF, a / b)
-DEFINE_BINARY_FUNCTOR(PowF, std::pow(a, b))
-DEFINE_BINARY_FUNCTOR(MaxF, (a != a || a > b) ? a : b)  // NaN propagates, as in PyTorch
-DEFINE_BINARY_FUNCTOR(MinF, (a != a || a < b) ? a : b)
-DEFINE_BINARY_FUNCTOR(EqF, a == b)
-DEFINE_BINARY_FUNCTOR(NeF, a != b)
-DEFINE_BINARY_FUNCTOR(LtF, a < b)
-DEFINE_BINARY_FUNCTOR(LeF, a <= b)
-DEFINE_BINARY_FUNCTOR(GtF, a > b)
-DEFINE_BINARY_FUNCTOR(GeF, a >= b)
-DEFINE_BINARY_FUNCTOR(AndF, static_cast<bool>(a) && static_cast<bool>(b))
-DEFINE_BINARY_FUNCTOR(OrF, static_cast<bool>(a) || static_cast<bool>(b))
-#undef DEFINE_BINARY_FUNCTOR
+using functors::AddF;
+using functors::AndF;
+using functors::DivF;
+using functors::EqF;
+using functors::GeF;
+using functors::GtF;
+using functors::LeF;
+using functors::LtF;
+using functors::MaxF;
+using functors::MinF;
+using functors::MulF;
+using functors::NeF;
+using functors::OrF;
+using functors::RemF;
+using functors::SubF;
+struct PowF {  // through double: see the CUDA kernel's PowF for its integer rule
+  template <typename T>
+  auto operator()(T a, T b) const {
+    return std::pow(a, b);
+  }
+};
 
 std::vector<TensorMeta> InferBinary(const std::vector<TensorMeta>& in, const char* op,
                                     bool to_bool) {
@@ -100,21 +99,6 @@ std::vector<Tensor> BinaryCpu(const std::vector<Tensor>& in, const Attrs&,
   });
   return {o};
 }
-
-// Python's %: the remainder takes the sign of the divisor (fmod, then shifted by b when the
-// signs differ); an integer divisor of zero is an error, a float one gives NaN.
-struct RemF {
-  template <typename T>
-  T operator()(T a, T b) const {
-    T m;
-    if constexpr (std::is_floating_point_v<T>) {
-      m = std::fmod(a, b);
-    } else {
-      m = static_cast<T>(a % b);
-    }
-    return (m != 0 && ((m < 0) != (b < 0))) ? static_cast<T>(m + b) : m;
-  }
-};
 
 std::vector<Tensor> RemainderCpu(const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {

@@ -308,3 +308,19 @@ def test_a_rank_killed_on_another_node_is_found_by_its_missing_heartbeat(tmp_pat
     assert "unreachable" not in outs[0][0]
     time.sleep(0.5)
     assert no_process_left("killed.py")
+
+
+def test_ranks_given_their_own_local_rank_argument_join_one_job(tmp_path):
+    # PyTorch's older launchers pass each rank --local_rank=R: the job's default token (its
+    # description) leaves that argument out, so these ranks are one job.
+    script = join_script(tmp_path)
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, str(script), f"--local_rank={r}"],
+                              env=env_with(RANK=r, WORLD_SIZE=2, LOCAL_RANK=r, LOCAL_WORLD_SIZE=2,
+                                           MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                                           ONEFLOW_TIMEOUT_SECONDS=30),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in (0, 1)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all(out.strip() == "joined" for out, _ in outs)

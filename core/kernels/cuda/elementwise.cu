@@ -8,6 +8,7 @@
 
 #include "core/kernels/cuda/elementwise.cuh"
 #include "core/op_registry.h"
+#include "core/ops/binary_functors.h"
 #include "core/ops/op_util.h"
 
 namespace oneflow {
@@ -38,28 +39,21 @@ void Dispatch(DType t, const char* op, Fn&& fn) {
 
 // ---------------------------------------------------------------- binary
 
-#define DEFINE_BINARY_FUNCTOR(Name, expr)        \
-  struct Name {                                  \
-    template <typename T>                        \
-    __device__ auto operator()(T a, T b) const { \
-      return expr;                               \
-    }                                            \
-  };
-DEFINE_BINARY_FUNCTOR(AddF, a + b)
-DEFINE_BINARY_FUNCTOR(SubF, a - b)
-DEFINE_BINARY_FUNCTOR(MulF, a* b)
-DEFINE_BINARY_FUNCTOR(DivF, a / b)
-DEFINE_BINARY_FUNCTOR(MaxF, (a != a || a > b) ? a : b)  // NaN propagates, as in PyTorch
-DEFINE_BINARY_FUNCTOR(MinF, (a != a || a < b) ? a : b)
-DEFINE_BINARY_FUNCTOR(EqF, a == b)
-DEFINE_BINARY_FUNCTOR(NeF, a != b)
-DEFINE_BINARY_FUNCTOR(LtF, a < b)
-DEFINE_BINARY_FUNCTOR(LeF, a <= b)
-DEFINE_BINARY_FUNCTOR(GtF, a > b)
-DEFINE_BINARY_FUNCTOR(GeF, a >= b)
-DEFINE_BINARY_FUNCTOR(AndF, static_cast<bool>(a) && static_cast<bool>(b))
-DEFINE_BINARY_FUNCTOR(OrF, static_cast<bool>(a) || static_cast<bool>(b))
-#undef DEFINE_BINARY_FUNCTOR
+using functors::AddF;
+using functors::AndF;
+using functors::DivF;
+using functors::EqF;
+using functors::GeF;
+using functors::GtF;
+using functors::LeF;
+using functors::LtF;
+using functors::MaxF;
+using functors::MinF;
+using functors::MulF;
+using functors::NeF;
+using functors::OrF;
+using functors::RemF;
+using functors::SubF;
 
 // The CPU computes integer powers with std::pow in double and casts back. Device pow is not
 // correctly rounded, so an exact power could land just below the integer and truncate one
@@ -102,20 +96,6 @@ std::vector<Tensor> BinaryCuda(const std::vector<Tensor>& in, const Attrs&,
   });
   return {o};
 }
-
-// Python's %, as the CPU kernel: fmod shifted by b where the signs differ.
-struct RemF {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    T m;
-    if constexpr (std::is_floating_point_v<T>) {
-      m = fmod(a, b);
-    } else {
-      m = static_cast<T>(a % b);
-    }
-    return (m != T(0) && ((m < T(0)) != (b < T(0)))) ? static_cast<T>(m + b) : m;
-  }
-};
 
 std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& out) {
