@@ -44,6 +44,9 @@ struct OpDef {
   // Inputs that never take a gradient (class indices, masks); others follow the tensor.
   std::vector<int> nondiff_inputs;
   KernelFn kernels[kNumDeviceTypes] = {nullptr, nullptr};
+  // Where each facet was registered ("core/ops/elementwise.cc:412"; empty when absent), so
+  // "where is X's gradient / CUDA kernel" is one query (tools/op_facets).
+  std::string infer_at, grad_at, kernel_at[kNumDeviceTypes];
 };
 
 class OpRegistry {
@@ -60,7 +63,9 @@ class OpRegistry {
 
 class OpBuilder {
  public:
-  explicit OpBuilder(const char* name) : def_(&OpRegistry::Global().GetOrCreate(name)) {
+  // at: where the registration stands (the macros pass __FILE__ ":" __LINE__).
+  explicit OpBuilder(const char* name, const char* at = "")
+      : def_(&OpRegistry::Global().GetOrCreate(name)), at_(at) {
     def_->name = name;
   }
   OpBuilder& Inputs(int n) {
@@ -69,10 +74,12 @@ class OpBuilder {
   }
   OpBuilder& Infer(InferFn f) {
     def_->infer = f;
+    def_->infer_at = at_;
     return *this;
   }
   OpBuilder& Grad(GradFn f) {
     def_->grad = f;
+    def_->grad_at = at_;
     return *this;
   }
   OpBuilder& NonDifferentiable() {
@@ -85,21 +92,26 @@ class OpBuilder {
   }
   OpBuilder& Kernel(DeviceType t, KernelFn f) {
     def_->kernels[static_cast<int>(t)] = f;
+    def_->kernel_at[static_cast<int>(t)] = at_;
     return *this;
   }
 
  private:
   OpDef* def_;
+  const char* at_;
 };
 
 #define ONEFLOW_CONCAT_INNER(a, b) a##b
 #define ONEFLOW_CONCAT(a, b) ONEFLOW_CONCAT_INNER(a, b)
+#define ONEFLOW_STRINGIFY_INNER(x) #x
+#define ONEFLOW_STRINGIFY(x) ONEFLOW_STRINGIFY_INNER(x)
+#define ONEFLOW_HERE __FILE__ ":" ONEFLOW_STRINGIFY(__LINE__)
 #define ONEFLOW_REGISTER_OP(name)                                                     \
   [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(op_reg_, __COUNTER__) = \
-      ::oneflow::OpBuilder(#name)
+      ::oneflow::OpBuilder(#name, ONEFLOW_HERE)
 #define ONEFLOW_REGISTER_KERNEL(name, device, fn)                                         \
   [[maybe_unused]] static ::oneflow::OpBuilder ONEFLOW_CONCAT(kernel_reg_, __COUNTER__) = \
-      ::oneflow::OpBuilder(#name).Kernel(::oneflow::DeviceType::device, fn)
+      ::oneflow::OpBuilder(#name, ONEFLOW_HERE).Kernel(::oneflow::DeviceType::device, fn)
 
 // Common inference helpers.
 std::vector<TensorMeta> SameAsInput0(const std::vector<TensorMeta>& in, const Attrs& attrs);

@@ -40,6 +40,7 @@ struct SbpRule {
   RuleFn candidates;
   // Inputs the op writes in place (optimizer updates): candidates must keep their current Sbp.
   std::vector<int> inplace_inputs;
+  std::string at;  // where it was registered ("sbp/rules/pointwise.cc:40")
 };
 
 void RegisterSbpRule(const std::string& op, SbpRule rule);
@@ -58,15 +59,22 @@ RuleFn Pointwise(std::vector<std::vector<int>> partial = {});
 RuleFn SameEverywhere();
 
 struct RuleRegistrar {
-  RuleRegistrar(const char* op, SbpRule rule) { RegisterSbpRule(op, std::move(rule)); }
-  RuleRegistrar(const char* op, RuleFn fn) { RegisterSbpRule(op, SbpRule{std::move(fn), {}}); }
+  RuleRegistrar(const char* at, const char* op, SbpRule rule) {
+    rule.at = at;
+    RegisterSbpRule(op, std::move(rule));
+  }
+  RuleRegistrar(const char* at, const char* op, RuleFn fn) {
+    RegisterSbpRule(op, SbpRule{std::move(fn), {}, at});
+  }
 };
 
 #define ONEFLOW_SBP_CONCAT_(a, b) a##b
 #define ONEFLOW_SBP_CONCAT(a, b) ONEFLOW_SBP_CONCAT_(a, b)
+#define ONEFLOW_SBP_STR_(x) #x
+#define ONEFLOW_SBP_STR(x) ONEFLOW_SBP_STR_(x)
 #define ONEFLOW_REGISTER_SBP_RULE(op, ...)                                                 \
   static ::oneflow::sbp::RuleRegistrar ONEFLOW_SBP_CONCAT(sbp_rule_registrar_, __LINE__)( \
-      #op, __VA_ARGS__)
+      __FILE__ ":" ONEFLOW_SBP_STR(__LINE__), #op, __VA_ARGS__)
 
 }  // namespace sbp
 }  // namespace oneflow

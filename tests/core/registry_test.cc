@@ -20,6 +20,20 @@ TEST_CASE("every op in the registry is complete") {
   }
 }
 
+TEST_CASE("every facet of an op says where it was registered (tools/op_facets)") {
+  for (const auto& [name, def] : OpRegistry::Global().ops()) {
+    INFO("op " << name);
+    CHECK_THAT(def.infer_at, Catch::Matches("core/.+\\.(cc|cu):[0-9]+"));
+    if (def.grad != nullptr) CHECK_THAT(def.grad_at, Catch::Matches("core/.+\\.cc:[0-9]+"));
+    CHECK_THAT(def.kernel_at[static_cast<int>(DeviceType::kCPU)],
+               Catch::Matches("core/.+\\.cc:[0-9]+"));
+#ifdef ONEFLOW_WITH_CUDA
+    CHECK_THAT(def.kernel_at[static_cast<int>(DeviceType::kCUDA)],
+               Catch::Matches("core/.+\\.(cc|cu):[0-9]+"));  // views: one kernel, both devices
+#endif
+  }
+}
+
 TEST_CASE("ops the tutorial models need are registered") {
   for (const char* name : {"add",
                            "sub",

@@ -1,0 +1,62 @@
+// Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels and
+// SBP rule, as file:line from the registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL /
+// _SBP_RULE record __FILE__ and __LINE__).
+//
+//   tools/op_facets relu          one op, a line per facet
+//   tools/op_facets               every op, one line each
+#include <cstdio>
+#include <string>
+
+#include "core/op_registry.h"
+#include "sbp/rules.h"
+
+namespace {
+
+using oneflow::DeviceType;
+using oneflow::OpDef;
+
+std::string Or(const std::string& at, const char* none) { return at.empty() ? none : at; }
+
+std::string Kernel(const OpDef& op, DeviceType t) {
+  return Or(op.kernel_at[static_cast<int>(t)], "(none)");
+}
+
+std::string Rule(const std::string& name) {
+  const auto* rule = oneflow::sbp::FindSbpRule(name);
+  return rule ? Or(rule->at, "(registered)") : "(none)";
+}
+
+std::string Grad(const OpDef& op) {
+  return op.differentiable ? Or(op.grad_at, "(none)") : "(not differentiable)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto& ops = oneflow::OpRegistry::Global().ops();
+  if (argc == 2) {
+    auto it = ops.find(argv[1]);
+    if (it == ops.end()) {
+      std::fprintf(stderr, "op_facets: no op named '%s' (run without arguments to list all)\n",
+                   argv[1]);
+      return 1;
+    }
+    const OpDef& op = it->second;
+    std::printf("%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
+                "  sbp rule    %s\n",
+                op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
+                Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
+                Rule(op.name).c_str());
+    return 0;
+  }
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: tools/op_facets [op]\n");
+    return 2;
+  }
+  for (const auto& [name, op] : ops) {
+    std::printf("%-24s def %s | grad %s | cpu %s | cuda %s | sbp %s\n", name.c_str(),
+                Or(op.infer_at, "-").c_str(), Grad(op).c_str(), Kernel(op, DeviceType::kCPU).c_str(),
+                Kernel(op, DeviceType::kCUDA).c_str(), Rule(name).c_str());
+  }
+  return 0;
+}
