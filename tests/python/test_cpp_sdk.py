@@ -3,6 +3,8 @@ then the projects of tests/cpp_sdk/ (a CMake one and a plain Makefile one using 
 copied to a temporary directory outside the repository, built with Debian's g++ and
 -Wall -Wextra -Werror, and run:
 
+- DistributedDataParallel of a C++ module on 2 ranks equals one-process training (with SGD and a
+  StepLR schedule);
 - a 2-rank global-tensor data-parallel MLP under our launcher (--no_python), by mpirun and by
   hand with torchrun's variables: the same losses as the Python API's program on the same data
   and seed (tests/cpp_sdk/global_mlp.py);
@@ -117,6 +119,13 @@ def test_cmake_project_trains_like_python(cmake_build, python_losses):
 
 def test_makefile_project_trains_like_python(make_build, python_losses):
     assert _losses(_launch("--no_python", make_build / "global_mlp").stdout) == python_losses
+
+
+def test_cpp_ddp_of_a_module_equals_one_process_training(cmake_build):
+    r = _launch("--no_python", cmake_build / "ddp_mlp")
+    lines = sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "C++ DDP" in l)
+    assert lines == [f"rank {k}: C++ DDP equals one process after 6 steps (lr now 0.025)"
+                     for k in (0, 1)], r.stdout
 
 
 def test_cpp_ranks_started_without_our_launcher(make_build, python_losses):
