@@ -56,21 +56,7 @@ void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   }
 }
 
-using functors::AddF;
-using functors::AndF;
-using functors::DivF;
-using functors::EqF;
-using functors::GeF;
-using functors::GtF;
-using functors::LeF;
-using functors::LtF;
-using functors::MaxF;
-using functors::MinF;
-using functors::MulF;
-using functors::NeF;
-using functors::OrF;
-using functors::RemF;
-using functors::SubF;
+using namespace functors;  // NOLINT: the shared functors (binary_functors.h)
 struct PowF {  // through double: see the CUDA kernel's PowF for its integer rule
   template <typename T>
   auto operator()(T a, T b) const {

@@ -27,6 +27,7 @@
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/op_registry.h"
+#include "core/ops/nn/geometry.h"
 #include "core/ops/nn/nn_util.h"
 
 namespace oneflow {
@@ -79,29 +80,11 @@ constexpr size_t kMaxConvWorkspaceBytes = size_t(1) << 30;
 
 enum class ConvKind : int64_t { kForward, kGradInput, kGradWeight };
 
-struct ConvGeom {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // weight (o, c / groups, kh, kw)
-  int64_t oh, ow;      // output
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-};
-
-// The geometry of a call whose shapes the op's inference already checked.
-ConvGeom MakeConvGeom(const Shape& x, const Shape& w, const Shape& y, const Attrs& attrs,
-                      const char* op) {
-  auto stride = nn_util::HwAttr(attrs, "stride", 1, op);
-  auto padding = nn_util::HwAttr(attrs, "padding", 0, op);
-  auto dilation = nn_util::HwAttr(attrs, "dilation", 1, op);
-  ConvGeom g;
-  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
-  g.o = w[0], g.kh = w[2], g.kw = w[3];
-  g.oh = y[2], g.ow = y[3];
-  g.sh = stride[0], g.sw = stride[1];
-  g.ph = padding[0], g.pw = padding[1];
-  g.dh = dilation[0], g.dw = dilation[1];
-  g.groups = attrs.Get<int64_t>("groups");
-  return g;
-}
+// Shared with the CPU ops (core/ops/nn/geometry.h): one validation and output size for both.
+using nn_util::ConvGeom;
+using nn_util::MakeConvGeom;
+using nn_util::MakePoolGeom;
+using nn_util::PoolGeom;
 
 int DnnInt(int64_t v, const char* op) {
   if (v > INT_MAX) throw Error(StrCat(op, ": size ", v, " is beyond cuDNN's int range"));
@@ -349,7 +332,7 @@ std::vector<Tensor> Conv2dCuda(const std::vector<Tensor>& in, const Attrs& attrs
     if (y.numel() == 0) return;
     cudaStream_t stream = cuda::StreamFor(y.device());
     Tensor x = fn::contiguous(in[0]), w = fn::contiguous(in[1]);
-    ConvGeom g = MakeConvGeom(x.shape(), w.shape(), y.shape(), attrs, "conv2d");
+    ConvGeom g = MakeConvGeom(x.shape(), w.shape(), attrs);
     if (x.numel() == 0 || w.numel() == 0) {
       ZeroFill(y, stream);  // a sum over no input channels (or an empty input plane)
     } else {
@@ -376,7 +359,7 @@ std::vector<Tensor> Conv2dGradInputCuda(const std::vector<Tensor>& in, const Att
       ZeroFill(dx, cuda::StreamFor(dx.device()));
       return;
     }
-    ConvGeom g = MakeConvGeom(dx.shape(), w.shape(), dy.shape(), attrs, "conv2d_grad_input");
+    ConvGeom g = MakeConvGeom(dx.shape(), w.shape(), attrs);
     RunConv(ConvKind::kGradInput, g, dy, w, dx, "conv2d_grad_input");
   });
   return {dx};
@@ -393,44 +376,13 @@ std::vector<Tensor> Conv2dGradWeightCuda(const std::vector<Tensor>& in, const At
       ZeroFill(dw, cuda::StreamFor(dw.device()));
       return;
     }
-    ConvGeom g = MakeConvGeom(x.shape(), dw.shape(), dy.shape(), attrs, "conv2d_grad_weight");
+    ConvGeom g = MakeConvGeom(x.shape(), dw.shape(), attrs);
     RunConv(ConvKind::kGradWeight, g, dy, x, dw, "conv2d_grad_weight");
   });
   return {dw};
 }
 
 // ================================================================ pooling
-
-// (h, w) the input plane, (oh, ow) the output plane; the kernels index N * C planes.
-struct PoolGeom {
-  int64_t h, w, oh, ow;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool count_include_pad = true;
-};
-
-// x and y are the input and output shapes (N, C, H, W) the op's inference checked.
-PoolGeom MakePoolGeom(const Shape& x, const Shape& y) {
-  PoolGeom g;
-  g.h = x[2], g.w = x[3];
-  g.oh = y[2], g.ow = y[3];
-  return g;
-}
-
-// The window attributes of max_pool2d / avg_pool2d and their backward ops.
-PoolGeom MakeWindowGeom(const Shape& x, const Shape& y, const Attrs& attrs, const char* op) {
-  PoolGeom g = MakePoolGeom(x, y);
-  auto kernel = nn_util::HwAttr(attrs, "kernel", 1, op);
-  auto stride = nn_util::HwAttr(attrs, "stride", 1, op);
-  auto padding = nn_util::HwAttr(attrs, "padding", 0, op);
-  std::vector<int64_t> dilation = {1, 1};
-  if (attrs.Has("dilation")) dilation = nn_util::HwAttr(attrs, "dilation", 1, op);
-  g.kh = kernel[0], g.kw = kernel[1];
-  g.sh = stride[0], g.sw = stride[1];
-  g.ph = padding[0], g.pw = padding[1];
-  g.dh = dilation[0], g.dw = dilation[1];
-  g.count_include_pad = attrs.GetOr<bool>("count_include_pad", true);
-  return g;
-}
 
 // Along one axis: the first and last output whose window (kernel taps at o * stride - pad +
 // t * dilation, t < kernel) can reach input position i, clipped to [0, out).
@@ -455,21 +407,8 @@ __global__ void MaxPoolKernel(int64_t total, PoolGeom g, const T* x, T* y, int64
     const int64_t ow = o % g.ow, oh = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
     const T* xp = x + p * g.h * g.w;
     A best = -std::numeric_limits<A>::infinity();
-    int64_t best_idx = -1;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-        if (iw < 0 || iw >= g.w) continue;
-        const A v = Load(xp[ih * g.w + iw]);
-        // NaN wins, as on CPU (and in PyTorch), so a NaN input is not hidden by the pooling.
-        if (v > best || v != v || best_idx < 0) {
-          best = v;
-          best_idx = ih * g.w + iw;
-        }
-      }
-    }
+    int64_t best_idx;
+    nn_util::MaxOverWindow(g, xp, oh, ow, [](T v) { return Load(v); }, &best, &best_idx);
     y[o] = Store<T>(best);
     idx[o] = best_idx;
   }
@@ -482,7 +421,7 @@ std::vector<Tensor> MaxPool2dCuda(const std::vector<Tensor>& in, const Attrs& at
     using T = typename decltype(tag)::type;
     if (y.numel() == 0) return;
     Tensor x = fn::contiguous(in[0]);
-    PoolGeom g = MakeWindowGeom(x.shape(), y.shape(), attrs, "max_pool2d");
+    PoolGeom g = MakePoolGeom(x.shape(), attrs, "max_pool2d");
     cudaStream_t stream = cuda::StreamFor(y.device());
     MaxPoolKernel<<<cuda::Blocks(y.numel()), cuda::kThreads, 0, stream>>>(
         y.numel(), g, cuda::Ptr<T>(x), cuda::Ptr<T>(y), idx.data<int64_t>());
@@ -525,7 +464,7 @@ std::vector<Tensor> MaxPool2dGradCuda(const std::vector<Tensor>& in, const Attrs
       ZeroFill(dx, stream);
       return;
     }
-    PoolGeom g = MakeWindowGeom(dx.shape(), dy.shape(), attrs, "max_pool2d_grad");
+    PoolGeom g = MakePoolGeom(dx.shape(), attrs, "max_pool2d_grad");
     MaxPoolGradKernel<<<cuda::Blocks(dx.numel()), cuda::kThreads, 0, stream>>>(
         dx.numel(), g, cuda::Ptr<T>(dy), idx.data<int64_t>(), cuda::Ptr<T>(dx));
     ONEFLOW_CUDA_CHECK(cudaGetLastError());
@@ -597,7 +536,7 @@ std::vector<Tensor> AvgPool2dCuda(const std::vector<Tensor>& in, const Attrs& at
     using T = typename decltype(tag)::type;
     if (y.numel() == 0) return;
     Tensor x = fn::contiguous(in[0]);
-    PoolGeom g = MakeWindowGeom(x.shape(), y.shape(), attrs, "avg_pool2d");
+    PoolGeom g = MakePoolGeom(x.shape(), attrs, "avg_pool2d");
     AvgPoolKernel<<<cuda::Blocks(y.numel()), cuda::kThreads, 0, cuda::StreamFor(y.device())>>>(
         y.numel(), g, cuda::Ptr<T>(x), cuda::Ptr<T>(y));
     ONEFLOW_CUDA_CHECK(cudaGetLastError());
@@ -613,7 +552,7 @@ std::vector<Tensor> AvgPool2dGradCuda(const std::vector<Tensor>& in, const Attrs
     using T = typename decltype(tag)::type;
     if (dx.numel() == 0) return;
     Tensor dy = fn::contiguous(in[0]);
-    PoolGeom g = MakeWindowGeom(dx.shape(), dy.shape(), attrs, "avg_pool2d_grad");
+    PoolGeom g = MakePoolGeom(dx.shape(), attrs, "avg_pool2d_grad");
     AvgPoolGradKernel<<<cuda::Blocks(dx.numel()), cuda::kThreads, 0,
                         cuda::StreamFor(dx.device())>>>(dx.numel(), g, cuda::Ptr<T>(dy),
                                                         cuda::Ptr<T>(dx));
@@ -677,7 +616,7 @@ std::vector<Tensor> AdaptiveAvgPool2dCuda(const std::vector<Tensor>& in, const A
     using T = typename decltype(tag)::type;
     if (y.numel() == 0) return;
     Tensor x = fn::contiguous(in[0]);
-    PoolGeom g = MakePoolGeom(x.shape(), y.shape());
+    PoolGeom g = nn_util::MakePlaneGeom(x.shape(), y.shape());
     AdaptiveAvgPoolKernel<<<cuda::Blocks(y.numel()), cuda::kThreads, 0,
                             cuda::StreamFor(y.device())>>>(y.numel(), g, cuda::Ptr<T>(x),
                                                            cuda::Ptr<T>(y));
@@ -694,7 +633,7 @@ std::vector<Tensor> AdaptiveAvgPool2dGradCuda(const std::vector<Tensor>& in, con
     using T = typename decltype(tag)::type;
     if (dx.numel() == 0) return;
     Tensor dy = fn::contiguous(in[0]);
-    PoolGeom g = MakePoolGeom(dx.shape(), dy.shape());
+    PoolGeom g = nn_util::MakePlaneGeom(dx.shape(), dy.shape());
     AdaptiveAvgPoolGradKernel<<<cuda::Blocks(dx.numel()), cuda::kThreads, 0,
                                 cuda::StreamFor(dx.device())>>>(dx.numel(), g, cuda::Ptr<T>(dy),
                                                                 cuda::Ptr<T>(dx));

@@ -39,21 +39,7 @@ void Dispatch(DType t, const char* op, Fn&& fn) {
 
 // ---------------------------------------------------------------- binary
 
-using functors::AddF;
-using functors::AndF;
-using functors::DivF;
-using functors::EqF;
-using functors::GeF;
-using functors::GtF;
-using functors::LeF;
-using functors::LtF;
-using functors::MaxF;
-using functors::MinF;
-using functors::MulF;
-using functors::NeF;
-using functors::OrF;
-using functors::RemF;
-using functors::SubF;
+using namespace functors;  // NOLINT: the shared functors (binary_functors.h)
 
 // The CPU computes integer powers with std::pow in double and casts back. Device pow is not
 // correctly rounded, so an exact power could land just below the integer and truncate one

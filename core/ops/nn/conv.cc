@@ -18,6 +18,7 @@
 
 #include "core/kernels/cpu/blas.h"
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/nn/geometry.h"
 #include "core/ops/nn/nn_util.h"
 #include "core/ops/op_util.h"
 
@@ -25,61 +26,9 @@ namespace oneflow {
 
 namespace {
 
+using nn_util::ConvGeom;
 using nn_util::HwAttr;
-
-struct ConvGeom {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // weight (o, c / groups, kh, kw)
-  int64_t sh, sw, ph, pw, dh, dw;
-  int64_t groups;
-  int64_t oh, ow;  // output
-  int64_t cg() const { return c / groups; }
-  int64_t og() const { return o / groups; }
-  int64_t col_rows() const { return cg() * kh * kw; }  // im2col rows = gemm inner size
-  int64_t out_plane() const { return oh * ow; }
-  bool depthwise() const { return groups == c && cg() == 1 && c > 1; }
-  // The input itself is the im2col buffer.
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
-};
-
-// Validates the call and computes the geometry; every conv2d op goes through here.
-ConvGeom MakeConvGeom(const Shape& x, const Shape& w, const Attrs& attrs) {
-  if (x.ndim() != 4) {
-    throw Error(StrCat("conv2d: expected input of shape (N, C, H, W) or (C, H, W), got ", x));
-  }
-  if (w.ndim() != 4) {
-    throw Error(StrCat(
-        "conv2d: expected weight of shape (out_channels, in_channels / groups, kH, kW), got ", w));
-  }
-  ConvGeom g;
-  g.groups = attrs.Get<int64_t>("groups");
-  if (g.groups < 1) throw Error(StrCat("conv2d: expected groups of at least 1, got ", g.groups));
-  auto stride = HwAttr(attrs, "stride", 1, "conv2d");
-  auto padding = HwAttr(attrs, "padding", 0, "conv2d");
-  auto dilation = HwAttr(attrs, "dilation", 1, "conv2d");
-  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
-  g.o = w[0], g.kh = w[2], g.kw = w[3];
-  g.sh = stride[0], g.sw = stride[1];
-  g.ph = padding[0], g.pw = padding[1];
-  g.dh = dilation[0], g.dw = dilation[1];
-  if (g.c != w[1] * g.groups) {
-    throw Error(StrCat("conv2d: input has ", g.c, " channels but weight ", w, " expects ",
-                       w[1] * g.groups, " (in_channels / groups = ", w[1], ", groups = ", g.groups,
-                       ")"));
-  }
-  if (g.o % g.groups != 0) {
-    throw Error(StrCat("conv2d: out_channels ", g.o, " of weight ", w,
-                       " is not divisible by groups = ", g.groups));
-  }
-  g.oh = nn_util::WindowOutputSize(g.h, g.kh, g.sh, g.ph, g.dh, /*ceil_mode=*/false);
-  g.ow = nn_util::WindowOutputSize(g.w, g.kw, g.sw, g.pw, g.dw, /*ceil_mode=*/false);
-  if (g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1) {
-    throw Error(StrCat("conv2d: padded input of size (", g.h + 2 * g.ph, ", ", g.w + 2 * g.pw,
-                       ") is smaller than the dilated kernel (", g.dh * (g.kh - 1) + 1, ", ",
-                       g.dw * (g.kw - 1) + 1, ")"));
-  }
-  return g;
-}
+using nn_util::MakeConvGeom;
 
 void CheckSameDtype(const TensorMeta& x, const TensorMeta& t, const char* op, const char* what) {
   if (t.dtype != x.dtype) {

@@ -10,6 +10,7 @@
 
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/nn/nn.h"
+#include "core/ops/nn/geometry.h"
 #include "core/ops/nn/nn_util.h"
 #include "core/ops/op_util.h"
 
@@ -17,54 +18,10 @@ namespace oneflow {
 
 namespace {
 
+using nn_util::CheckPoolInput;
 using nn_util::HwAttr;
-
-struct PoolGeom {
-  int64_t planes, h, w;  // planes = N * C
-  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
-  int64_t oh, ow;
-  bool ceil_mode = false;
-  bool count_include_pad = true;
-};
-
-void CheckPoolInput(const Shape& x, DType dtype, const char* op) {
-  if (x.ndim() != 4) {
-    throw Error(StrCat(op, ": expected input of shape (N, C, H, W) or (C, H, W), got ", x));
-  }
-  if (!IsFloating(dtype)) {
-    throw Error(StrCat(op, ": expected a floating point input, got ", DTypeName(dtype)));
-  }
-}
-
-// Validates a max_pool2d / avg_pool2d call on input shape x; avg pooling has no dilation.
-PoolGeom MakePoolGeom(const Shape& x, const Attrs& attrs, const char* op) {
-  PoolGeom g;
-  auto kernel = HwAttr(attrs, "kernel", 1, op);
-  auto stride = HwAttr(attrs, "stride", 1, op);
-  auto padding = HwAttr(attrs, "padding", 0, op);
-  std::vector<int64_t> dilation = {1, 1};
-  if (attrs.Has("dilation")) dilation = HwAttr(attrs, "dilation", 1, op);
-  g.planes = x[0] * x[1], g.h = x[2], g.w = x[3];
-  g.kh = kernel[0], g.kw = kernel[1];
-  g.sh = stride[0], g.sw = stride[1];
-  g.ph = padding[0], g.pw = padding[1];
-  g.dh = dilation[0], g.dw = dilation[1];
-  g.ceil_mode = attrs.Get<bool>("ceil_mode");
-  g.count_include_pad = attrs.GetOr<bool>("count_include_pad", true);
-  // Wider padding would give windows that see only padding.
-  if (g.ph > g.kh / 2 || g.pw > g.kw / 2) {
-    throw Error(StrCat(op, ": padding ", Shape(padding), " must be at most half the kernel ",
-                       Shape(kernel)));
-  }
-  g.oh = nn_util::WindowOutputSize(g.h, g.kh, g.sh, g.ph, g.dh, g.ceil_mode);
-  g.ow = nn_util::WindowOutputSize(g.w, g.kw, g.sw, g.pw, g.dw, g.ceil_mode);
-  if (g.oh < 1 || g.ow < 1) {
-    throw Error(StrCat(op, ": input of spatial size (", g.h, ", ", g.w, ") gives output size (",
-                       g.oh, ", ", g.ow, ") with kernel ", Shape(kernel), ", padding ",
-                       Shape(padding), ", dilation ", Shape(dilation), "; need at least 1"));
-  }
-  return g;
-}
+using nn_util::MakePoolGeom;
+using nn_util::PoolGeom;
 
 // The attributes of a backward op: the forward's plus the input shape it produced dx for.
 Attrs WithInputShape(const Attrs& attrs, const Tensor& x) {
@@ -123,21 +80,8 @@ void MaxPoolForward(const PoolGeom& g, const T* x, T* y, int64_t* idx) {
     for (int64_t oh = 0; oh < g.oh; ++oh) {
       for (int64_t ow = 0; ow < g.ow; ++ow) {
         T best = -std::numeric_limits<T>::infinity();
-        int64_t best_idx = -1;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-            if (iw < 0 || iw >= g.w) continue;
-            const T v = xp[ih * g.w + iw];
-            // NaN wins, as in PyTorch, so a NaN input is not hidden by the pooling.
-            if (v > best || std::isnan(v) || best_idx < 0) {
-              best = v;
-              best_idx = ih * g.w + iw;
-            }
-          }
-        }
+        int64_t best_idx;
+        nn_util::MaxOverWindow(g, xp, oh, ow, [](T v) { return v; }, &best, &best_idx);
         const int64_t o = (p * g.oh + oh) * g.ow + ow;
         y[o] = best;
         idx[o] = best_idx;
