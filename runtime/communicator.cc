@@ -1,22 +1,6 @@
 #include "runtime/communicator.h"
 
-#include "runtime/nccl_group.h"
-
-#include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/alltoallv.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
-#include <gloo/common/error.h>
-#include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/device.h>
-
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -24,81 +8,15 @@
 
 #include "core/error.h"
 #include "core/functional.h"
-#include "runtime/world.h"
+#include "runtime/gloo_group.h"
+#include "runtime/nccl_group.h"
 
 namespace oneflow {
 namespace runtime {
 
-// ---- GlooStore ----
-
-// Gloo's rendezvous store over the control plane. Every key is prefixed with `prefix`; get()
-// waits for the key (like Gloo's own stores) and every wait is bounded by timeout_s.
-class GlooStore : public gloo::rendezvous::Store {
- public:
-  GlooStore(ControlClient& client, std::string prefix, double timeout_s);
-
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  void wait(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override;
-
- private:
-  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const;
-
-  ControlClient& client_;
-  std::string prefix_;
-  double timeout_s_;
-};
-
-
-GlooStore::GlooStore(ControlClient& client, std::string prefix, double timeout_s)
-    : client_(client), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}
-
-std::vector<std::string> GlooStore::Prefixed(const std::vector<std::string>& keys) const {
-  std::vector<std::string> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(prefix_ + k);
-  return out;
-}
-
-void GlooStore::set(const std::string& key, const std::vector<char>& data) {
-  client_.Set(prefix_ + key, std::string(data.begin(), data.end()));
-}
-
-std::vector<char> GlooStore::get(const std::string& key) {
-  client_.Wait({prefix_ + key}, timeout_s_);
-  std::optional<std::string> v = client_.Get(prefix_ + key);
-  if (!v) throw Error(StrCat("gloo store: key '", prefix_, key, "' vanished after a wait"));
-  return std::vector<char>(v->begin(), v->end());
-}
-
-void GlooStore::wait(const std::vector<std::string>& keys) {
-  client_.Wait(Prefixed(keys), timeout_s_);
-}
-
-void GlooStore::wait(const std::vector<std::string>& keys,
-                     const std::chrono::milliseconds& timeout) {
-  double t = timeout.count() > 0 ? timeout.count() / 1000.0 : timeout_s_;
-  client_.Wait(Prefixed(keys), std::min(t, timeout_s_));
-}
-
 // ---- helpers ----
 
 namespace {
-
-template <typename T>
-gloo::AllreduceOptions::Func ReduceFunc(ReduceOp op) {
-  using Fn = void (*)(void*, const void*, const void*, size_t);
-  switch (op) {
-    case ReduceOp::kMax:
-      return static_cast<Fn>(&gloo::max<T>);
-    case ReduceOp::kMin:
-      return static_cast<Fn>(&gloo::min<T>);
-    default:
-      return static_cast<Fn>(&gloo::sum<T>);  // kSum, kAvg (divided afterwards)
-  }
-}
 
 void CheckTensor(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(StrCat(op, ": ", what, " is an undefined tensor"));
@@ -141,18 +59,6 @@ int64_t RowSize(const Tensor& t) {
 }
 
 int64_t Rows(const Tensor& t) { return t.ndim() == 0 ? 1 : t.size(0); }
-
-std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return s;
-}
-
-std::string FormatSeconds(double s) {
-  std::string out = StrCat(s);
-  return out;
-}
 
 }  // namespace
 
@@ -198,25 +104,7 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
       MakeHierarchy(hosts);
     }
   }
-  store_ = std::make_unique<GlooStore>(*client_, "gloo/" + desc_ + "/", timeout_s_);
-  gloo::transport::tcp::attr attr;
-  if (const char* ifname = std::getenv("ONEFLOW_IFNAME"); ifname && *ifname) {
-    attr.iface = ifname;
-  } else {
-    attr.hostname = ReachableAddress(WorldFromEnv());
-  }
-  try {
-    auto dev = gloo::transport::tcp::CreateDevice(attr);
-    auto ctx = std::make_shared<gloo::rendezvous::Context>(group_rank_, size());
-    ctx->setTimeout(Timeout());
-    ctx->connectFullMesh(*store_, dev);
-    context_ = std::move(ctx);
-  } catch (const Error& e) {
-    throw Error(StrCat("communicator: rank ", my_rank_, " could not connect group ", desc_, ": ",
-                       OneLine(e.what())));
-  } catch (const std::exception& e) {
-    Rethrow("connect", e);
-  }
+  gloo_ = std::make_unique<GlooGroup>(*client_, desc_, my_rank_, group_rank_, size(), timeout_s_);
 }
 
 // A group across hosts where some host holds several members: all-reduce first inside each
@@ -241,14 +129,8 @@ void Communicator::MakeHierarchy(const std::vector<std::string>& hosts) {
   }
 }
 
-Communicator::~Communicator() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
-    queue_cv_.notify_all();
-  }
-  if (worker_.joinable()) worker_.join();
-}
+// queue_ (the last member) goes first: it runs the calls still queued, which use the others.
+Communicator::~Communicator() = default;
 
 const char* Communicator::transport() const {
   if (size() == 1) return "self";
@@ -258,88 +140,11 @@ const char* Communicator::transport() const {
 
 // ---- asynchronous calls ----
 
-void Work::Finish(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  done_ = true;
-  error_ = error;
-  cv_.notify_all();
-}
-
-void Work::Wait() {
-  std::vector<std::function<void()>> waits;
-  std::exception_ptr error;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-    waits.swap(on_wait_);
-    error = error_;
-  }
-  for (const auto& w : waits) w();
-  if (error) std::rethrow_exception(error);
-}
-
-Work::~Work() {
-  for (const auto& w : on_wait_) {
-    try {
-      w();
-    } catch (...) {  // a broken device: nothing left to order
-    }
-  }
-}
-
-bool Work::IsCompleted() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
-
-namespace {
-thread_local bool t_on_worker = false;
-thread_local Work* t_work = nullptr;  // the asynchronous call the worker runs
-}  // namespace
-
 std::shared_ptr<Work> Communicator::Async(std::function<void(Communicator&)> fn) {
-  auto work = std::make_shared<Work>();
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
-  queue_.emplace_back(std::move(fn), work);
-  ++pending_;
-  queue_cv_.notify_all();
-  return work;
+  return queue_.Async([this, fn = std::move(fn)] { fn(*this); });
 }
 
-void Communicator::WorkerLoop() {
-  t_on_worker = true;
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  while (true) {
-    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping with nothing left
-    auto [fn, work] = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    std::exception_ptr error;
-    t_work = work.get();
-    try {
-      fn(*this);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    t_work = nullptr;
-    work->Finish(error);
-    lock.lock();
-    --pending_;
-    queue_cv_.notify_all();
-  }
-}
-
-void Communicator::Drain() {
-  if (t_on_worker) return;
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_cv_.wait(lock, [&] { return pending_ == 0; });
-}
-
-std::chrono::milliseconds Communicator::Timeout() const {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s_ * 1000)));
-}
+void Communicator::Drain() { queue_.Drain(); }
 
 int Communicator::GroupRankOf(int global_rank, const char* op) const {
   auto it = std::find(ranks_.begin(), ranks_.end(), global_rank);
@@ -348,46 +153,6 @@ int Communicator::GroupRankOf(int global_rank, const char* op) const {
   }
   return static_cast<int>(it - ranks_.begin());
 }
-
-void Communicator::Rethrow(const char* op, const std::exception& e) const {
-  std::string msg = OneLine(e.what());
-  std::string lower = msg;
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-  if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
-    throw Error(StrCat(op, ": rank ", my_rank_, " timed out after ", FormatSeconds(timeout_s_),
-                       " s in group ", desc_, " (is another rank dead or stuck?)"));
-  }
-  // A peer's connection broke: its process or its whole node is probably gone. The master's
-  // heartbeat watchdog will say which ranks were lost; wait for that verdict (a little longer
-  // than the heartbeat timeout) so the line names them instead of an address.
-  if (client_ != nullptr) {
-    const char* v = std::getenv("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
-    const double heartbeat_s = v && std::atof(v) > 0 ? std::atof(v) : 10.0;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int64_t>((heartbeat_s + 2) * 1000));
-    while (std::chrono::steady_clock::now() < deadline) {
-      try {
-        client_->Heartbeat();
-      } catch (const Error& verdict) {
-        throw Error(StrCat(op, ": rank ", my_rank_, " lost a peer in group ", desc_, " (", msg,
-                           "): ", verdict.what()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-  }
-  throw Error(StrCat(op, ": rank ", my_rank_, " failed in group ", desc_, ": ", msg));
-}
-
-#define OF_GLOO_TRY(op, ...)            \
-  do {                                  \
-    try {                               \
-      __VA_ARGS__;                      \
-    } catch (const ::oneflow::Error&) { \
-      throw;                            \
-    } catch (const std::exception& e) { \
-      Rethrow(op, e);                   \
-    }                                   \
-  } while (0)
 
 void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   const char* name = "all_reduce";
@@ -419,24 +184,7 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
     if (op == ReduceOp::kAvg) fn::copy_(t, fn::div(t, fn::full(Shape({}), size(), t.dtype())));
     return;
   }
-  DispatchCommDType(t.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = t.data<T>();
-    size_t n = static_cast<size_t>(t.numel());
-    OF_GLOO_TRY(name, {
-      gloo::AllreduceOptions opts(context_);
-      opts.setOutput(p, n);
-      opts.setReduceFunction(ReduceFunc<T>(op));
-      opts.setTimeout(Timeout());
-      gloo::allreduce(opts);
-    });
-    if constexpr (std::is_floating_point<T>::value) {
-      if (op == ReduceOp::kAvg) {
-        T k = static_cast<T>(size());
-        for (size_t i = 0; i < n; ++i) p[i] /= k;
-      }
-    }
-  });
+  gloo_->AllReduce(t.raw_data(), t.numel(), t.dtype(), op, name);
 }
 
 Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
@@ -458,9 +206,8 @@ Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
     while (grown < bytes) grown *= 2;
     scratch_bytes_ = std::min(grown, kMaxScratchBytes);
     scratch_.reset();
-    scratch_ = std::make_shared<SharedRegions>(
-        shm_->MapRegions(*client_, StrCat("scratch/", desc_, "/", shared_created_++),
-                         scratch_bytes_));
+    scratch_ = std::make_shared<SharedRegions>(shm_->MapRegions(
+        *client_, StrCat("scratch/", desc_, "/", shared_created_++), scratch_bytes_));
   }
   // This rank's part is read from x itself; the rest goes where the others read it.
   auto [lo, hi] = shm_->PartOf(x.numel());
@@ -545,16 +292,7 @@ void Communicator::Broadcast(Tensor& t, int root) {
     shm_->Broadcast(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()), groot, name);
     return;
   }
-  DispatchCommDType(t.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    OF_GLOO_TRY(name, {
-      gloo::BroadcastOptions opts(context_);
-      opts.setOutput(t.data<T>(), static_cast<size_t>(t.numel()));
-      opts.setRoot(groot);
-      opts.setTimeout(Timeout());
-      gloo::broadcast(opts);
-    });
-  });
+  gloo_->Broadcast(t.raw_data(), t.numel(), t.dtype(), groot, name);
 }
 
 void Communicator::GatherLocally(const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
@@ -583,16 +321,7 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
     GatherLocally(in, out, std::vector<int64_t>(size(), in.numel()), name);
     return;
   }
-  DispatchCommDType(in.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    OF_GLOO_TRY(name, {
-      gloo::AllgatherOptions opts(context_);
-      opts.setInput(in.data<T>(), static_cast<size_t>(in.numel()));
-      opts.setOutput(out.data<T>(), static_cast<size_t>(out.numel()));
-      opts.setTimeout(Timeout());
-      gloo::allgather(opts);
-    });
-  });
+  gloo_->AllGather(in.raw_data(), out.raw_data(), in.numel(), in.dtype(), name);
 }
 
 void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) {
@@ -606,9 +335,9 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
                        " elements, expected ", total, " rows and ", counts[group_rank_] * row,
                        " elements"));
   }
+  std::vector<int64_t> elems;
+  for (int64_t c : counts) elems.push_back(c * row);
   if (!in.is_cpu()) {
-    std::vector<int64_t> elems;
-    for (int64_t c : counts) elems.push_back(c * row);
     return OnCuda(
         name, {in}, {out}, [&](NcclGroup& g) { g.AllGatherV(in, out, elems, name); },
         [&](std::vector<Tensor>& h) { AllGatherV(h[0], h[1], counts); });
@@ -617,23 +346,10 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
   std::lock_guard<std::mutex> lock(mu_);
   if (out.numel() == 0) return;
   if (size() == 1 || shm_) {
-    std::vector<int64_t> elems;
-    for (int64_t c : counts) elems.push_back(c * row);
     GatherLocally(in, out, elems, name);
     return;
   }
-  std::vector<size_t> elements;
-  for (int64_t c : counts) elements.push_back(static_cast<size_t>(c * row));
-  DispatchCommDType(in.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    OF_GLOO_TRY(name, {
-      gloo::AllgathervOptions opts(context_);
-      opts.setInput(in.data<T>(), static_cast<size_t>(in.numel()));
-      opts.setOutput(out.data<T>(), elements);
-      opts.setTimeout(Timeout());
-      gloo::allgatherv(opts);
-    });
-  });
+  gloo_->AllGatherV(in.raw_data(), out.raw_data(), elems, in.dtype(), name);
 }
 
 void Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
@@ -716,8 +432,7 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
   for (int64_t c : out_counts) out_elems.push_back(c * row);
   if (!in.is_cpu()) {
     return OnCuda(
-        name, {in}, {out},
-        [&](NcclGroup& g) { g.AllToAllV(in, out, in_elems, out_elems, name); },
+        name, {in}, {out}, [&](NcclGroup& g) { g.AllToAllV(in, out, in_elems, out_elems, name); },
         [&](std::vector<Tensor>& h) { AllToAllV(h[0], h[1], in_counts, out_counts); });
   }
   Drain();
@@ -727,27 +442,8 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
                 static_cast<size_t>(in.numel()) * SizeOf(in.dtype()));
     return;
   }
-  // Gloo refuses null buffers; an empty side gets a one-element scratch buffer. A rank with
-  // nothing to send or receive still takes part (the others may be mid-operation with it).
-  DispatchCommDType(in.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T scratch_in{}, scratch_out{};
-    T* pin = in.numel() ? in.data<T>() : &scratch_in;
-    T* pout = out.numel() ? out.data<T>() : &scratch_out;
-    OF_GLOO_TRY(name, {
-      gloo::AlltoallvOptions opts(context_);
-      opts.setInput(pin, in_elems);
-      opts.setOutput(pout, out_elems);
-      opts.setTimeout(Timeout());
-      gloo::alltoallv(opts);
-    });
-  });
+  gloo_->AllToAllV(in.raw_data(), out.raw_data(), in_elems, out_elems, in.dtype(), name);
 }
-
-namespace {
-// Gloo builds collective slots from small prefixes in the high bits; keep user tags apart.
-constexpr uint64_t kP2PSlotBase = uint64_t{0x6f66} << 40;  // "of"
-}  // namespace
 
 void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   const char* name = "send";
@@ -764,11 +460,7 @@ void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
-  OF_GLOO_TRY(name, {
-    auto buf = context_->createUnboundBuffer(t.raw_data(), nbytes);
-    buf->send(gpeer, kP2PSlotBase | tag);
-    buf->waitSend(Timeout());
-  });
+  gloo_->Send(t.raw_data(), nbytes, gpeer, tag, name);
 }
 
 void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
@@ -787,11 +479,7 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
-  OF_GLOO_TRY(name, {
-    auto buf = context_->createUnboundBuffer(t.raw_data(), nbytes);
-    buf->recv(gpeer, kP2PSlotBase | tag);
-    buf->waitRecv(Timeout());
-  });
+  gloo_->Recv(t.raw_data(), nbytes, gpeer, tag, name);
 }
 
 // ---- CUDA tensors ----
@@ -846,7 +534,7 @@ void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,
     if (group) {
       // An asynchronous call leaves the compute stream's wait to its Work's Wait, so that the
       // caller's kernels queued meanwhile (DDP's backward) overlap the collective on the GPU.
-      group->set_deferred_waits(t_work ? &t_work->on_wait_ : nullptr);
+      group->set_deferred_waits(WorkQueue::CurrentWaits());
       try {
         nccl(*group);
       } catch (...) {
@@ -881,11 +569,7 @@ void Communicator::Barrier() {
     shm_->Barrier("barrier");
     return;
   }
-  OF_GLOO_TRY("barrier", {
-    gloo::BarrierOptions opts(context_);
-    opts.setTimeout(Timeout());
-    gloo::barrier(opts);
-  });
+  gloo_->Barrier("barrier");
 }
 
 }  // namespace runtime

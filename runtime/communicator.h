@@ -1,80 +1,52 @@
-// Collectives for a group of ranks: shared memory, Gloo over TCP, NCCL.
-//
-// The ranks of a group rendezvous through the control plane (GlooStore: Gloo's Store interface
-// over a ControlClient, keys prefixed per group), connect a full mesh of TCP pairs, and then
-// run collectives on contiguous CPU tensors in place. Every operation has the communicator's
-// timeout; a Gloo timeout or I/O error becomes a one-line oneflow::Error naming the rank, the
-// operation and the group:
-//   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
+// Collectives for a group of ranks: the router between shared memory, NCCL and Gloo over TCP.
 //
 //   ControlClient client(addr, port, rank, token);
 //   Communicator comm(client, {0, 1, 2, 3}, rank, /*timeout_s=*/300);
 //   comm.AllReduce(grad, ReduceOp::kSum);
 //
+// A Communicator checks each call's arguments and picks the path that moves the data:
+//   - CUDA tensors: nccl_group.h (NcclGroup: one NCCL communicator per group, created on first
+//     use) when NCCL can serve the group, else the CPU path below on host copies;
+//   - members on one machine (transport "shm"): shm_group.h (ShmGroup: a shared-memory segment)
+//     for all-reduce, broadcast, all-gather(v), reduce-scatter(v) and barrier, and EmptyShared
+//     tensors that every member maps (DDP's gradient buckets, reduced in place);
+//   - across machines where some share one ("shm+gloo"): all-reduce inside each machine, once
+//     between the machines' leaders, then a broadcast inside each machine (a Communicator each);
+//   - otherwise, and always for all-to-all(v) and send/recv: gloo_group.h (GlooGroup: Gloo over
+//     a full mesh of TCP pairs, rendezvous through the control plane).
+// Every operation has the communicator's timeout; a timeout or I/O error becomes a one-line
+// oneflow::Error naming the rank, the operation and the group:
+//   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
+//
 // Ranks are global ranks everywhere (my_rank, Broadcast's root, Send/Recv's peer); counts
 // vectors are indexed by position in the group's ranks vector and count rows (dim 0).
 // Supported dtypes: float32, float64, int32, int64, int8, uint8 (kAvg: floating only).
-// The TCP device listens on $ONEFLOW_IFNAME when set (an interface name), else on the address
-// ReachableAddress gives ($ONEFLOW_HOSTNAME, else the address on the route to the master).
 //
 // Calls from several threads are serialized by a mutex and run synchronously; Async() queues a
-// call for the communicator's worker thread and returns a Work handle (overlap with compute).
-// Members on one machine move data through a shared-memory segment (ShmGroup) instead of TCP
-// for all-reduce, broadcast, all-gather(v), reduce-scatter(v) and barrier. After a timeout the
-// communicator should be considered broken. Destroying it closes its TCP pairs: peers still inside
-// an operation with this rank then fail with a connection error, so end with Barrier() before
-// tearing a group down.
+// call for the communicator's worker thread (work_queue.h) and returns a Work handle (overlap
+// with compute). After a timeout the communicator should be considered broken. Destroying it
+// closes its TCP pairs: peers still inside an operation with this rank then fail with a
+// connection error, so end with Barrier() before tearing a group down.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/tensor.h"
 #include "runtime/control_plane.h"
 #include "runtime/shm_group.h"
-
-namespace gloo {
-class Context;
-}  // namespace gloo
+#include "runtime/work_queue.h"
 
 namespace oneflow {
 namespace runtime {
 
-class GlooStore;  // Gloo's rendezvous store over the control plane (communicator.cc)
-
-// The handle of an asynchronous collective: Wait() blocks until it ran and rethrows its error.
-// A collective of CUDA tensors through NCCL has then been queued on the GPU, and Wait makes the
-// device's compute stream wait for it (later kernels see its result; the host does not wait),
-// as PyTorch's work.wait() does; until then compute queued meanwhile overlaps it. A Work
-// destroyed without Wait queues that wait when it goes.
-class Work {
- public:
-  ~Work();
-  void Wait();
-  bool IsCompleted();
-
- private:
-  friend class Communicator;
-  void Finish(std::exception_ptr error);
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-  // The compute streams' waits for the collectives the call queued, run once (by Wait).
-  std::vector<std::function<void()>> on_wait_;
-};
-
+class GlooGroup;
 class NcclGroup;
 
 class Communicator {
@@ -159,17 +131,13 @@ class Communicator {
   void OnCuda(const char* name, const std::vector<Tensor>& ins, const std::vector<Tensor>& outs,
               const std::function<void(NcclGroup&)>& nccl,
               const std::function<void(std::vector<Tensor>&)>& host);
-  void Drain();
+  void Drain();  // waits for the queued asynchronous calls (not on the worker itself)
   // The shared memory t lives in (a tensor from EmptyShared, or a view of one), else null.
   std::shared_ptr<const SharedRegions> SharedRegionsOf(const Tensor& t) const;
   // all_gather(v) for a group of one or through shared memory; elems[i]: rank i's elements.
-  void GatherLocally(
-      const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
-      const char* name);  // waits for the queued asynchronous calls (not on the worker itself)
-  void WorkerLoop();
+  void GatherLocally(const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
+                     const char* name);
   void MakeHierarchy(const std::vector<std::string>& hosts);
-  [[noreturn]] void Rethrow(const char* op, const std::exception& e) const;
-  std::chrono::milliseconds Timeout() const;
 
   ControlClient* client_ = nullptr;
   std::vector<int> ranks_;
@@ -177,8 +145,7 @@ class Communicator {
   int group_rank_ = -1;
   double timeout_s_;
   std::string desc_;
-  std::unique_ptr<GlooStore> store_;
-  std::shared_ptr<gloo::Context> context_;
+  std::unique_ptr<GlooGroup> gloo_;  // every member over TCP (null for the group of one)
   std::unique_ptr<ShmGroup> shm_;
   // Across hosts (transport "shm+gloo"): this host's members, the hosts' leaders (on leaders
   // only) and this host's leader; leader_ < 0 without a hierarchy.
@@ -195,13 +162,9 @@ class Communicator {
   std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
   std::mutex mu_;
-  // Asynchronous calls, run in order by one worker thread started on first use.
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::pair<std::function<void(Communicator&)>, std::shared_ptr<Work>>> queue_;
-  int pending_ = 0;
-  bool stopping_ = false;
-  std::thread worker_;
+  // Asynchronous calls. Last: destroyed first, it runs the calls still queued (which use the
+  // members above) and joins its thread.
+  WorkQueue queue_;
 };
 
 }  // namespace runtime
