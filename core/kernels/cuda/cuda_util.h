@@ -115,6 +115,11 @@ void EmptyCache();
 // ---------------------------------------------------------------- kernel helpers
 
 constexpr int kThreads = 256;
+// Zeros t's bytes on stream (asynchronously, as a kernel would).
+inline void ZeroFill(const Tensor& t, cudaStream_t stream) {
+  ONEFLOW_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.numel() * SizeOf(t.dtype()), stream));
+}
+
 inline unsigned Blocks(int64_t n, int threads = kThreads) {
   int64_t b = (n + threads - 1) / threads;
   if (b < 1) b = 1;

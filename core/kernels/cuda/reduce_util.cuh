@@ -18,6 +18,12 @@ namespace cuda {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
+// The sum as a combine function (softmax's denominators, the losses' totals and counts).
+template <typename T>
+__device__ __forceinline__ T SumOf(T a, T b) {
+  return a + b;
+}
+
 // __shfl_xor_sync for the arithmetic types; types narrower than 32 bits travel as int.
 // Structs carried by a reduction give their own overload (found by argument-dependent lookup).
 template <typename T>

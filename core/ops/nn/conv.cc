@@ -1,6 +1,6 @@
 // conv2d (NCHW, weight (O, C / groups, kh, kw), optional bias) and its two backward ops:
 // inference, gradients and the CPU kernels, which run the backends of core/kernels/cpu/conv.h
-// (oneDNN, depthwise loops, im2col + gemm); the CUDA kernels are core/kernels/cuda/conv_pool.cu.
+// (oneDNN, depthwise loops, im2col + gemm); the CUDA kernels are core/kernels/cuda/conv.cu.
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // The geometry of convolution and pooling calls, shared by the CPU ops (conv.cc, pool.cc) and
-// the CUDA kernels (core/kernels/cuda/conv_pool.cu): the structs are plain data a kernel takes
+// the CUDA kernels (core/kernels/cuda/conv.cu, pool.cu): the structs are plain data a kernel takes
 // by value, and one MakeConvGeom / MakePoolGeom validates a call and computes its output size
 // for both devices.
 //

@@ -1,0 +1,173 @@
+// CUDA kernels of softmax and log_softmax (core/ops/nn/softmax.cc): x is seen as (outer, d,
+// inner) around its dim: rows (inner == 1) take a warp each, or a block when longer than
+// kWarpRowMax; columns (inner > 1) take a block of 32 columns by kColRows threads down the dim.
+// Both follow the CPU's recipe: the max ignores NaN, an infinite max shifts by 0 (a row of -inf
+// stays -inf / 0 rather than nan), and the math is in the input's type.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/functional.h"
+#include "core/kernels/cuda/cuda_util.h"
+#include "core/kernels/cuda/reduce_util.cuh"
+#include "core/op_registry.h"
+#include "core/ops/nn/nn_util.h"
+
+namespace oneflow {
+
+namespace {
+
+using cuda::CeilDiv;
+
+constexpr int64_t kWarpRowMax = 1024;  // longer rows are worth a block each
+constexpr int kColRows = 8;
+__device__ __forceinline__ float Exp(float v) { return expf(v); }
+__device__ __forceinline__ double Exp(double v) { return exp(v); }
+__device__ __forceinline__ float Log(float v) { return logf(v); }
+__device__ __forceinline__ double Log(double v) { return log(v); }
+
+// std::max(a, b) as the CPU uses it: a NaN b leaves a.
+template <typename T>
+__device__ __forceinline__ T MaxOf(T a, T b) {
+  return a < b ? b : a;
+}
+using cuda::SumOf;
+
+// ---------------------------------------------------------------- softmax, log_softmax
+
+// One row of d elements per group of threads (a warp, or the whole block).
+template <typename T, bool kLog, bool kBlockPerRow>
+__global__ void SoftmaxRowsKernel(const T* x, T* y, int64_t rows, int64_t d) {
+  __shared__ T smem[cuda::kWarpSize];
+  const int group = kBlockPerRow ? blockDim.x : cuda::kWarpSize;
+  const int64_t groups_per_block = blockDim.x / group;
+  const int t = threadIdx.x % group;
+  auto reduce = [&](T v, auto combine, T identity) {
+    if constexpr (kBlockPerRow) {
+      return cuda::BlockReduce(v, combine, identity, smem);
+    } else {
+      return cuda::WarpReduce(v, combine);
+    }
+  };
+  auto max_of = [](T a, T b) { return MaxOf(a, b); };
+  auto sum_of = [](T a, T b) { return SumOf(a, b); };
+  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / group; row < rows;
+       row += gridDim.x * groups_per_block) {
+    const T* xr = x + row * d;
+    T* yr = y + row * d;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t k = t; k < d; k += group) mx = MaxOf(mx, xr[k]);
+    mx = reduce(mx, max_of, -std::numeric_limits<T>::infinity());
+    if (isinf(mx)) mx = T(0);
+    T sum = 0;
+    for (int64_t k = t; k < d; k += group) {
+      const T e = Exp(xr[k] - mx);
+      sum += e;
+      if (!kLog) yr[k] = e;
+    }
+    sum = reduce(sum, sum_of, T(0));
+    if (kLog) {
+      const T log_sum = Log(sum);
+      for (int64_t k = t; k < d; k += group) yr[k] = xr[k] - mx - log_sum;
+    } else {
+      for (int64_t k = t; k < d; k += group) yr[k] = yr[k] / sum;  // this thread's own writes
+    }
+  }
+}
+
+// v reduced over the kColRows threads of each column of the block; all of them get it.
+template <typename T, typename F>
+__device__ __forceinline__ T ColumnReduce(T v, F combine, T (*part)[cuda::kWarpSize]) {
+  part[threadIdx.y][threadIdx.x] = v;
+  __syncthreads();
+  T r = part[0][threadIdx.x];
+  for (int j = 1; j < kColRows; ++j) r = combine(r, part[j][threadIdx.x]);
+  __syncthreads();  // part is rewritten by the next call
+  return r;
+}
+
+// Columns i of x (outer, d, inner), 32 of them per block, kColRows threads down each.
+template <typename T, bool kLog>
+__global__ void SoftmaxColsKernel(const T* x, T* y, int64_t outer, int64_t d, int64_t inner) {
+  __shared__ T part[kColRows][cuda::kWarpSize];
+  const int64_t tiles = CeilDiv(inner, cuda::kWarpSize);
+  const int ty = threadIdx.y;
+  auto max_of = [](T a, T b) { return MaxOf(a, b); };
+  auto sum_of = [](T a, T b) { return SumOf(a, b); };
+  for (int64_t item = blockIdx.x; item < outer * tiles; item += gridDim.x) {
+    const int64_t i = item % tiles * cuda::kWarpSize + threadIdx.x;
+    const bool active = i < inner;
+    const int64_t base = item / tiles * d * inner + i;
+    const T* xc = x + base;
+    T* yc = y + base;
+    T mx = -std::numeric_limits<T>::infinity();
+    if (active) {
+      for (int64_t k = ty; k < d; k += kColRows) mx = MaxOf(mx, xc[k * inner]);
+    }
+    mx = ColumnReduce(mx, max_of, part);
+    if (isinf(mx)) mx = T(0);
+    T sum = 0;
+    if (active) {
+      for (int64_t k = ty; k < d; k += kColRows) {
+        const T e = Exp(xc[k * inner] - mx);
+        sum += e;
+        if (!kLog) yc[k * inner] = e;
+      }
+    }
+    sum = ColumnReduce(sum, sum_of, part);
+    if (!active) continue;
+    if (kLog) {
+      const T log_sum = Log(sum);
+      for (int64_t k = ty; k < d; k += kColRows) yc[k * inner] = xc[k * inner] - mx - log_sum;
+    } else {
+      for (int64_t k = ty; k < d; k += kColRows) yc[k * inner] = yc[k * inner] / sum;
+    }
+  }
+}
+
+template <bool kLog>
+std::vector<Tensor> SoftmaxCuda(const std::vector<Tensor>& in, const Attrs& attrs,
+                                const std::vector<TensorMeta>& out) {
+  const char* op = kLog ? "log_softmax" : "softmax";
+  Tensor y = Tensor::Empty(out[0]);
+  // The CPU kernel's dtype error, for empty tensors too.
+  DispatchFloating(in[0].dtype(), op, [](auto) {});
+  if (y.numel() == 0) return {y};
+  Tensor x = fn::contiguous(in[0]);
+  int64_t outer = 1, d = 1, inner = 1;
+  if (x.ndim() > 0) {
+    const int64_t dim = WrapDim(attrs.Get<int64_t>("dim"), x.ndim(), op);
+    for (int64_t i = 0; i < dim; ++i) outer *= x.shape()[i];
+    d = x.shape()[dim];
+    for (int64_t i = dim + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
+  }
+  cudaStream_t stream = cuda::StreamFor(x.device());
+  DispatchFloating(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    if (inner > 1) {
+      const int64_t items = outer * CeilDiv(inner, cuda::kWarpSize);
+      SoftmaxColsKernel<T, kLog>
+          <<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0, stream>>>(px, py, outer, d,
+                                                                                   inner);
+    } else if (d <= kWarpRowMax) {
+      SoftmaxRowsKernel<T, kLog, false>
+          <<<cuda::Blocks(outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(px, py, outer, d);
+    } else {
+      SoftmaxRowsKernel<T, kLog, true>
+          <<<cuda::Blocks(outer, 1), cuda::kThreads, 0, stream>>>(px, py, outer, d);
+    }
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+  });
+  return {y};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_KERNEL(softmax, kCUDA, SoftmaxCuda</*kLog=*/false>);
+ONEFLOW_REGISTER_KERNEL(log_softmax, kCUDA, SoftmaxCuda</*kLog=*/true>);
+
+}  // namespace oneflow
