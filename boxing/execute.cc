@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
@@ -173,6 +174,67 @@ Tensor SendWhole(const Plan& plan, const Tensor& x, const Shape& logical, int ra
   return out;
 }
 
+// The kRoute step: every rank of either placement walks the transfers in the one order Route
+// gives, sending what it holds and adding what it receives into zeros of its new local shape.
+Tensor RunRoute(const Plan& plan, const Tensor& x, const Shape& logical, int rank) {
+  const Sbp& from = plan.from[0];
+  const Sbp& to = plan.to[0];
+  std::vector<Transfer> transfers = Route(plan.src, from, plan.dst, to, logical);
+  const bool in_src = plan.src.Contains(rank), in_dst = plan.dst.Contains(rank);
+  // Where my source piece and my destination piece start in the logical tensor.
+  std::vector<std::pair<int64_t, int64_t>> mine_src, mine_dst;
+  if (in_src) {
+    mine_src = sbp::LocalRanges(logical, plan.src.hierarchy(),
+                                NdSbp{from.is_split() ? from : Sbp::Broadcast()},
+                                std::vector<int64_t>{plan.src.IndexOf(rank)});
+  }
+  Tensor out;
+  if (in_dst) {
+    mine_dst = sbp::LocalRanges(logical, plan.dst.hierarchy(),
+                                NdSbp{to.is_split() ? to : Sbp::Broadcast()},
+                                std::vector<int64_t>{plan.dst.IndexOf(rank)});
+    std::vector<int64_t> dims;
+    for (auto [b, e] : mine_dst) dims.push_back(e - b);
+    out = Zeros(dims, x);
+  }
+  auto cut = [](Tensor t, const std::vector<std::pair<int64_t, int64_t>>& region,
+                const std::vector<std::pair<int64_t, int64_t>>& origin) {
+    for (size_t a = 0; a < region.size(); ++a) {
+      const int64_t b = region[a].first - origin[a].first, e = region[a].second - origin[a].first;
+      if (b != 0 || e != t.size(static_cast<int64_t>(a))) t = fn::slice(t, a, b, e);
+    }
+    return t;
+  };
+  std::vector<int> members = plan.src.ranks();
+  for (int r : plan.dst.ranks()) {
+    if (!plan.src.Contains(r)) members.push_back(r);
+  }
+  std::sort(members.begin(), members.end());
+  runtime::Communicator* comm = nullptr;
+  bool needs_comm = false;
+  for (const Transfer& t : transfers) needs_comm |= t.src != t.dst;
+  if (needs_comm && members.size() > 1) {
+    comm = &runtime::Env::Get().Comm(members, plan.src.device());
+  }
+  for (const Transfer& t : transfers) {
+    if (t.src != rank && t.dst != rank) continue;
+    if (t.src == rank && t.dst == rank) {
+      Tensor dst = cut(out, t.region, mine_dst);
+      fn::copy_(dst, fn::add(dst, cut(x, t.region, mine_src)));
+    } else if (t.src == rank) {
+      comm->Send(fn::contiguous_copy(cut(x, t.region, mine_src)), t.dst, 0x52);
+    } else {
+      std::vector<int64_t> dims;
+      for (auto [b, e] : t.region) dims.push_back(e - b);
+      Tensor buf = fn::empty(Shape(dims), x.dtype(), x.device());
+      comm->Recv(buf, t.src, 0x52);
+      Tensor dst = cut(out, t.region, mine_dst);
+      fn::copy_(dst, fn::add(dst, buf));
+    }
+  }
+  return in_dst ? out : x;
+}
+
 }  // namespace
 
 Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical, int my_rank) {
@@ -183,6 +245,12 @@ Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical
   }
   Tensor x = local;
   for (const Step& s : plan.steps) {
+    if (s.kind == Kind::kRoute) {
+      if (plan.src.Contains(my_rank) || plan.dst.Contains(my_rank)) {
+        x = RunRoute(plan, x, logical, my_rank);
+      }
+      continue;
+    }
     if (s.kind == Kind::kSendWhole) {
       if (plan.src.Contains(my_rank) || plan.dst.Contains(my_rank)) {
         x = SendWhole(plan, x, logical, my_rank);

@@ -1,5 +1,7 @@
 #include "boxing/plan.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace oneflow {
@@ -24,6 +26,8 @@ const char* KindName(Kind k) {
       return "local: first rank keeps, others zero";
     case Kind::kZeroPad:
       return "local zero pad";
+    case Kind::kRoute:
+      return "point-to-point pieces";
     default:
       return "send whole tensor";
   }
@@ -88,7 +92,74 @@ void Add(Plan& p, NdSbp& state, int d, const Sbp& to, double bytes, const Placem
 
 }  // namespace
 
+int64_t Transfer::numel() const {
+  int64_t n = 1;
+  for (auto [b, e] : region) n *= e - b;
+  return n;
+}
+
+std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placement& dst,
+                            const Sbp& to, const Shape& logical) {
+  const int m = src.size(), n = dst.size();
+  auto ranges = [&](const Placement& pl, const Sbp& s, int i) {
+    return sbp::LocalRanges(logical, pl.hierarchy(), NdSbp{s.is_split() ? s : Sbp::Broadcast()},
+                            std::vector<int64_t>{i});
+  };
+  std::vector<std::pair<int64_t, int64_t>> whole;
+  for (int64_t a = 0; a < logical.ndim(); ++a) whole.emplace_back(0, logical[a]);
+  auto intersect = [](std::vector<std::pair<int64_t, int64_t>> a,
+                      const std::vector<std::pair<int64_t, int64_t>>& b) {
+    for (size_t k = 0; k < a.size(); ++k) {
+      a[k].first = std::max(a[k].first, b[k].first);
+      a[k].second = std::min(a[k].second, b[k].second);
+      if (a[k].second <= a[k].first) return std::vector<std::pair<int64_t, int64_t>>();
+    }
+    return a;
+  };
+  std::vector<Transfer> out;
+  auto add = [&](int s, int d, std::vector<std::pair<int64_t, int64_t>> region) {
+    if (region.empty() && logical.ndim() > 0) return;
+    Transfer t;
+    t.src = s, t.dst = d, t.region = std::move(region);
+    if (t.numel() > 0) out.push_back(std::move(t));
+  };
+  if (!to.is_partial()) {
+    for (int j = 0; j < n; ++j) {
+      const int d = dst.ranks()[j];
+      auto need = ranges(dst, to, j);
+      if (from.is_broadcast()) {
+        add(src.Contains(d) ? d : src.ranks()[j % m], d, need);
+      } else {
+        for (int i = 0; i < m; ++i) add(src.ranks()[i], d, intersect(ranges(src, from, i), need));
+      }
+    }
+  } else if (from.is_broadcast()) {
+    int s = src.ranks()[0], d = dst.ranks()[0];
+    for (int r : src.ranks()) {
+      if (dst.Contains(r)) {
+        s = d = r;
+        break;
+      }
+    }
+    add(s, d, whole);
+  } else {
+    for (int i = 0; i < m; ++i) {
+      const int s = src.ranks()[i];
+      add(s, dst.Contains(s) ? s : dst.ranks()[i % n], ranges(src, from, i));
+    }
+  }
+  // One order on every rank: by (src, dst), which also makes blocking send/recv deadlock-free.
+  std::stable_sort(out.begin(), out.end(), [](const Transfer& a, const Transfer& b) {
+    return std::make_pair(a.src, a.dst) < std::make_pair(b.src, b.dst);
+  });
+  return out;
+}
+
 std::string Step::ToString(const Placement& placement) const {
+  if (kind == Kind::kRoute) {
+    return StrCat(from.ToString(), "->", to.ToString(), ": ", KindName(kind), " to the ranks of ",
+                  placement.ToString(), " (", static_cast<int64_t>(cost), " bytes)");
+  }
   if (kind == Kind::kSendWhole) {
     return StrCat("B->B: ", KindName(kind), " to the ranks of ", placement.ToString());
   }
@@ -134,6 +205,19 @@ Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, c
   if (src.device() != dst.device()) {
     throw Error(StrCat("boxing: moving between ", src.ToString(), " and ", dst.ToString(),
                        " needs the CUDA build"));
+  }
+  if (n_src == 1 && n_dst == 1) {
+    Step r;
+    r.kind = Kind::kRoute;
+    r.from = from[0], r.to = to[0];
+    r.before = from, r.after = to;
+    r.on_destination = true;
+    for (const Transfer& t : Route(src, from[0], dst, to[0], logical)) {
+      if (t.src != t.dst) r.cost += static_cast<double>(t.numel()) * SizeOf(dtype);
+    }
+    p.cost = r.cost;
+    p.steps.push_back(std::move(r));
+    return p;
   }
   NdSbp state = from;
   for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);

@@ -36,6 +36,7 @@ struct Step {
     kKeepOnFirst,    // B -> P, local: coordinate 0 keeps, the others hold zeros
     kZeroPad,        // S(i) -> P, local: zeros outside this rank's piece
     kSendWhole,      // B on the source placement -> every destination rank
+    kRoute,          // 1-D to 1-D between placements: point-to-point pieces (Route below)
   };
   Kind kind;
   int dim = 0;        // hierarchy dimension (placement of the step)
@@ -56,6 +57,23 @@ struct Plan {
 
 Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, const NdSbp& to,
                 const Shape& logical, DType dtype);
+
+// Between two 1-D placements (same device type), OneFlow's naive eager boxing: each destination
+// rank's local tensor is the sum of the regions sent to it, zeros elsewhere.
+//   to S or B: from S, every source piece's overlap with the region the destination needs; from
+//     B, that region from the destination itself when it is a source, else from source
+//     (destination index % sources); from P, that region from every source (summed).
+//   to P: from S or P, each source's piece goes to itself when it is a destination, else to
+//     destination (source index % destinations); from B, the whole once, to the first source
+//     that is a destination, else from the first source to the first destination.
+// A transfer with src == dst is a local copy. Regions: [begin, end) per axis of the logical.
+struct Transfer {
+  int src = 0, dst = 0;
+  std::vector<std::pair<int64_t, int64_t>> region;
+  int64_t numel() const;
+};
+std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placement& dst,
+                            const Sbp& to, const Shape& logical);
 
 }  // namespace boxing
 }  // namespace oneflow

@@ -58,7 +58,11 @@ struct RemF {
     } else {
       m = static_cast<T>(a % b);
     }
-    return (m != T(0) && ((m < T(0)) != (b < T(0)))) ? static_cast<T>(m + b) : m;
+    if constexpr (std::is_unsigned_v<T>) {
+      return m;  // no signs to differ
+    } else {
+      return (m != T(0) && ((m < T(0)) != (b < T(0)))) ? static_cast<T>(m + b) : m;
+    }
   }
 };
 

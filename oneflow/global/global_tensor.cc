@@ -338,49 +338,63 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
     has_split = false;  // nothing left to compute
   }
   runtime::Communicator* comm = nullptr;
+  // check_meta (OneFlow's default): every rank of the job takes part, also those outside the
+  // placement, which take the placement's shape and dtype; the members' meta must agree.
+  const int world = runtime::WorldFromEnv().world_size;
+  const bool over_world = check_meta && global_shape == nullptr && world > 1;
   // Split shards may be uneven: their sizes make the global shape, so they are always gathered.
   const bool gather = check_meta || (has_split && global_shape == nullptr);
-  if (member && placement.size() > 1 && gather) {
+  if (over_world) {
+    comm = &runtime::Env::Get().WorldComm(DeviceType::kCPU);
+  } else if (member && placement.size() > 1 && gather) {
     comm = &runtime::Env::Get().Comm(placement.ranks(), placement.device());
   }
+  DType dtype = local.dtype();
   if (comm) {
     Tensor mine = fn::full(Shape({kMax}), -1.0, DType::kInt64);
     int64_t* p = mine.data<int64_t>();
     p[0] = local.ndim();
     p[1] = static_cast<int64_t>(local.dtype());
     for (int64_t i = 0; i < std::min<int64_t>(local.ndim(), kMax - 2); ++i) p[2 + i] = dims[i];
-    Tensor all = fn::empty(Shape({placement.size() * kMax}), DType::kInt64);
+    Tensor all = fn::empty(Shape({comm->size() * kMax}), DType::kInt64);
     comm->AllGather(mine, all);
-    const int64_t* a = all.data<int64_t>();
     const int n = placement.size();
-    auto shape_of = [&](int r) {
+    // Member i's entry (i: index in the placement).
+    const int64_t* base = all.data<int64_t>();
+    auto E = [&](int i) {
+      return base + static_cast<int64_t>(over_world ? placement.ranks()[i] : i) * kMax;
+    };
+    auto shape_of = [&](int i) {
       std::vector<int64_t> d;
-      for (int64_t i = 0; i < std::min<int64_t>(a[r * kMax], kMax - 2); ++i) {
-        d.push_back(a[r * kMax + 2 + i]);
-      }
+      for (int64_t k = 0; k < std::min<int64_t>(E(i)[0], kMax - 2); ++k) d.push_back(E(i)[2 + k]);
       return Shape(d);
     };
+    auto dtype_of = [&](int i) { return static_cast<DType>(E(i)[1]); };
     // Every rank decides from the same gathered data, so all of them throw together.
-    for (int r = 0; r < n; ++r) {
-      if (a[r * kMax] == p[0] && a[r * kMax + 1] == p[1]) continue;
-      throw Error(StrCat("to_global: rank ", placement.ranks()[r], " has a local tensor of shape ",
-                         shape_of(r), " ", DTypeName(static_cast<DType>(a[r * kMax + 1])),
-                         " but rank ", rank, " has ", local.shape(), " ",
-                         DTypeName(local.dtype())));
+    for (int i = 1; i < n; ++i) {
+      if (E(i)[0] == E(0)[0] && E(i)[1] == E(0)[1]) continue;
+      throw Error(StrCat("to_global: rank ", placement.ranks()[i], " has a local tensor of shape ",
+                         shape_of(i), " ", DTypeName(dtype_of(i)), " but rank ",
+                         placement.ranks()[0], " has ", shape_of(0), " ", DTypeName(dtype_of(0)),
+                         " (placement ", placement.ToString(), ")"));
     }
+    const int64_t ndim = E(0)[0];
+    dtype = dtype_of(0);
+    dims = shape_of(0).dims();
     if (check_meta) {
-      for (int r = 0; r < n; ++r) {
+      for (int i = 1; i < n; ++i) {
         bool same = true;
-        for (int64_t i = 0; same && i < std::min<int64_t>(p[0], kMax - 2); ++i) {
+        for (int64_t k = 0; same && k < std::min<int64_t>(ndim, kMax - 2); ++k) {
           bool split_axis = false;
-          for (const Sbp& s : nd_sbp) split_axis |= s.is_split() && s.axis() == i;
-          same = split_axis || a[r * kMax + 2 + i] == p[2 + i];
+          for (const Sbp& s : nd_sbp) split_axis |= s.is_split() && s.axis() == k;
+          same = split_axis || E(i)[2 + k] == E(0)[2 + k];
         }
         if (!same) {
-          throw Error(StrCat("to_global: rank ", placement.ranks()[r],
-                             " has a local tensor of shape ", shape_of(r), " ",
-                             DTypeName(local.dtype()), " but rank ", rank, " has ", local.shape(),
-                             " ", DTypeName(local.dtype())));
+          throw Error(StrCat("to_global: rank ", placement.ranks()[i],
+                             " has a local tensor of shape ", shape_of(i), " ",
+                             DTypeName(dtype_of(i)), " but rank ", placement.ranks()[0], " has ",
+                             shape_of(0), " ", DTypeName(dtype_of(0)), " (placement ",
+                             placement.ToString(), ", sbp ", sbp::ToString(nd_sbp), ")"));
         }
       }
     }
@@ -391,28 +405,28 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
         ONEFLOW_CHECK(!s.is_split() || s.axis() < kMax - 2, "to_global: split(", s.axis(),
                       ") of a local tensor: only the first ", kMax - 2, " dims can be split");
       }
-      for (int64_t axis = 0; axis < local.ndim(); ++axis) {
+      for (int64_t axis = 0; axis < ndim; ++axis) {
         bool split = false;
         for (const Sbp& s : nd_sbp) split |= s.is_split() && s.axis() == axis;
         if (!split) continue;
         int64_t total = 0;
-        for (int r = 0; r < n; ++r) {
-          std::vector<int64_t> coord = placement.Coord(placement.ranks()[r]);
+        for (int i = 0; i < n; ++i) {
+          std::vector<int64_t> coord = placement.Coord(placement.ranks()[i]);
           bool counted = true;
           for (size_t d = 0; d < nd_sbp.size(); ++d) {
             const bool splits_axis = nd_sbp[d].is_split() && nd_sbp[d].axis() == axis;
             counted &= splits_axis || coord[d] == 0;
           }
-          if (counted) total += a[r * kMax + 2 + axis];
+          if (counted) total += E(i)[2 + axis];
         }
         dims[axis] = total;
       }
       // Every shard must be the one the balanced split of that global shape gives its rank,
       // or later boxing would read the wrong rows.
-      for (int r = 0; r < n; ++r) {
-        const int peer = placement.ranks()[r];
+      for (int i = 0; i < n; ++i) {
+        const int peer = placement.ranks()[i];
         Shape want = sbp::LocalShape(Shape(dims), placement, nd_sbp, peer);
-        Shape theirs = shape_of(r);
+        Shape theirs = shape_of(i);
         if (theirs.dims() != std::vector<int64_t>(want.dims().begin(),
                                                   want.dims().begin() + theirs.ndim())) {
           throw Error(StrCat("to_global: rank ", peer, " holds a local tensor of shape ", theirs,
@@ -428,8 +442,19 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
       if (nd_sbp[d].is_split()) dims[nd_sbp[d].axis()] *= placement.hierarchy()[d];
     }
   }
-  Tensor shard = member ? local
-                        : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), local.dtype(),
+  Tensor data = local;
+  if (over_world && member) {
+    // Synchronised data (OneFlow's sync_data): along each broadcast dimension, the rank at
+    // coordinate 0 gives its data to the others, so a broadcast tensor holds one value.
+    for (size_t d = 0; d < nd_sbp.size(); ++d) {
+      if (!nd_sbp[d].is_broadcast() || placement.hierarchy()[d] < 2) continue;
+      std::vector<int> group = placement.SubGroup(rank, static_cast<int>(d));
+      if (data.impl() == local.impl() || !data.is_contiguous()) data = fn::contiguous_copy(data);
+      runtime::Env::Get().Comm(group, placement.device()).Broadcast(data, group[0]);
+    }
+  }
+  Tensor shard = member ? data
+                        : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), dtype,
                                     local.device());
   return MakeGlobal(shard, Shape(dims), placement, nd_sbp);
 }

@@ -37,6 +37,68 @@ def test_placements_that_leave_out_ranks(first):
     assert ok_lines(r.stdout) == sorted(f"rank {k} subset ok" for k in range(4))
 
 
+def test_oneflow_global_contract_on_four_ranks():
+    # Issue 20: broadcast data synchronised from the placement's first rank, meta for ranks
+    # outside it, one error for different shapes, numpy() everywhere, S -> P pieces where
+    # OneFlow's naive boxing puts them, global_id, numpy ranks.
+    r = launch("--nproc_per_node", 4, "--master_port", free_port(),
+               os.path.join(DIST, "oneflow_semantics.py"), timeout=120,
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    names = ["broadcast sync", "meta check", "s to p pieces", "ids and placements"]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(4) for n in names)
+
+
+def _oneflow_naive_bytes(src, a, dst, b, shape, itemsize=4):
+    """Bytes OneFlow's naive eager boxing moves between two 1-D placements (its kernels
+    eager_{b,s,p}_to_{b,s,p}_kernel.cpp at 25c8978c): to S/B, each destination receives the region
+    it needs from the sources that hold it (from B: itself if a source, else source j % m; from
+    P: every source); to P, each source piece goes to itself if a destination, else to
+    destination i % n (from B: the whole once, nothing when a source is a destination)."""
+    def region(ranks, sbp, i):
+        out = [(0, n) for n in shape]
+        if sbp[0] == 0:
+            bounds = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(shape[sbp[1]]),
+                                                                     len(ranks))])
+            out[sbp[1]] = (bounds[i], bounds[i + 1])
+        return out
+
+    def size(reg):
+        return int(np.prod([max(0, e - s) for s, e in reg]))
+
+    def inter(r1, r2):
+        return [(max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in zip(r1, r2)]
+
+    m, n, moved = len(src), len(dst), 0
+    if b != P:
+        for j, d in enumerate(dst):
+            need = region(dst, b, j)
+            if a == B:
+                moved += 0 if d in src else size(need)
+            else:
+                moved += sum(size(inter(region(src, a, i), need)) for i, s in enumerate(src)
+                             if s != d)
+    elif a == B:
+        moved = 0 if any(s in dst for s in src) else size(region(src, B, 0))
+    else:
+        moved = sum(size(region(src, a, i)) for i, s in enumerate(src) if s not in dst)
+    return moved * itemsize
+
+
+def test_placement_changes_move_no_more_than_oneflow():
+    groups = [[0, 1, 2, 3], [1, 2], [2, 3], [1, 3], [0, 1], [3], [0, 2, 3], [2, 1]]
+    for shape in [(4, 6), (5, 3)]:
+        for src in groups:
+            for dst in groups:
+                if src == dst:
+                    continue
+                for a in (S0, S1, B, P):
+                    for b in (S0, S1, B, P):
+                        _, cost = plan(src, [a], dst, [b], shape=shape)
+                        want = _oneflow_naive_bytes(src, a, dst, b, shape)
+                        assert cost <= want, (src, a, dst, b, shape, cost, want)
+
+
 def test_global_tensors_take_local_index_tensors():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "global_index.py"), timeout=120)
@@ -98,10 +160,18 @@ def test_planner_two_dimensions_and_placement_changes():
         "B->S(0): local slice over cpu:[[0, 1], [2, 3]] (hierarchy dim 1)"]
     text, _ = plan([0, 1, 2, 3], [P, S1], [0, 1, 2, 3], [B, S1], hs=[2, 2], hd=[2, 2])
     assert text == "P->B: all_reduce over cpu:[[0, 1], [2, 3]] (hierarchy dim 0)"
-    text, _ = plan([0, 1], [S0], [2, 3], [S1])
-    assert text.splitlines() == ["S(0)->B: all_gather over cpu:[0, 1]",
-                                 "B->B: send whole tensor to the ranks of cpu:[2, 3]",
-                                 "B->S(1): local slice over cpu:[2, 3]"]
+    # Between 1-D placements: OneFlow's naive point-to-point boxing, only the pieces that move.
+    text, cost = plan([0, 1], [S0], [2, 3], [S1])
+    assert text == "S(0)->S(1): point-to-point pieces to the ranks of cpu:[2, 3] (64 bytes)"
+    assert cost == 64  # every element once (4 x 4 float32), no gather first
+    # S(1) -> P into a containing placement: each rank keeps its own piece zero-padded
+    assert plan([0, 1], [S1], [0, 1, 2, 3], [P])[1] == 0
+    # B -> S into a contained placement, S -> S into the same ranks: nothing moves
+    assert plan([0, 1, 2, 3], [B], [1, 2], [S0])[1] == 0
+    assert plan([0, 1], [S0], [0, 1, 2], [S0])[1] == 16  # row 2 of 4 rows moves: 4 floats
+    # n-D keeps the gather / send / slice path
+    text, _ = plan([0, 1, 2, 3], [S0, S0], [0, 1], [S1], hs=[2, 2])
+    assert "send whole tensor" in text
 
 
 def test_single_process_global_tensors():
@@ -114,9 +184,23 @@ def test_single_process_global_tensors():
     assert "placement=oneflow.placement(type=\"cpu\", ranks=[0])" in repr(x)
     assert repr(flow.sbp.split(1)) == "oneflow.sbp.split(dim=1)"
     assert flow.placement("cpu", ranks=[[0, 1], [2, 3]]).hierarchy == (2, 2)
-    assert flow.placement("cpu", {0: [0, 1]}).ranks == [0, 1]
+    assert flow.placement("cpu", {0: [0, 1]}).ranks.tolist() == [0, 1]
     local = x.to_local()
     assert not local.is_global and tuple(local.shape) == (3, 4)
+
+
+def test_number_conversions_of_global_tensors():
+    # float() of a global scalar read the data-less global wrapper and crashed (SIGSEGV), e.g.
+    # OneFlow's flow.full(shape, global_scalar, placement=..., sbp=...)
+    P1 = flow.placement("cpu", ranks=[0])
+    x = flow.tensor(2.5, placement=P1, sbp=[flow.sbp.broadcast])
+    assert float(x) == 2.5 and int(x) == 2 and bool(x)
+    y = flow.full((4,), x, placement=P1, sbp=flow.sbp.split(0))
+    assert y.numpy().tolist() == [2.5] * 4
+    z = flow.zeros_like(y, placement=P1, sbp=flow.sbp.broadcast)  # OneFlow's x_like layout kwargs
+    assert z.sbp == (flow.sbp.broadcast,) and z.numpy().tolist() == [0.0] * 4
+    # placements order their ranks and take numpy ranks, as OneFlow's
+    assert flow.placement("cpu", ranks=np.array([0])) == P1
 
 
 def test_one_line_errors():

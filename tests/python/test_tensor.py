@@ -1300,9 +1300,13 @@ def test_numpy():
     assert flow.tensor([1.0], requires_grad=True).detach().numpy().tolist() == [1.0]
 
 
-def test_numpy_of_a_tensor_that_requires_grad_asks_for_detach():
-    with pytest.raises(RuntimeError, match=r"detach\(\)"):
-        flow.tensor([1.0], requires_grad=True).numpy()
+def test_numpy_of_a_tensor_that_requires_grad_returns_its_values():
+    # OneFlow's behaviour (PyTorch asks for .detach() first): scripts call param.numpy().
+    w = flow.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 3
+    assert w.numpy().tolist() == [1.0, 2.0] and y.numpy().tolist() == [3.0, 6.0]
+    y.sum().backward()  # reading the values left the graph alone
+    assert w.grad.tolist() == [3.0, 3.0]
 
 
 def test_python_number_conversions():

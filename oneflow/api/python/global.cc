@@ -66,6 +66,9 @@ void BindGlobal(py::module_& m) {
          const std::vector<int64_t>& hierarchy, const SbpPairs& sbp) {
         return global::FromWhole(whole, ToPlacement(device, ranks, hierarchy), ToNdSbp(sbp));
       });
+  // The address of the tensor's implementation: equal for two Python handles of one tensor.
+  m.def("tensor_impl_id",
+        [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.impl()); });
   m.def("to_local", [](const Tensor& t) {
     if (!t.is_global()) return t;
     return global::ToLocal(t);

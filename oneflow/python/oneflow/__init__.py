@@ -41,4 +41,6 @@ from oneflow._global import placement, sbp  # noqa: E402,F401
 
 _global._install()
 
+from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
+
 __version__ = "0.1.0"

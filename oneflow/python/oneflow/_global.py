@@ -10,6 +10,8 @@
 import functools
 import types
 
+import numpy as np
+
 import oneflow as flow
 import oneflow._oneflow_internal as _C
 
@@ -54,9 +56,13 @@ sbp.partial_sum = _Sbp(_PARTIAL)
 
 
 def _flatten(ranks):
+    if isinstance(ranks, np.ndarray):  # numpy arrays and integers, as OneFlow accepts them
+        ranks = ranks.tolist()
+    if isinstance(ranks, np.integer):
+        ranks = int(ranks)
     if isinstance(ranks, int):
         return [ranks], []
-    rows = list(ranks)
+    rows = [int(r) if isinstance(r, np.integer) else r for r in ranks]
     if rows and all(isinstance(r, int) for r in rows):
         return rows, [len(rows)]
     flat, shape = [], None
@@ -93,6 +99,9 @@ class placement:
                 raise ValueError(f"placement: ranks must be non-negative ints, got {r!r}")
         if len(set(flat)) != len(flat):
             raise ValueError(f"placement: a rank appears twice in {ranks}")
+        # As OneFlow's ParallelDesc: parallel ids follow the sorted ranks, so ranks=[0, 2, 1, 3]
+        # is the placement [0, 1, 2, 3] (the hierarchy keeps its shape).
+        flat = sorted(flat)
         self._type, self._flat, self._hierarchy = type, flat, shape
         self._nested = self._nest(flat, shape)
 
@@ -111,7 +120,8 @@ class placement:
 
     @property
     def ranks(self):
-        return self._nested
+        """The ranks as a numpy array shaped like the hierarchy (as in OneFlow)."""
+        return np.array(self._flat, dtype=np.int64).reshape(self._hierarchy)
 
     @property
     def hierarchy(self):
@@ -161,7 +171,13 @@ def _sbp_of(t):
     return tuple(_Sbp(k, a) for k, a in _info(t)[3])
 
 
-def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=None, copy=False):
+def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True, sync_data=True,
+               copy=False):
+    """OneFlow's contract. From a local tensor, every rank of the job calls it (also ranks
+    outside the placement, which get the placement's shape and dtype): check_meta compares the
+    members' shapes and dtypes (one error on every rank naming the rank that differs) and
+    sync_data gives a broadcast tensor the data of the placement's first rank, so it holds one
+    value. From a global tensor: boxing to the new placement / sbp."""
     info = _info(self)
     if info is None and (placement is None or sbp is None):
         raise ValueError("to_global: a local tensor needs both placement and sbp")
@@ -176,7 +192,10 @@ def _to_global(self, placement=None, sbp=None, *, check_meta=False, grad_sbp=Non
     pairs = [s._pair() for s in sbp]
     # Differentiable in C++ (oneflow/global/global_tensor.cc: the gradient is the reverse layout
     # change), so the Python and C++ APIs share one implementation.
-    return _C.to_global(self, device, flat, hierarchy, pairs, check_meta)
+    out = _C.to_global(self, device, flat, hierarchy, pairs, bool(check_meta or sync_data))
+    if copy and out is self:
+        out = out.clone()
+    return out
 
 
 def _to_local(self, copy=False):
@@ -185,13 +204,67 @@ def _to_local(self, copy=False):
 
 
 def _gathered(t):
-    """The whole value of a global tensor on this rank (a local tensor)."""
+    """The whole value of a global tensor on this rank (a local tensor), on every rank of the job
+    as in OneFlow (numpy() of a global tensor is collective: every rank calls it)."""
     info = _info(t)
     if info is None:
         return t
-    device, ranks, hierarchy, _ = info
-    return _C.to_local(_C.to_global(t.detach(), device, ranks, hierarchy,
-                                    [(_BROADCAST, -1)] * len(hierarchy), False))
+    device = info[0]
+    world = list(range(flow.env.get_world_size()))
+    return _C.to_local(_C.to_global(t.detach(), device, world, [len(world)], [(_BROADCAST, -1)],
+                                    False))
+
+
+_global_ids = {}  # implementation address -> id (an address a freed tensor left gets a new id
+# only when asked through a new tensor there: ids are for telling live tensors apart)
+
+
+def _global_id(self):
+    """An id of this global tensor, the same on every rank: ids count global tensors in the order
+    the program first asks for one, which every rank follows in SPMD code; two handles of one
+    tensor (to_global to its own layout returns it) share it."""
+    if _info(self) is None:
+        raise RuntimeError("global_id: only global tensors have one; this tensor is local")
+    key = _C.tensor_impl_id(self)
+    if key not in _global_ids:
+        _global_ids[key] = len(_global_ids) + 1
+    return _global_ids[key]
+
+
+def _check_meta_consistency(self):
+    """Raises (on every member rank) unless the placement's ranks agree on this global tensor's
+    shape, dtype, placement and sbp. Collective over the placement's ranks."""
+    info = _info(self)
+    if info is None:
+        raise RuntimeError("check_meta_consistency: only for global tensors; this tensor is local")
+    device, ranks, hierarchy, pairs = info
+    if flow.env.get_rank() not in ranks or len(ranks) == 1:
+        return None
+    code = [self.ndim, _dtype_code(self.dtype), *self.shape, -7, *hierarchy, -7,
+            *[k * 1000 + a for k, a in pairs]]
+    width = 64
+    if len(code) > width:
+        raise ValueError("check_meta_consistency: tensors of more than 48 dims are not supported")
+    mine = flow.tensor(code + [-9] * (width - len(code)), dtype=flow.int64)
+    g = _C.to_global(mine, "cpu", list(ranks), [len(ranks)], [(_SPLIT, 0)], False)
+    allv = _C.to_local(_C.to_global(g, "cpu", list(ranks), [len(ranks)], [(_BROADCAST, -1)],
+                                    False)).numpy().reshape(len(ranks), width)
+    for i, row in enumerate(allv):
+        if row.tolist() != allv[0].tolist():
+            raise RuntimeError(
+                f"check_meta_consistency: rank {ranks[i]} sees this global tensor as "
+                f"{_describe_code(row)} but rank {ranks[0]} as {_describe_code(allv[0])}")
+    return None
+
+
+def _dtype_code(dtype):
+    return sum(ord(c) * (i + 1) for i, c in enumerate(str(dtype)))
+
+
+def _describe_code(row):
+    row = [int(v) for v in row if v != -9]
+    ndim = row[0]
+    return f"shape {tuple(row[2:2 + ndim])}"
 
 
 def _build_global(fn, args, kwargs, layout):
@@ -224,15 +297,32 @@ def _install():
     T.placement = property(lambda self: _placement_of(self) if _info(self) else None)
     T.sbp = property(lambda self: _sbp_of(self) if _info(self) else None)
     T.to_global = _to_global
+    T.global_id = _global_id
+    T.check_meta_consistency = _check_meta_consistency
     T.to_consistent = _to_global
     T.to_local = _to_local
     for name in ("numpy", "tolist", "item"):
         local_fn = getattr(T, name)
 
-        def method(self, *args, _local_fn=local_fn, **kwargs):
-            return _local_fn(_gathered(self), *args, **kwargs)
+        def method(self, *args, _local_fn=local_fn, _name=name, **kwargs):
+            # OneFlow's numpy() also reads tensors that require grad (a copy of the values).
+            x = _gathered(self)
+            if _name == "numpy" and x.requires_grad:
+                x = x.detach()
+            return _local_fn(x, *args, **kwargs)
         method.__name__ = name
         setattr(T, name, method)
+    # Python number conversions read the data: a global tensor's comes from its whole value (the
+    # global wrapper itself holds no data; reading it crashed).
+    for name in ("__float__", "__int__", "__bool__", "__index__", "__array__"):
+        local_fn = getattr(T, name, None)
+        if local_fn is None:
+            continue
+
+        def conv(self, *args, _local_fn=local_fn, **kwargs):
+            return _local_fn(_gathered(self) if _info(self) is not None else self, *args, **kwargs)
+        conv.__name__ = name
+        setattr(T, name, conv)
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
                  "arange", "eye"):
         setattr(flow, name, _creation(getattr(flow, name)))
@@ -243,10 +333,23 @@ def _install():
 def _like_global(fn):
     """x_like(global x): the same placement and sbp as x (the logical value built whole)."""
     @functools.wraps(fn)
-    def wrapper(x, *args, **kwargs):
+    def wrapper(x, *args, placement=None, sbp=None, **kwargs):
         info = _info(x)
-        if info is None:
+        if info is None and placement is None and sbp is None:
             return fn(x, *args, **kwargs)
+        if placement is not None or sbp is not None:
+            # OneFlow's x_like(x, placement=..., sbp=...): x's shape, the layout given (x's own
+            # for the one left out)
+            if placement is None:
+                if info is None:
+                    raise ValueError(f"{fn.__name__}: sbp without placement for a local tensor")
+                placement = _placement_of(x)
+            if sbp is None:
+                if info is None:
+                    raise ValueError(f"{fn.__name__}: placement without sbp for a local tensor")
+                sbp = _sbp_of(x)
+            s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
+            info = placement._args() + ([p._pair() for p in s],)
         # the local builders read x's logical shape
         return _build_global(fn, (x,) + args, kwargs, tuple(info))
     return wrapper

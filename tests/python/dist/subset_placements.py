@@ -21,7 +21,7 @@ def expected_shard(whole, ranks, sbp):
     """This rank's local tensor of `whole` under placement ranks and 1-D sbp (None: no part)."""
     if rank not in ranks:
         return None
-    i = ranks.index(rank)
+    i = sorted(ranks).index(rank)  # placements order their ranks (OneFlow's parallel ids)
     if sbp == B:
         return whole
     # Balanced split: part i has L // n + (i < L % n) elements (np.array_split's rule).

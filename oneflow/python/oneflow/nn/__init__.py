@@ -14,7 +14,8 @@ from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid
 from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from oneflow.nn.modules.flatten import Dropout, Flatten
 from oneflow.nn.modules.container import ModuleList, Sequential
-from oneflow.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
+from oneflow.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss,  # noqa: F401
+                                     MSELoss, NLLLoss, SmoothL1Loss)
 
 __all__ = [
     "Parameter",
@@ -41,8 +42,13 @@ __all__ = [
     "Flatten",
     "ModuleList",
     "Sequential",
+    "BCELoss",
+    "BCEWithLogitsLoss",
     "CrossEntropyLoss",
+    "KLDivLoss",
+    "SmoothL1Loss",
     "MSELoss",
     "NLLLoss",
 ]
 from oneflow.nn import parallel  # noqa: E402,F401
+from oneflow.nn.graph import Graph  # noqa: E402,F401  (raises: compile mode is not supported)

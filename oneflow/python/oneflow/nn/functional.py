@@ -302,3 +302,64 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction("mse_loss", size_average, reduce, reduction)
     _check_reduction("mse_loss", reduction)
     return flow._C.mse_loss(input, target, reduction)
+
+
+# ---- losses built from elementwise ops (so they run on global tensors under any sbp)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction("binary_cross_entropy", size_average, reduce, reduction)
+    _check_reduction("binary_cross_entropy", reduction)
+    # PyTorch's and OneFlow's clamp of the logs at -100 keeps 0 and 1 finite.
+    log_x = flow.clamp(flow.log(input), min=-100.0)
+    log_1mx = flow.clamp(flow.log(1.0 - input), min=-100.0)
+    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    reduction = _legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce,
+                                  reduction)
+    _check_reduction("binary_cross_entropy_with_logits", reduction)
+    # log(1 + exp(-|x|)) + max(x, 0) - x * t, stable for large |x|
+    log_sig_neg = flow.log(1.0 + flow.exp(-flow.abs(input))) + flow.relu(-input)  # -log(sigmoid(x))
+    if pos_weight is not None:
+        log_weight = 1.0 + (pos_weight - 1.0) * target
+        loss = (1.0 - target) * input + log_weight * log_sig_neg
+    else:
+        loss = (1.0 - target) * input + log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _legacy_reduction("kl_div", size_average, reduce, reduction)
+    if reduction not in ("none", "sum", "mean", "batchmean"):
+        raise ValueError(f"kl_div: reduction must be 'none', 'mean', 'sum' or 'batchmean', "
+                         f"got {reduction!r}")
+    if log_target:
+        loss = flow.exp(target) * (target - input)
+    else:
+        positive = target > 0
+        safe = flow.where(positive, target, flow.ones_like(target))
+        loss = flow.where(positive, target * (flow.log(safe) - input),
+                          flow.zeros_like(input) * input)
+    if reduction == "batchmean":
+        return flow.sum(loss) / input.shape[0]
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction("smooth_l1_loss", size_average, reduce, reduction)
+    _check_reduction("smooth_l1_loss", reduction)
+    diff = flow.abs(input - target)
+    if beta == 0:
+        loss = diff
+    else:
+        loss = flow.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+    return _reduce(loss, reduction)

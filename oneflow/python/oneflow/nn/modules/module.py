@@ -462,6 +462,11 @@ class Module:
 
     to_consistent = to_global
 
+    def to_local(self):
+        """Makes every global parameter and buffer local: each rank keeps its own shard (OneFlow's
+        Module.to_local); local ones stay as they are."""
+        return self._apply(lambda t: t.to_local() if t.is_global else t)
+
     def cpu(self):
         return self._apply(lambda t: t.to("cpu"))
 

@@ -1,0 +1,3 @@
+"""oneflow.framework: OneFlow's module path for the tensor class (framework.tensor.Tensor)."""
+
+from oneflow.framework import tensor  # noqa: F401

@@ -1,0 +1,5 @@
+"""oneflow.framework.tensor.Tensor is oneflow.Tensor (OneFlow's module path)."""
+
+import oneflow
+
+Tensor = oneflow.Tensor
