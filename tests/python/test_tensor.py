@@ -1498,3 +1498,19 @@ def test_sum_over_dim_of_a_0dim_tensor_is_the_value():
     assert x.grad.item() == 1.0
     with pytest.raises(Exception, match="sum: dim 1 out of range"):
         x.sum(1)
+
+
+def test_legacy_tensor_constructor_forms():
+    # flow.Tensor(*sizes) / (Size) / (data), with dtype, requires_grad and placement + sbp.
+    assert flow.Tensor(2, 3).shape == (2, 3) and flow.Tensor(2, 3).dtype == flow.float32
+    assert flow.Tensor(2, 3).tolist() == [[0.0] * 3] * 2
+    assert flow.Tensor(flow.Size([4])).shape == (4,)
+    assert flow.Tensor([1, 2]).tolist() == [1.0, 2.0] and flow.Tensor([1, 2]).dtype == flow.float32
+    assert flow.Tensor(2, dtype=flow.float64).dtype == flow.float64
+    assert flow.Tensor(2, requires_grad=True).requires_grad
+    g = flow.Tensor(2, 3, placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
+    assert g.is_global and g.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"Tensor: placement and sbp go together"):
+        flow.Tensor(2, sbp=flow.sbp.broadcast)
+    with pytest.raises(TypeError, match=r"Tensor: expected sizes \(ints\) or one data argument"):
+        flow.Tensor([1], [2])

@@ -718,6 +718,38 @@ def _setup_tensor():
         return obj
     T._make_subclass = _make_subclass
 
+    _wrap = T.__init__  # the binding's: wraps an existing tensor
+
+    def __init__(self, *args, dtype=None, device=None, placement=None, sbp=None,
+                 requires_grad=False):
+        """The legacy constructor forms OneFlow and PyTorch accept: flow.Tensor(2, 3) or
+        flow.Tensor(flow.Size([2, 3])) (zeros; float32 unless dtype), flow.Tensor(data) (a
+        float32 copy of a list, array or tensor), any of them with device= or placement=/sbp=."""
+        if len(args) == 1 and isinstance(args[0], T) and dtype is device is placement is sbp \
+                is None and not requires_grad:
+            return _wrap(self, args[0])  # wraps, sharing data (what Parameter and subclasses do)
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        is_shape = all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool)
+                       for a in sizes)
+        if (placement is None) != (sbp is None):
+            raise ValueError("Tensor: placement and sbp go together (got only one of them)")
+        if placement is not None and device is not None:
+            raise ValueError("Tensor: give device or placement, not both")
+        if is_shape:
+            t = zeros(*sizes, dtype=dtype or _C.float32)
+        elif len(args) == 1:
+            t = tensor(args[0], dtype=dtype or _C.float32)
+        else:
+            raise TypeError(f"Tensor: expected sizes (ints) or one data argument, got {args!r}")
+        if placement is not None:
+            t = t.to_global(placement=placement, sbp=sbp)
+        elif device is not None:
+            t = t.to(device)
+        _wrap(self, t.detach())
+        if requires_grad:
+            self.requires_grad_(True)
+    T.__init__ = __init__
+
     def register_hook(self, hook):
         """hook(grad) runs on each gradient computed for this tensor and may return a
         replacement; returns a handle whose remove() takes the hook off."""
