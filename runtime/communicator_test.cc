@@ -94,6 +94,9 @@ std::vector<RankResult> RunRanks(
         ControlClient client(kAddr, server.port(), r, kToken, 10);
         Communicator comm(client, ranks, r, timeout_s);
         results[r].outputs = body(comm, r);
+        // As communicator.h asks: no member tears its pairs down while a peer may still be
+        // connecting or inside a call with it (a body of argument errors never communicates).
+        comm.Barrier();
       } catch (const std::exception& e) {
         results[r].error = e.what();
       }
