@@ -134,7 +134,7 @@ def test_ddp_argument_errors():
     with pytest.raises(ValueError, match="DistributedDataParallel: bucket_cap_mb must be positive, got 0"):
         DDP(nn.Linear(2, 2), bucket_cap_mb=0)
     with pytest.raises(TypeError, match="DistributedDataParallel: process_group must be a list of "
-                       "ranks or None, got int"):
+                       "ranks, a group from new_group or None, got int"):
         DDP(nn.Linear(2, 2), process_group=0)
     with pytest.raises(ValueError, match="DistributedDataParallel: parameter 'weight' is a global tensor"):
         DDP(nn.Linear(2, 2).to_global(flow.placement("cpu", ranks=[0]), flow.sbp.broadcast))
