@@ -18,19 +18,25 @@ def run_dist(nproc, script, *args, timeout=180, **kw):
                   os.path.join(DIST, script), *args, timeout=timeout, **kw)
 
 
+# ddp_check.py compares every averaged .grad with the one-process gradient, and the parameters
+# after every step; each case runs with SGD too, whose step (unlike Adam's) changes when every
+# gradient is scaled by the same factor.
 @pytest.mark.parametrize("model,opt,extra,env", [
     ("mlp", "sgd", [], {}),
     ("mlp", "adam", [], {}),
     ("lenet", "sgd", [], {}),
     ("lenet", "adam", ["-", "0.001"], {}),  # tiny buckets: one per parameter
+    ("lenet", "sgd", ["-", "0.001"], {}),
     ("mlp", "sgd", ["no_sync"], {}),
     ("lenet", "adam", ["no_sync"], {}),
     ("mlp", "sgd", ["zero_in_place"], {}),
     # Buckets reduced on the communication thread, overlapping backward (the default only
     # where cores are to spare), through shared memory and over TCP.
     ("lenet", "adam", ["no_sync", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1"}),
+    ("lenet", "sgd", ["no_sync", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1"}),
     ("mlp", "sgd", ["zero_in_place"], {"ONEFLOW_DDP_OVERLAP": "1"}),
     ("mlp", "adam", ["-", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1", "ONEFLOW_SHM": "0"}),
+    ("mlp", "sgd", ["-", "0.001"], {"ONEFLOW_DDP_OVERLAP": "1", "ONEFLOW_SHM": "0"}),
     ("lenet", "sgd", [], {"ONEFLOW_DDP_OVERLAP": "0", "ONEFLOW_SHM": "0"}),
 ])
 def test_ddp_equals_one_process_training(model, opt, extra, env):
@@ -45,8 +51,10 @@ def test_ddp_overlap_setting_is_checked():
     assert "DistributedDataParallel: ONEFLOW_DDP_OVERLAP must be 0, 1 or auto, got 'yes'" in r.stderr
 
 
-def test_ddp_on_four_ranks_equals_one_process():
-    r = run_dist(4, "ddp_check.py", "mlp", "adam", "-", "0.001")
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_ddp_on_four_ranks_equals_one_process(opt):
+    # Four ranks: an average that divides by 2 (or not at all) instead of 4 is off by a factor.
+    r = run_dist(4, "ddp_check.py", "mlp", opt, "-", "0.001")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("equals one process") == 4
 

@@ -21,7 +21,11 @@
 //     counted targets of the whole batch (the interpreter's Special path). Such calls never
 //     reach the 'mean' rule's own non-broadcast candidates (there are none today).
 //   * dropout_mask with an input that is not all-broadcast draws the whole logical mask and
-//     keeps each rank's slice of it, laid out as the input (without P).
+//     keeps each rank's slice of it, laid out as the input (without P). Comparing the assembled
+//     mask with the full computation then holds by construction (both draw the same mask), so
+//     every rank's mask is also checked for a property of its own: each element 0 or exactly
+//     1 / (1 - p), and about 1 - p of a large shard kept; and a larger sample shows that the
+//     comparison does fail when each rank draws a mask for its own shard from the seed.
 //   * 0-dim local inputs (Python scalars) join as B; boxing may then turn them into any Sbp a
 //     signature asks for, so samples with 0-dim inputs are distributed like any other input.
 //   * ops that update inputs in place (the rule's inplace_inputs) are also checked on those
@@ -94,6 +98,33 @@ std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
+}
+
+// dropout_mask's local output on one rank: every element 0 or exactly 1 / (1 - p) (rounded to
+// the dtype), and on a shard of at least 400 elements a kept fraction within 5 standard
+// deviations of 1 - p.
+std::optional<std::string> CheckDropoutShard(const Tensor& local, double p) {
+  const double scale = local.dtype() == DType::kFloat32
+                           ? static_cast<double>(static_cast<float>(1.0 / (1.0 - p)))
+                           : 1.0 / (1.0 - p);
+  std::vector<double> v = testing::ToVector(local);
+  int64_t kept = 0;
+  for (double x : v) {
+    if (x == scale) {
+      ++kept;
+    } else if (x != 0.0) {
+      return StrCat("dropout mask element ", Num(x), " is neither 0 nor 1 / (1 - p) = ", Num(scale));
+    }
+  }
+  const double n = static_cast<double>(v.size());
+  if (n >= 400) {
+    const double rate = kept / n, bound = 5 * std::sqrt(p * (1 - p) / n);
+    if (!(std::abs(rate - (1 - p)) <= bound)) {
+      return StrCat("dropout mask keeps ", Num(rate), " of ", v.size(), " elements, expected ",
+                    Num(1 - p), " +- ", Num(bound));
+    }
+  }
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------- distributing and assembling
@@ -334,6 +365,14 @@ std::optional<std::string> Simulate(const Call& call, const NdSignature& sig, co
     }
   }
 
+  if (sample.op == "dropout_mask") {
+    for (int r = 0; r < world; ++r) {
+      if (auto e = CheckDropoutShard(local_out[r][0], attrs.Get<double>("p"))) {
+        return StrCat("rank ", r, ": ", *e);
+      }
+    }
+  }
+
   auto check = [&](const std::vector<Tensor>& locals_of_rank_order, const NdSbp& s,
                    const Tensor& want, const std::string& what) -> std::optional<std::string> {
     for (int r = 0; r < world; ++r) {
@@ -396,6 +435,49 @@ TEST_CASE("every registered op has a sample and an SBP rule") {
     INFO("sample of '" << name << "'");
     CHECK(ops.count(name) == 1);
   }
+}
+
+TEST_CASE("dropout_mask: each rank's mask is its slice of the one-process mask, kept at 1 - p") {
+  // A mask large enough for the keep rate of every shard to mean something: 64 x 48 over up to
+  // 4 ranks, p = 0.3 (op_samples' dropout_mask samples have 30 and 120 elements).
+  Rng rng(11);
+  Attrs attrs;
+  attrs.Set("p", 0.3).Set("seed", int64_t{5}).Set("offset", int64_t{0});
+  Sample sample{"dropout_mask", "[64, 48] f32", {rng.Floats({64, 48})}, attrs};
+  const OpDef& op = OpRegistry::Global().Get("dropout_mask");
+  const sbp::SbpRule* rule = sbp::FindSbpRule("dropout_mask");
+  REQUIRE(rule != nullptr);
+  Call call{sample, op, *rule, op.infer({sample.in[0].meta()}, attrs), {}, {sample.in[0]}, 0};
+  call.full_out = RunLocalKernel(op, call.full_in, attrs);
+  {
+    std::optional<std::string> e = CheckDropoutShard(call.full_out[0], 0.3);
+    INFO("the one-process mask: " << e.value_or("ok"));
+    REQUIRE(!e);
+  }
+  sbp::RuleContext ctx{{sample.in[0].meta()}, call.out_metas, attrs};
+  const std::vector<sbp::Signature> cands = rule->candidates(ctx);
+  int64_t split_signatures = 0;
+  for (const Mesh& mesh : kMeshes) {
+    for (const NdSignature& sig : Combine(cands, mesh.hierarchy.size())) {
+      const bool all_b = AllBroadcast(sig.in);
+      INFO(ToString(sig) << " on " << mesh.name);
+      std::optional<std::string> err =
+          Simulate(call, sig, mesh, all_b ? Path::kKernel : Path::kWholeMask, rng);
+      CHECK(err.value_or("") == "");
+      if (all_b) continue;
+      bool split = false;
+      for (const Sbp& x : sig.in[0]) split = split || x.is_split();
+      if (!split) continue;
+      ++split_signatures;
+      // Each rank drawing a mask for its own shard from the same seed and offset (the local
+      // kernel without the interpreter's whole-mask path) must be caught: the shards repeat the
+      // start of the mask instead of holding their slices of it.
+      std::optional<std::string> naive = Simulate(call, sig, mesh, Path::kKernel, rng);
+      REQUIRE(naive.has_value());
+      CHECK(naive->find("differs from the full computation") != std::string::npos);
+    }
+  }
+  CHECK(split_signatures > 0);
 }
 
 TEST_CASE("every signature of every SBP rule matches the full computation") {

@@ -131,13 +131,13 @@ def compare(cases, repeats, window_s):
 
 
 def check_close(what, ours, theirs, tol):
-    """Warns when ours (numpy) is not theirs (numpy) within a relative Frobenius error tol: a fast
-    kernel that computes something else would otherwise look like a win."""
+    """Exits the run (status 1) when ours (numpy) is not theirs (numpy) within a relative
+    Frobenius error tol: a fast kernel that computes something else would otherwise look like
+    a win."""
     ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
     err = np.linalg.norm(ours - theirs) / max(np.linalg.norm(theirs), 1e-30)
     if not err <= tol:
-        print(f"WARNING {what}: ours differs from torch: relative error {err:.2e} > {tol:g}",
-              file=sys.stderr)
+        sys.exit(f"bench_cuda: {what}: ours differs from torch: relative error {err:.2e} > {tol:g}")
 
 
 # ----------------------------------------------------------------------------- cases
@@ -270,16 +270,20 @@ class Bench:
                    for _ in range(NUM_BATCHES)]
 
         steps = {}
-        losses = {}
+        losses, logits = {}, {}
         for name, lib in self.libs.items():
             model = models[name].to("cuda")
             data = [(self.to_cuda(name, x), self.to_cuda(name, y)) for x, y in batches]
             loss_fn = lib.nn.CrossEntropyLoss()
-            # Same weights and batch: the same loss before training (eval mode: no dropout, batch
-            # norm on its initial running statistics). TF32 convolutions: compared loosely.
+            # Same weights and batch: the same logits and loss before training (eval mode: no
+            # dropout, batch norm on its initial running statistics). The loss alone says little
+            # (near ln 10 for any untrained model); the logits say whether the two compute the
+            # same function. TF32 convolutions: compared loosely.
             model.eval()
             with lib.no_grad():
-                losses[name] = loss_fn(model(data[0][0]), data[0][1]).item()
+                out = model(data[0][0])
+                losses[name] = loss_fn(out, data[0][1]).item()
+                logits[name] = self.numpy(out)
             model.train()
             opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -291,9 +295,10 @@ class Bench:
                 opt.step()
 
             steps[name] = step
-        if abs(losses["ours"] - losses["torch"]) > 1e-2 * max(1.0, abs(losses["torch"])):
-            print(f"WARNING {label}: initial loss differs: ours {losses['ours']:.6f} "
-                  f"torch {losses['torch']:.6f}", file=sys.stderr)
+        check_close(f"{label} initial logits", logits["ours"], logits["torch"], 1e-2)
+        if not abs(losses["ours"] - losses["torch"]) <= 1e-2 * max(1.0, abs(losses["torch"])):
+            sys.exit(f"bench_cuda: {label}: initial loss differs: ours {losses['ours']:.6f}, "
+                     f"torch {losses['torch']:.6f}")
         seconds, _ = compare({name: (steps[name], self.sync[name]) for name in self.libs},
                              self.repeats, self.window_s)
         self.report(f"cuda {label} train b{TRAIN_BATCH}", "samples/s", seconds, TRAIN_BATCH, per="step")

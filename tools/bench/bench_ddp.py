@@ -13,6 +13,9 @@ windows alternate, so load drift hits both alike. Per case and world size:
   global (ours): the OneFlow global-tensor tutorial, parameters broadcast and each rank's
          batch its split(0) shard, no DDP (the gradient all-reduce comes from boxing)
   1 rank: plain training in one process (the baseline of the scaling figure)
+  ddp, ONEFLOW_SHM=0: a second 2-rank run of both DDPs where ours all-reduces over Gloo's
+         loopback TCP, PyTorch's transport: ours over Gloo against PyTorch is the framework
+         difference, ours through shared memory against ours over Gloo the transport one
 samples/s counts every rank's samples. For ours, the reducer reports the time backward's end
 waited for all-reduces still running: communication not hidden behind backward (all of it
 where the reducer runs them inline, on a machine without a core to spare for overlap).
@@ -28,7 +31,7 @@ sys.path.insert(0, HERE)
 from common import free_port, median, pin_single_thread, print_table, run_workers, save_results  # noqa: E402,E501
 
 
-def worker(out_path, torch_port, quick):
+def worker(out_path, torch_port, quick, ddp_only):
     pin_single_thread()
     import numpy as np
     import torch
@@ -74,13 +77,14 @@ def worker(out_path, torch_port, quick):
         init = {k: v.detach().numpy().copy() for k, v in build(torch.nn).state_dict().items()}
         trainers = {}
         for name, lib in (("ours", flow), ("torch", torch)):
-            trainers[(name, "local")] = (lib, Trainer(lib, case, init, batches))
+            if not ddp_only:
+                trainers[(name, "local")] = (lib, Trainer(lib, case, init, batches))
             if world > 1:
                 t = Trainer(lib, case, init, batches)
                 t.model = FlowDDP(t.model) if lib is flow else torch.nn.parallel.DistributedDataParallel(t.model)
                 t.opt = CASES[case][2](lib, t.model.parameters())
                 trainers[(name, "ddp")] = (lib, t)
-        if world > 1:
+        if world > 1 and not ddp_only:
             # The OneFlow global-tensor tutorial: parameters broadcast, each rank's batch
             # becomes its split(0) shard of the global batch every step.
             t = GlobalTrainer(flow, case, init, batches)
@@ -115,9 +119,10 @@ def worker(out_path, torch_port, quick):
         dist.destroy_process_group()
 
 
-def run(nproc, quick):
+def run(nproc, quick, ddp_only=False, env=None):
     return run_workers(__file__, nproc, "--torch-port", str(free_port()),
-                       *(["--quick"] if quick else []))
+                       *(["--quick"] if quick else []), *(["--ddp-only"] if ddp_only else []),
+                       env=env)
 
 
 def main():
@@ -127,10 +132,12 @@ def main():
     p.add_argument("--worker", action="store_true")
     p.add_argument("--out")
     p.add_argument("--torch-port", type=int)
+    p.add_argument("--ddp-only", action="store_true", help="(worker) time the two DDPs only")
     args = p.parse_args()
     if args.worker:
-        return worker(args.out, args.torch_port, args.quick)
+        return worker(args.out, args.torch_port, args.quick, args.ddp_only)
     two = run(2, args.quick)
+    gloo = run(2, args.quick, ddp_only=True, env={"ONEFLOW_SHM": "0"})
     one = run(1, args.quick)
     print(f"{'case':6} {'':6} {'ddp 2 ranks':>12} {'local 2 ranks':>14} {'1 rank':>8} {'scaling':>8}"
           f" {'global 2 ranks':>15}")
@@ -145,15 +152,28 @@ def main():
         print(f"{case:6} ours: {two[f'{case}/buckets']} bucket(s) reduced {mode}; all-reduce {two[f'{case}/comm_ms']:.2f} ms "
               f"per step, of which {two[f'{case}/exposed_ms']:.2f} ms not hidden behind backward "
               f"({two[f'{case}/exposed_ms'] / step_ms:.0%} of a {step_ms:.2f} ms step)")
+        print(f"{case:6} ONEFLOW_SHM=0 (both over loopback TCP): ddp 2 ranks ours {gloo[f'{case}/ddp/ours']:.0f}, "
+              f"torch {gloo[f'{case}/ddp/torch']:.0f}; ours all-reduce {gloo[f'{case}/comm_ms']:.2f} ms per step")
     rows = []
+    shm_vs_torch = {"ours_label": "ours, shm", "baseline": "PyTorch, gloo TCP"}
     for case, label, target in (("mlp", "MLP", 1.8), ("lenet", "LeNet", 1.2)):
-        rows.append({"metric": f"DDP {label} 2 ranks samples/s", "unit": "samples/s",
-                     "ours": two[f"{case}/ddp/ours"], "torch": two[f"{case}/ddp/torch"],
+        rows.append({"metric": f"DDP {label} 2 ranks", "unit": "samples/s",
+                     "ours": two[f"{case}/ddp/ours"], "torch": two[f"{case}/ddp/torch"], **shm_vs_torch,
                      "higher_is_better": True, "target": {"op": ">=", "value": target, "on": "ratio"}})
     for case, label in (("mlp", "MLP"), ("lenet", "LeNet")):
-        rows.append({"metric": f"global-tensor DP {label} 2 ranks vs torch DDP", "unit": "samples/s",
-                     "ours": two[f"{case}/global/ours"], "torch": two[f"{case}/ddp/torch"],
+        rows.append({"metric": f"global-tensor DP {label} 2 ranks vs PyTorch DDP", "unit": "samples/s",
+                     "ours": two[f"{case}/global/ours"], "torch": two[f"{case}/ddp/torch"], **shm_vs_torch,
                      "higher_is_better": True, "target": {"op": ">=", "value": 1.0, "on": "ratio"}})
+    for case, label in (("mlp", "MLP"), ("lenet", "LeNet")):  # the same transport on both sides
+        rows.append({"metric": f"DDP {label} 2 ranks", "unit": "samples/s",
+                     "ours": gloo[f"{case}/ddp/ours"], "torch": gloo[f"{case}/ddp/torch"],
+                     "ours_label": "ours, Gloo TCP", "baseline": "PyTorch, gloo TCP",
+                     "higher_is_better": True, "target": None})
+    for case, label in (("mlp", "MLP"), ("lenet", "LeNet")):  # the same framework on both sides
+        rows.append({"metric": f"DDP {label} 2 ranks", "unit": "samples/s",
+                     "ours": two[f"{case}/ddp/ours"], "torch": gloo[f"{case}/ddp/ours"],
+                     "ours_label": "ours, shm", "baseline": "ours, Gloo TCP",
+                     "higher_is_better": True, "target": None})
     rows.append({"metric": "DDP MLP 2-rank/1-rank scaling", "unit": "x",
                  "ours": two["mlp/ddp/ours"] / one["mlp/local/ours"],
                  "torch": two["mlp/ddp/torch"] / one["mlp/local/torch"],

@@ -91,6 +91,56 @@ class Trainer:
         return time.perf_counter() - start
 
 
+def relative_error(ours, theirs):
+    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    return float(np.linalg.norm(ours - theirs) / max(np.linalg.norm(theirs), 1e-30))
+
+
+def first_batch(t):
+    """Logits, loss and every parameter's gradient of t's model on its first batch (the
+    optimizer does not step)."""
+    x, y = t.batches[0]
+    t.opt.zero_grad(set_to_none=True)
+    out = t.model(x)
+    loss = t.loss_fn(out, y)
+    loss.backward()
+    grads = {name: p.grad.numpy().copy() for name, p in t.model.named_parameters()}
+    t.opt.zero_grad(set_to_none=True)
+    return out.detach().numpy(), loss.item(), grads
+
+
+def check_same_computation(case, trainers):
+    """Exits the run (status 1) unless ours and torch's models compute the same logits, loss
+    and gradients on the first batch, and the same loss after one optimizer step: otherwise the
+    two are not timing the same computation. (The loss alone is near ln 10 for any untrained
+    classifier; the logits and gradients tell models apart.)"""
+    problems = []
+    ours, theirs = first_batch(trainers["ours"]), first_batch(trainers["torch"])
+    err = relative_error(ours[0], theirs[0])
+    if not err <= 1e-4:
+        problems.append(f"logits differ (relative error {err:.2e})")
+    if not abs(ours[1] - theirs[1]) <= 1e-4 * max(1.0, abs(theirs[1])):
+        problems.append(f"loss differs: ours {ours[1]:.6f}, torch {theirs[1]:.6f}")
+    if sorted(ours[2]) != sorted(theirs[2]):
+        problems.append(f"parameter names differ: {sorted(ours[2])} vs {sorted(theirs[2])}")
+    else:
+        for name in ours[2]:
+            err = relative_error(ours[2][name], theirs[2][name])
+            if not err <= 1e-3:
+                problems.append(f"{name}'s gradient differs (relative error {err:.2e})")
+    for t in trainers.values():
+        t.step()
+        t.step()
+    second = {name: t.last_loss.item() for name, t in trainers.items()}
+    if not abs(second["ours"] - second["torch"]) <= 1e-3 * max(1.0, abs(second["torch"])):
+        problems.append(f"loss after one step differs: ours {second['ours']:.6f}, torch "
+                        f"{second['torch']:.6f}")
+    if problems:
+        sys.exit(f"bench_train: {case}: ours and torch do not compute the same thing: "
+                 + "; ".join(problems))
+    return ours[1], theirs[1]
+
+
 def run_case(case, warmup, windows, steps):
     build, in_shape, _ = CASES[case]
     rng = np.random.default_rng(0)
@@ -103,13 +153,8 @@ def run_case(case, warmup, windows, steps):
     init = {k: v.detach().numpy().copy() for k, v in build(torch.nn).state_dict().items()}
     trainers = {"ours": Trainer(flow, case, init, batches), "torch": Trainer(torch, case, init, batches)}
 
-    # Same weights, data and optimizer: the first losses must agree (a cheap sanity check).
-    for t in trainers.values():
-        t.step()
-    first = {name: t.last_loss.item() for name, t in trainers.items()}
-    if abs(first["ours"] - first["torch"]) > 1e-3 * max(1.0, abs(first["torch"])):
-        print(f"WARNING {case}: first-step loss differs: ours {first['ours']:.6f} "
-              f"torch {first['torch']:.6f}", file=sys.stderr)
+    # Same weights, data and optimizer: the same logits, loss and gradients, or the run fails.
+    first = dict(zip(("ours", "torch"), check_same_computation(case, trainers)))
 
     for t in trainers.values():
         t.timed_window(warmup)

@@ -4,9 +4,13 @@
     tools/python tools/bench/common.py table RESULTS.json...   # the table run_all.sh prints
 
 Each benchmark saves a list of result rows as JSON:
-    {"metric", "unit", "ours", "torch", "higher_is_better", "target"}
-where "target" is {"op": ">=" | "<=" | "<", "value": float, "on": "ratio" | "ours"}:
-a ratio target compares ours/torch, an absolute one compares our own figure.
+    {"metric", "unit", "ours", "torch", "higher_is_better", "target"[, "ours_label", "baseline"]}
+"ours" is the figure measured, "torch" the one it is compared with; "ours_label" and
+"baseline" say what they are (default "ours" and "PyTorch"; e.g. "ours, Gloo TCP" against
+"PyTorch, gloo TCP", or a global op against "our local op"), and the table prints them as its
+column headers, starting a new header wherever they change. "target" is
+{"op": ">=" | "<=" | "<", "value": float, "on": "ratio" | "ours"} or None (a row that only
+informs): a ratio target compares ours/baseline, an absolute one compares our own figure.
 """
 
 import json
@@ -35,15 +39,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_workers(script, nproc, *args):
-    """Runs `script --worker --out FILE *args` on nproc ranks under our launcher and returns
-    the JSON its rank 0 wrote to FILE."""
+def run_workers(script, nproc, *args, env=None):
+    """Runs `script --worker --out FILE *args` on nproc ranks under our launcher (with the
+    variables in `env` added to the environment) and returns the JSON its rank 0 wrote to FILE."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         cmd = [TOOLS_PYTHON, "-m", "oneflow.distributed.launch", "--nproc_per_node", str(nproc),
                "--master_port", str(free_port()), os.path.abspath(script), "--worker", *args,
                "--out", out]
-        subprocess.run(cmd, check=True)
+        subprocess.run(cmd, check=True, env=dict(os.environ, **(env or {})))
         with open(out) as f:
             return json.load(f)
 
@@ -67,12 +71,16 @@ def ratio(row):
 
 def target_met(row):
     t = row["target"]
+    if t is None:
+        return None
     value = ratio(row) if t["on"] == "ratio" else row["ours"]
     return {">=": value >= t["value"], "<=": value <= t["value"], "<": value < t["value"]}[t["op"]]
 
 
 def target_text(row):
     t = row["target"]
+    if t is None:
+        return "-"
     unit = "x" if t["on"] == "ratio" else " " + row["unit"]
     return f"{t['op']} {t['value']:g}{unit}"
 
@@ -81,25 +89,38 @@ def _fmt(value):
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
+def labels(row):
+    return row.get("ours_label", "ours"), row.get("baseline", "PyTorch")
+
+
 def print_table(rows):
-    header = ("metric", "ours", "PyTorch", "ratio", "target", "")
-    lines = [header]
+    """One table; its "ours" and baseline columns are headed by what each group of rows
+    compares (a header line wherever that changes)."""
+    lines = []  # (cells, is_header)
+    current = None
     for row in rows:
-        lines.append((
+        if labels(row) != current:
+            current = labels(row)
+            lines.append((("metric",) + current + ("ratio", "target", ""), True))
+        met = target_met(row)
+        lines.append(((
             f"{row['metric']} ({row['unit']})",
             _fmt(row["ours"]),
             _fmt(row["torch"]),
             f"{ratio(row):.2f}x",
             target_text(row),
-            "ok" if target_met(row) else "MISS",
-        ))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for i, line in enumerate(lines):
+            "" if met is None else "ok" if met else "MISS",
+        ), False))
+    widths = [max(len(cells[i]) for cells, _ in lines) for i in range(6)]
+    for i, (cells, header) in enumerate(lines):
+        if header and i:
+            print()
         print("  ".join(cell.ljust(w) if j == 0 else cell.rjust(w)
-                        for j, (cell, w) in enumerate(zip(line, widths))).rstrip())
-        if i == 0:
+                        for j, (cell, w) in enumerate(zip(cells, widths))).rstrip())
+        if header:
             print("  ".join("-" * w for w in widths))
-    print("ratio: ours vs PyTorch, > 1 means ours is better (faster / less time).")
+    print("ratio: the left figure against the right one, > 1 means the left is better "
+          "(faster / less time).")
 
 
 if __name__ == "__main__":

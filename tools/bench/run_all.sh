@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Runs the oneflow-vs-PyTorch benchmarks and prints one table with the targets:
 #
-#   tools/bench/run_all.sh           # full run (~30 s)
-#   tools/bench/run_all.sh --quick   # shorter windows (~15 s)
+#   tools/bench/run_all.sh           # full run (about 1.5 minutes on the 2-core machine of README.md)
+#   tools/bench/run_all.sh --quick   # shorter windows (under a minute)
 #
-# Rows: MLP / LeNet training throughput (bench_train.py), 1-element add overhead and
-# import time (bench_eager.py), 2-rank all_reduce from 4 KiB to 64 MiB against torch.distributed
-# gloo (bench_allreduce.py), 2-rank DDP training of the MLP and LeNet against PyTorch DDP
-# (bench_ddp.py, also global-tensor data parallelism), the overhead of a global op against
-# the same local op (bench_global_op.py; its "PyTorch" column is our local op), and on a machine
-# with a GPU, matmul / conv2d TFLOP/s and LeNet / MobileNetV2 training on CUDA against PyTorch on
-# the same GPU (bench_cuda.py; without a GPU it prints why it skipped and adds no rows). Each
-# script can also be run alone; see their docstrings.
+# Rows: MLP / LeNet training throughput (bench_train.py; it fails the run when the two
+# frameworks' logits, loss or gradients differ on the first batch), 1-element add overhead and
+# import time (bench_eager.py), 2-rank all_reduce from 4 KiB to 64 MiB (bench_allreduce.py: ours
+# through shared memory and ours over Gloo TCP with ONEFLOW_SHM=0, each against PyTorch's gloo
+# over TCP, so the framework and the transport differences show separately), 2-rank DDP
+# training of the MLP and LeNet against PyTorch DDP (bench_ddp.py, the same two ways, and
+# global-tensor data parallelism), the overhead of a global op against the same op on the
+# local shard (bench_global_op.py: both columns are ours), and on a machine with a GPU, matmul /
+# conv2d TFLOP/s and LeNet / MobileNetV2 training on CUDA against PyTorch on the same GPU
+# (bench_cuda.py; without a GPU it prints why it skipped and adds no rows; it fails the run when
+# results differ from PyTorch's). Each table section is headed by what its two columns are.
+# Each script can also be run alone; see their docstrings. Prints the CPU, core count and date
+# first: figures from different machines are not comparable.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="$HERE/../python"
@@ -25,6 +30,8 @@ esac
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+START=$SECONDS
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC')"
 
 "$PY" "$HERE/bench_train.py" "${QUICK[@]}" --json "$TMP/train.json"
 "$PY" "$HERE/bench_eager.py" "${QUICK[@]}" --json "$TMP/eager.json"
@@ -35,3 +42,4 @@ trap 'rm -rf "$TMP"' EXIT
 echo
 "$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json" \
   "$TMP/ddp.json" "$TMP/global_op.json" "$TMP/cuda.json"
+echo "run_all.sh: $((SECONDS - START)) s"

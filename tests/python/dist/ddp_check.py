@@ -1,8 +1,11 @@
 """DDP against one-process training on the union of the ranks' batches.
 
 Every rank builds the same model from one seed and the same full batches; the DDP replica
-trains on its own slice of each batch, the reference on the whole batch. After every step the
-parameters must agree to 1e-4.
+trains on its own slice of each batch, the reference on the whole batch. After every backward
+each parameter's averaged .grad must equal the reference's gradient of the mean over the whole
+batch (to 1e-5 of the largest gradient: a sum instead of an average, or a division by the wrong
+number of ranks, is off by a factor; Adam's step hides such a factor, its update being
+invariant to the gradients' scale), and after every step the parameters must agree to 1e-4.
     usage: ddp_check.py mlp|lenet sgd|adam [no_sync|zero_in_place|-] [bucket_mb]
 zero_in_place: zero_grad(set_to_none=False), so each .grad stays a view of its bucket and
 backward accumulates into the bucket itself.
@@ -55,11 +58,20 @@ for i, (xb, yb) in enumerate(batches):
     else:
         ref_loss = loss_fn(ref(x), y)
     ref_loss.backward()
+    want = [p.grad.clone() for p in ref.parameters()]
     ref_opt.step()
     ref_opt.zero_grad()
 
     loss = loss_fn(model(x[mine]), y[mine])
     (loss / 2 if accumulate else loss).backward()
+    scale = max(float(g.abs().max()) for g in want)
+    for (name, p), g in zip(model.module.named_parameters(), want):
+        off = float((p.grad - g).abs().max())
+        if not off <= 1e-5 * scale:
+            ratio = np.linalg.norm(p.grad.numpy()) / np.linalg.norm(g.numpy())
+            raise SystemExit(f"rank {rank} step {steps + 1}: {name}.grad differs from the gradient of "
+                             f"the mean over the global batch by {off:.3g} (largest gradient "
+                             f"{scale:.3g}; ratio of norms {ratio:.4f})")
     opt.step()
     if steps == 0:
         first_ptrs = [p.grad.data_ptr() for p in model.module.parameters()]
