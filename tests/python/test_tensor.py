@@ -1514,3 +1514,10 @@ def test_legacy_tensor_constructor_forms():
         flow.Tensor(2, sbp=flow.sbp.broadcast)
     with pytest.raises(TypeError, match=r"Tensor: expected sizes \(ints\) or one data argument"):
         flow.Tensor([1], [2])
+
+
+def test_python_floats_keep_their_digits_in_float64():
+    assert flow.tensor(0.1, dtype=flow.float64).item() == 0.1
+    assert flow.tensor([0.1, 1e-300, 1.0 / 3], dtype=flow.float64).tolist() == [0.1, 1e-300, 1.0 / 3]
+    assert flow.tensor([0.1]).dtype == flow.float32  # the default stays float32
+    assert flow.tensor([0.1], dtype=flow.float16).tolist() == [np.float16(0.1).item()]

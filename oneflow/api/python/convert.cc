@@ -200,7 +200,9 @@ Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& devic
       Tensor d = Tensor::Empty(s, DType::kFloat64, Device::CPU());
       double* p = d.data<double>();
       FillNested(data, p);
-      t = fn::to_dtype(d, DType::kFloat32);
+      // Python floats are doubles: convert once, to the dtype asked for (float32 by default),
+      // so float64 keeps every digit instead of passing through float32.
+      t = dtype_obj.is_none() ? fn::to_dtype(d, DType::kFloat32) : d;
     } else {
       Tensor d = Tensor::Empty(s, DType::kInt64, Device::CPU());
       int64_t* p = d.data<int64_t>();
