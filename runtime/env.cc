@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <sstream>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/functional.h"
@@ -133,13 +133,13 @@ void Env::Join() {
     }
     std::string where;
     for (int n : nodes) where += StrCat(where.empty() ? "" : ", ", n);
-    const std::string line =
-        StrCat(missing.size() > 1 ? "ranks " : "rank ", who, nodes.size() > 1 ? " (nodes " : " (node ",
-               where, missing.size() > 1 ? ") have" : ") has", " not joined the job at ",
-               world_.master_addr, ":", world_.master_port);
+    const std::string line = StrCat(
+        missing.size() > 1 ? "ranks " : "rank ", who, nodes.size() > 1 ? " (nodes " : " (node ",
+        where, missing.size() > 1 ? ") have" : ") has", " not joined the job at ",
+        world_.master_addr, ":", world_.master_port);
     if (waited >= total) {
-      throw Error(StrCat("oneflow: rank ", world_.rank, ": ", line, " after ",
-                         FormatSeconds(total), " s (ONEFLOW_TIMEOUT_SECONDS); were they started "
+      throw Error(StrCat("oneflow: rank ", world_.rank, ": ", line, " after ", FormatSeconds(total),
+                         " s (ONEFLOW_TIMEOUT_SECONDS); were they started "
                          "with the same --master_addr, --master_port and sizes?"));
     }
     std::fprintf(stderr, "[rank %d] oneflow: waiting: %s; giving up in %s s\n", world_.rank,

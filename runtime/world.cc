@@ -84,8 +84,8 @@ WorldInfo WorldFromEnv() {
       w.local_world_size = IntEnv("SLURM_TASKS_PER_NODE", w.world_size, /*allow_suffix=*/true);
     }
     // Rank 0 runs on the step's first node (the launch node may be another machine).
-    if (auto nodes = Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST")
-                                                 : Env("SLURM_JOB_NODELIST")) {
+    if (auto nodes =
+            Env("SLURM_STEP_NODELIST") ? Env("SLURM_STEP_NODELIST") : Env("SLURM_JOB_NODELIST")) {
       w.master_addr = FirstSlurmHost(*nodes);
     } else if (Env("SLURM_LAUNCH_NODE_IPADDR")) {
       w.master_addr = *Env("SLURM_LAUNCH_NODE_IPADDR");
@@ -101,8 +101,8 @@ WorldInfo WorldFromEnv() {
     w.local_rank = IntEnv("OMPI_COMM_WORLD_LOCAL_RANK", 0);
     w.local_world_size = IntEnv("OMPI_COMM_WORLD_LOCAL_SIZE", w.world_size);
     if (w.local_world_size < w.world_size && !Env("MASTER_ADDR")) {
-      throw Error(StrCat("world: started by Open MPI on several nodes (", w.world_size,
-                         " ranks, ", w.local_world_size, " on this one): set MASTER_ADDR to ",
+      throw Error(StrCat("world: started by Open MPI on several nodes (", w.world_size, " ranks, ",
+                         w.local_world_size, " on this one): set MASTER_ADDR to ",
                          "rank 0's host, e.g. mpirun -x MASTER_ADDR=<host of rank 0> ..."));
     }
   }
@@ -177,8 +177,8 @@ std::string ReachableAddress(const WorldInfo& w) {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
-  int rc = getaddrinfo(w.master_addr.c_str(), std::to_string(w.master_port).c_str(), &hints,
-                       &found);
+  int rc =
+      getaddrinfo(w.master_addr.c_str(), std::to_string(w.master_port).c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
     throw Error(StrCat("world: cannot resolve the master address '", w.master_addr,
                        "': ", gai_strerror(rc), " (MASTER_ADDR / --master_addr)"));
@@ -200,9 +200,10 @@ std::string ReachableAddress(const WorldInfo& w) {
                        " (set ONEFLOW_IFNAME to the interface its peers reach this host on)"));
   }
   char text[INET6_ADDRSTRLEN] = {0};
-  const void* addr = local.ss_family == AF_INET
-                         ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                         : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+  const void* addr =
+      local.ss_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
   inet_ntop(local.ss_family, addr, text, sizeof(text));
   return text;
 }

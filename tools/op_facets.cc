@@ -42,11 +42,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const OpDef& op = it->second;
-    std::printf("%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
-                "  sbp rule    %s\n",
-                op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
-                Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
-                Rule(op.name).c_str());
+    std::printf(
+        "%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
+        "  sbp rule    %s\n",
+        op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
+        Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
+        Rule(op.name).c_str());
     return 0;
   }
   if (argc > 2) {
@@ -55,8 +56,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& [name, op] : ops) {
     std::printf("%-24s def %s | grad %s | cpu %s | cuda %s | sbp %s\n", name.c_str(),
-                Or(op.infer_at, "-").c_str(), Grad(op).c_str(), Kernel(op, DeviceType::kCPU).c_str(),
-                Kernel(op, DeviceType::kCUDA).c_str(), Rule(name).c_str());
+                Or(op.infer_at, "-").c_str(), Grad(op).c_str(),
+                Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
+                Rule(name).c_str());
   }
   return 0;
 }

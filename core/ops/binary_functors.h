@@ -20,12 +20,12 @@
 namespace oneflow {
 namespace functors {
 
-#define ONEFLOW_BINARY_FUNCTOR(Name, expr)                   \
-  struct Name {                                              \
-    template <typename T>                                    \
-    ONEFLOW_HOST_DEVICE auto operator()(T a, T b) const {    \
-      return expr;                                           \
-    }                                                        \
+#define ONEFLOW_BINARY_FUNCTOR(Name, expr)                \
+  struct Name {                                           \
+    template <typename T>                                 \
+    ONEFLOW_HOST_DEVICE auto operator()(T a, T b) const { \
+      return expr;                                        \
+    }                                                     \
   };
 ONEFLOW_BINARY_FUNCTOR(AddF, a + b)
 ONEFLOW_BINARY_FUNCTOR(SubF, a - b)

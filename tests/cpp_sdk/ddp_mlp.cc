@@ -51,8 +51,8 @@ int main() {
       Tensor d = fn::contiguous(fn::abs(fn::sub(a[i].second, b[i].second)));
       for (int64_t k = 0; k < d.numel(); ++k) {
         if (!(d.data<float>()[k] <= 1e-5f)) {
-          std::printf("rank %d: step %d: %s differs from one-process training by %g\n", rank,
-                      step, a[i].first.c_str(), d.data<float>()[k]);
+          std::printf("rank %d: step %d: %s differs from one-process training by %g\n", rank, step,
+                      a[i].first.c_str(), d.data<float>()[k]);
           return 1;
         }
       }

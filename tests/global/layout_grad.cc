@@ -52,14 +52,13 @@ int main() {
   Expect(global::ToLocal(w.grad()), {1, 1, 2, 2, 1, 1, 2, 2}, "B -> S(1) -> local loss");
 
   // 3. A partial sum handed to B: each rank's part sees the whole gradient (P reads as B).
-  Tensor p = global::LocalToGlobal(fn::full(Shape({3}), rank + 1.0), world,
-                                   {sbp::Sbp::PartialSum()});
+  Tensor p =
+      global::LocalToGlobal(fn::full(Shape({3}), rank + 1.0), world, {sbp::Sbp::PartialSum()});
   p.set_requires_grad(true);
   Tensor whole = global::ToGlobal(p, world, B);  // (1 + 2) everywhere
-  fn::sum(fn::mul(whole, whole)).backward();  // d/dp = 2 * 3
+  fn::sum(fn::mul(whole, whole)).backward();     // d/dp = 2 * 3
   // The leaf's gradient takes the leaf's layout (P): its logical value is 6 everywhere.
-  Expect(global::ToLocal(global::ToGlobal(p.grad(), world, B)), {6, 6, 6},
-         "P -> B -> global loss");
+  Expect(global::ToLocal(global::ToGlobal(p.grad(), world, B)), {6, 6, 6}, "P -> B -> global loss");
 
   std::printf("rank %d layout gradients %s\n", rank, failures ? "FAILED" : "ok");
   return failures ? 1 : 0;

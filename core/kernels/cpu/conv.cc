@@ -1,13 +1,12 @@
 #include "core/kernels/cpu/conv.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
 
@@ -257,8 +256,7 @@ void ConvForward(const ConvGeom& g, const T* x, const T* w, const T* b, T* y) {
 
 // dyt (og, nb, plane) <- dy (nb, o, plane) restricted to group grp.
 template <typename T>
-void GatherGradOutput(const ConvGeom& g, const T* dy, int64_t n0, int64_t nb, int64_t grp,
-                      T* dyt) {
+void GatherGradOutput(const ConvGeom& g, const T* dy, int64_t n0, int64_t nb, int64_t grp, T* dyt) {
   const int64_t plane = g.out_plane(), og = g.og(), ld = nb * plane;
   for (int64_t s = 0; s < nb; ++s) {
     for (int64_t oc = 0; oc < og; ++oc) {
@@ -278,8 +276,7 @@ void ConvGradInput(const ConvGeom& g, const T* dy, const T* w, T* dx) {
     const int64_t nb = std::min(chunk, g.n - n0), ld = nb * plane;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       GatherGradOutput(g, dy, n0, nb, grp, dyt.data());
-      Gemm(true, false, k, ld, og, T(1), w + grp * og * k, k, dyt.data(), ld, T(0), col.data(),
-           ld);
+      Gemm(true, false, k, ld, og, T(1), w + grp * og * k, k, dyt.data(), ld, T(0), col.data(), ld);
       for (int64_t s = 0; s < nb; ++s) {
         T* dxg = dx + ((n0 + s) * g.c + grp * g.cg()) * g.h * g.w;
         if (g.pointwise()) {
@@ -418,9 +415,9 @@ dnnl::convolution_forward::primitive_desc FwdPd(const Descs& d, bool bias) {
   const auto prop = dnnl::prop_kind::forward_training;
   const auto algo = dnnl::algorithm::convolution_direct;
   if (bias) {
-    return {{prop, algo, d.src_any, d.wei_any, d.bias_any, d.dst_any, d.strides, d.dil, d.padl,
-             d.padr},
-            eng};
+    return {
+        {prop, algo, d.src_any, d.wei_any, d.bias_any, d.dst_any, d.strides, d.dil, d.padl, d.padr},
+        eng};
   }
   return {{prop, algo, d.src_any, d.wei_any, d.dst_any, d.strides, d.dil, d.padl, d.padr}, eng};
 }
@@ -461,8 +458,8 @@ std::shared_ptr<Entry> Build(const ConvGeom& g, Kind kind, bool bias) {
 // The cached primitive for (g, kind, bias), or null where oneDNN does not take the case.
 std::shared_ptr<Entry> Get(const ConvGeom& g, Kind kind, bool bias) {
   if (!kUseOneDnn || g.depthwise()) return nullptr;
-  const Key key = {g.n,  g.c,  g.h,  g.w,  g.o,  g.kh, g.kw,   g.sh, g.sw,
-                   g.ph, g.pw, g.dh, g.dw, g.groups, kind, bias, 0, 0};
+  const Key key = {g.n,  g.c,  g.h,  g.w,  g.o,      g.kh, g.kw, g.sh, g.sw,
+                   g.ph, g.pw, g.dh, g.dw, g.groups, kind, bias, 0,    0};
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<Entry>>();
   std::lock_guard<std::mutex> lock(mu);
@@ -535,20 +532,26 @@ bool GradWeight(const ConvGeom& g, const float* dy, const float* x, float* dw) {
 
 // Type dispatch: oneDNN for float32 where it takes the case, im2col otherwise.
 template <typename T>
-bool TryOneDnnForward(const ConvGeom&, const T*, const T*, const T*, T*) { return false; }
+bool TryOneDnnForward(const ConvGeom&, const T*, const T*, const T*, T*) {
+  return false;
+}
 template <>
 bool TryOneDnnForward<float>(const ConvGeom& g, const float* x, const float* w, const float* b,
                              float* y) {
   return dnn::Forward(g, x, w, b, y);
 }
 template <typename T>
-bool TryOneDnnGradInput(const ConvGeom&, const T*, const T*, T*) { return false; }
+bool TryOneDnnGradInput(const ConvGeom&, const T*, const T*, T*) {
+  return false;
+}
 template <>
 bool TryOneDnnGradInput<float>(const ConvGeom& g, const float* dy, const float* w, float* dx) {
   return dnn::GradInput(g, dy, w, dx);
 }
 template <typename T>
-bool TryOneDnnGradWeight(const ConvGeom&, const T*, const T*, T*) { return false; }
+bool TryOneDnnGradWeight(const ConvGeom&, const T*, const T*, T*) {
+  return false;
+}
 template <>
 bool TryOneDnnGradWeight<float>(const ConvGeom& g, const float* dy, const float* x, float* dw) {
   return dnn::GradWeight(g, dy, x, dw);

@@ -123,13 +123,14 @@ inline void ZeroFill(const Tensor& t, cudaStream_t stream) {
 inline unsigned Blocks(int64_t n, int threads = kThreads) {
   int64_t b = (n + threads - 1) / threads;
   if (b < 1) b = 1;
-  return static_cast<unsigned>(b > 65535 * 32 ? 65535 * 32 : b);  // grid-stride loops cover the rest
+  return static_cast<unsigned>(b > 65535 * 32 ? 65535 * 32
+                                              : b);  // grid-stride loops cover the rest
 }
 
 // A grid-stride loop over [0, n) in int64, for kernels launched with Blocks(n) (which caps the
 // grid; the loop covers the rest):
 //   ONEFLOW_CUDA_GRID_LOOP(i, n) { y[i] = x[i]; }
-#define ONEFLOW_CUDA_GRID_LOOP(i, n)                                                      \
+#define ONEFLOW_CUDA_GRID_LOOP(i, n)                                                     \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 

@@ -15,7 +15,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   std::vector<std::string> names;
   for (auto& [n, p] : module_->named_parameters()) {
     if (p.is_global()) {
-      throw Error(StrCat("DistributedDataParallel: parameter '", n, "' is global; DDP wraps a "
+      throw Error(StrCat("DistributedDataParallel: parameter '", n,
+                         "' is global; DDP wraps a "
                          "local module (a global module with broadcast parameters is already "
                          "data parallel)"));
     }

@@ -23,8 +23,9 @@ CosineAnnealingLR::CosineAnnealingLR(double& lr, int64_t t_max, double eta_min)
 
 double CosineAnnealingLR::LrAt(int64_t epoch) const {
   const double pi = std::acos(-1.0);
-  return eta_min_ + (base_lr() - eta_min_) *
-                        (1 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(t_max_))) / 2;
+  return eta_min_ +
+         (base_lr() - eta_min_) *
+             (1 + std::cos(pi * static_cast<double>(epoch) / static_cast<double>(t_max_))) / 2;
 }
 
 double ExponentialLR::LrAt(int64_t epoch) const {

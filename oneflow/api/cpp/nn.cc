@@ -78,7 +78,7 @@ StateDict Module::state_dict() const {
   // Python's order: each module's parameters, then its buffers, then its children.
   StateDict out;
   std::function<void(const Module&, const std::string&)> walk = [&](const Module& m,
-                                                                     const std::string& prefix) {
+                                                                    const std::string& prefix) {
     for (const auto& [n, t] : m.params_) out.emplace_back(prefix + n, t.detach());
     for (const auto& [n, t] : m.buffers_) out.emplace_back(prefix + n, t.detach());
     for (const auto& [n, c] : m.children_) walk(*c, prefix + n + ".");
@@ -189,10 +189,9 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, fn::IntList kernel_siz
     throw Error(StrCat("Conv2d: in_channels ", in_channels, " and out_channels ", out_channels,
                        " must be divisible by groups ", options_.groups));
   }
-  auto [w, b] =
-      DefaultInit(Shape({out_channels, in_channels / options_.groups, kernel_size[0],
-                         kernel_size[1]}),
-                  options_.bias ? out_channels : 0);
+  auto [w, b] = DefaultInit(
+      Shape({out_channels, in_channels / options_.groups, kernel_size[0], kernel_size[1]}),
+      options_.bias ? out_channels : 0);
   weight_ = register_parameter("weight", w);
   if (options_.bias) bias_ = register_parameter("bias", b);
 }
@@ -228,8 +227,8 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim)
 
 Tensor Embedding::forward(const Tensor& indices) {
   if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32) {
-    throw Error(StrCat("Embedding: indices must be int64 or int32, got ",
-                       DTypeName(indices.dtype())));
+    throw Error(
+        StrCat("Embedding: indices must be int64 or int32, got ", DTypeName(indices.dtype())));
   }
   std::vector<int64_t> out_dims = indices.shape().dims();
   out_dims.push_back(weight_->size(1));

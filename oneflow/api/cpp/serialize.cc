@@ -27,14 +27,13 @@ struct Code {
   const char* name;
   DType dtype;
 };
-constexpr Code kCodes[] = {{"BOOL", DType::kBool},    {"U8", DType::kUInt8},
-                           {"I8", DType::kInt8},      {"I32", DType::kInt32},
-                           {"I64", DType::kInt64},    {"F16", DType::kFloat16},
-                           {"BF16", DType::kBFloat16}, {"F32", DType::kFloat32},
-                           {"F64", DType::kFloat64}};
+constexpr Code kCodes[] = {
+    {"BOOL", DType::kBool},     {"U8", DType::kUInt8},    {"I8", DType::kInt8},
+    {"I32", DType::kInt32},     {"I64", DType::kInt64},   {"F16", DType::kFloat16},
+    {"BF16", DType::kBFloat16}, {"F32", DType::kFloat32}, {"F64", DType::kFloat64}};
 // Valid safetensors dtypes oneflow has no type for.
-constexpr const char* kLacking[] = {"I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2",
-                                    "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
+constexpr const char* kLacking[] = {"I16",     "U16", "U32",     "U64",     "F8_E4M3", "F8_E5M2",
+                                    "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 const char* CodeOf(DType d) {
   for (const auto& c : kCodes) {
@@ -52,8 +51,8 @@ Tensor Whole(const Tensor& t) {
   Tensor x = t.detach();
   if (x.is_global()) {
     const auto& meta = global::Meta(x);
-    x = global::ToLocal(global::ToGlobal(
-        x, meta.placement, sbp::NdSbp(meta.nd_sbp.size(), sbp::Sbp::Broadcast())));
+    x = global::ToLocal(
+        global::ToGlobal(x, meta.placement, sbp::NdSbp(meta.nd_sbp.size(), sbp::Sbp::Broadcast())));
   }
   if (!x.is_cpu()) x = fn::to_device(x, Device::CPU());
   return fn::contiguous(x);
@@ -83,7 +82,8 @@ void WriteAtomically(const std::string& path, const std::string& header,
   const uint64_t n = header.size();  // little-endian on every machine we build for
   put(&n, sizeof(n));
   put(header.data(), header.size());
-  for (const Tensor& t : data) put(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()));
+  for (const Tensor& t : data)
+    put(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()));
   if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     unlink(tmp.c_str());
@@ -137,8 +137,8 @@ StateDict LoadStateDict(const std::string& path) {
   if (!f) throw Error(StrCat("safe_open: no such file '", path, "'"));
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (bytes.size() < 8) {
-    Refuse(what, StrCat("the file holds ", bytes.size(),
-                        " bytes, less than the 8-byte header length"));
+    Refuse(what,
+           StrCat("the file holds ", bytes.size(), " bytes, less than the 8-byte header length"));
   }
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
@@ -179,8 +179,8 @@ StateDict LoadStateDict(const std::string& path) {
     if (found == nullptr) {
       for (const char* l : kLacking) {
         if (code == l) {
-          Refuse(what, StrCat("tensor '", name, "' has dtype ", code,
-                              ", which oneflow does not have"));
+          Refuse(what,
+                 StrCat("tensor '", name, "' has dtype ", code, ", which oneflow does not have"));
         }
       }
       Refuse(what, StrCat("tensor '", name, "' has unknown dtype '", code, "'"));
@@ -224,9 +224,9 @@ StateDict LoadStateDict(const std::string& path) {
   for (const Entry* e : by_offset) {
     if (e->begin != position) {
       Refuse(what, StrCat("tensor '", e->name, "' at data_offsets [", e->begin, ", ", e->end, "] ",
-                          e->begin < position ? "overlaps the tensor before it"
-                                              : StrCat("leaves bytes ", position, "..", e->begin,
-                                                       " unused")));
+                          e->begin < position
+                              ? "overlaps the tensor before it"
+                              : StrCat("leaves bytes ", position, "..", e->begin, " unused")));
     }
     position = e->end;
   }
