@@ -52,8 +52,8 @@ std::string JobDifference(const std::string& theirs, const std::string& ours) {
   for (const auto& [key, value] : b) {
     auto it = a.find(key);
     if (it == a.end() || it->second == value) continue;
-    out += StrCat(out.empty() ? "" : "; ", "its ", key, " is '", it->second, "' but this job's is '",
-                  value, "'");
+    out += StrCat(out.empty() ? "" : "; ", "its ", key, " is '", it->second,
+                  "' but this job's is '", value, "'");
   }
   if (out.empty()) {
     out = theirs.empty() || ours.empty()
@@ -70,12 +70,22 @@ Clock::time_point DeadlineAfterMs(int64_t ms) {
 
 }  // namespace
 
+std::string RanksWithNodes(const std::vector<int>& ranks, int ranks_per_node) {
+  std::string out = JoinRanks(ranks);
+  if (ranks_per_node <= 0 || ranks.empty()) return out;
+  std::set<int> nodes;
+  for (int r : ranks) nodes.insert(r / ranks_per_node);
+  std::vector<int> list(nodes.begin(), nodes.end());
+  return StrCat(out, list.size() > 1 ? " (nodes " : " (node ", JoinRanks(list), ")");
+}
+
 // ---------------------------------------------------------------- server
 
 class ControlServiceImpl final : public Control::Service {
  public:
   ControlServiceImpl(std::string token, double heartbeat_timeout_s, JobShape shape)
-      : token_(std::move(token)), heartbeat_timeout_s_(heartbeat_timeout_s),
+      : token_(std::move(token)),
+        heartbeat_timeout_s_(heartbeat_timeout_s),
         shape_(std::move(shape)) {
     if (heartbeat_timeout_s_ > 0) watchdog_ = std::thread([this] { Watch(); });
   }
@@ -109,26 +119,12 @@ class ControlServiceImpl final : public Control::Service {
       if (lost.empty()) continue;
       aborted_ = true;
       abort_rank_ = lost.front();
-      abort_reason_ = StrCat(silent.size() > 1 ? "ranks " : "rank ", RanksWithNodes(silent),
+      abort_reason_ = StrCat(silent.size() > 1 ? "ranks " : "rank ",
+                             RanksWithNodes(silent, shape_.ranks_per_node),
                              " sent no heartbeat for ", FormatSeconds(heartbeat_timeout_s_),
                              " s (the process died, its node was lost, or it is stuck)");
       cv_.notify_all();
     }
-  }
-
-  // "2, 3 (node 1)": ranks, and their nodes where the job's shape is known.
-  std::string RanksWithNodes(const std::vector<int>& ranks) const {
-    std::string out = JoinRanks(ranks);
-    if (shape_.ranks_per_node <= 0 || ranks.empty()) return out;
-    std::set<int> nodes;
-    for (int r : ranks) nodes.insert(r / shape_.ranks_per_node);
-    out += nodes.size() > 1 ? " (nodes " : " (node ";
-    bool first = true;
-    for (int n : nodes) {
-      out += StrCat(first ? "" : ", ", n);
-      first = false;
-    }
-    return out + ")";
   }
 
   grpc::Status Set(grpc::ServerContext*, const SetRequest* req, SetResponse*) override {
@@ -303,10 +299,9 @@ class ControlServiceImpl final : public Control::Service {
   // ranks, stop it: the refused node's ranks will not come. (Called with mu_ held.)
   grpc::Status Refuse(grpc::ServerContext* ctx, const HeartbeatRequest& req) {
     const std::string diff = JobDifference(req.job(), shape_.job);
-    const bool gathering = shape_.world_size > 0 &&
-                           static_cast<int>(joined_.size()) < shape_.world_size;
-    std::fprintf(stderr,
-                 "oneflow: the master refused a rank %d from %s: %s; %s\n", req.rank(),
+    const bool gathering =
+        shape_.world_size > 0 && static_cast<int>(joined_.size()) < shape_.world_size;
+    std::fprintf(stderr, "oneflow: the master refused a rank %d from %s: %s; %s\n", req.rank(),
                  ctx->peer().c_str(), diff.c_str(),
                  gathering ? "stopping this job, which cannot gather its ranks (start every node "
                              "with the same command and settings)"
@@ -359,8 +354,8 @@ struct ControlServer::Impl {
 ControlServer::ControlServer(const std::string& addr, int port, std::string token,
                              double heartbeat_timeout_s, JobShape shape)
     : impl_(new Impl) {
-  impl_->service = std::make_unique<ControlServiceImpl>(std::move(token), heartbeat_timeout_s,
-                                                        std::move(shape));
+  impl_->service =
+      std::make_unique<ControlServiceImpl>(std::move(token), heartbeat_timeout_s, std::move(shape));
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which would let a second server share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -27,6 +27,10 @@ struct JobShape {
   std::string job;
 };
 
+// "2, 3 (node 1)": ranks, and the nodes they run on (rank / ranks_per_node) when
+// ranks_per_node > 0. For the lines that name missing or lost ranks.
+std::string RanksWithNodes(const std::vector<int>& ranks, int ranks_per_node);
+
 class ControlServer {
  public:
   // Binds addr:port (port 0 picks a free port: read it back with port()). A port already in

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -18,12 +17,6 @@ namespace {
 
 std::atomic<Env*> g_env{nullptr};
 std::mutex g_env_mu;
-
-double HeartbeatTimeoutSeconds() {
-  const char* v = std::getenv("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
-  double s = v ? std::atof(v) : 0;
-  return s > 0 ? s : 10.0;
-}
 
 std::string FormatSeconds(double s) {
   std::ostringstream os;
@@ -125,18 +118,10 @@ void Env::Join() {
     std::vector<int> missing = client_->TryBarrier("oneflow/join", world_.world_size, slice);
     if (missing.empty()) return;
     waited += slice;
-    std::string who;
-    std::set<int> nodes;
-    for (int r : missing) {
-      who += StrCat(who.empty() ? "" : ", ", r);
-      nodes.insert(r / world_.local_world_size);
-    }
-    std::string where;
-    for (int n : nodes) where += StrCat(where.empty() ? "" : ", ", n);
     const std::string line = StrCat(
-        missing.size() > 1 ? "ranks " : "rank ", who, nodes.size() > 1 ? " (nodes " : " (node ",
-        where, missing.size() > 1 ? ") have" : ") has", " not joined the job at ",
-        world_.master_addr, ":", world_.master_port);
+        missing.size() > 1 ? "ranks " : "rank ", RanksWithNodes(missing, world_.local_world_size),
+        missing.size() > 1 ? " have" : " has", " not joined the job at ", world_.master_addr, ":",
+        world_.master_port);
     if (waited >= total) {
       throw Error(StrCat("oneflow: rank ", world_.rank, ": ", line, " after ", FormatSeconds(total),
                          " s (ONEFLOW_TIMEOUT_SECONDS); were they started "

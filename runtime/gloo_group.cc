@@ -132,8 +132,7 @@ void GlooGroup::Rethrow(const char* op, const std::exception& e) const {
   // A peer's connection broke: its process or its whole node is probably gone. The master's
   // heartbeat watchdog will say which ranks were lost; wait for that verdict (a little longer
   // than the heartbeat timeout) so the line names them instead of an address.
-  const char* v = std::getenv("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
-  const double heartbeat_s = v && std::atof(v) > 0 ? std::atof(v) : 10.0;
+  const double heartbeat_s = HeartbeatTimeoutSeconds();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>((heartbeat_s + 2) * 1000));
   while (std::chrono::steady_clock::now() < deadline) {

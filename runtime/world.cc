@@ -127,6 +127,12 @@ WorldInfo WorldFromEnv() {
   return w;
 }
 
+double HeartbeatTimeoutSeconds() {
+  auto v = Env("ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS");
+  const double s = v ? std::atof(v->c_str()) : 0;
+  return s > 0 ? s : 10.0;
+}
+
 std::string JobDescription(const WorldInfo& w) {
   std::string command;
   std::ifstream f("/proc/self/cmdline", std::ios::binary);

@@ -29,10 +29,14 @@ struct WorldInfo {
 // Open MPI on one node it is 127.0.0.1, on several MASTER_ADDR must name rank 0's host.
 WorldInfo WorldFromEnv();
 
+// ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10): how long the master waits for a silent rank
+// before it aborts the job (and how long a rank waits for that verdict after a broken link).
+double HeartbeatTimeoutSeconds();
+
 // What every rank of one job shares, as "key=value" lines: the command (without the
-// interpreter's path and PyTorch's per-rank --local_rank argument), the sizes and the master. Without ONEFLOW_JOB_TOKEN it is the job's
-// token, so the same command started on every node joins without any other setting, and a
-// different job on the same port is refused with what differs.
+// interpreter's path and PyTorch's per-rank --local_rank argument), the sizes and the master.
+// Without ONEFLOW_JOB_TOKEN it is the job's token, so the same command started on every node joins
+// without any other setting, and a different job on the same port is refused with what differs.
 std::string JobDescription(const WorldInfo& w);
 
 // The address this rank's peers reach it at: $ONEFLOW_HOSTNAME, else the address of the

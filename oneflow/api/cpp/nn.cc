@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "oneflow/global/global_tensor.h"
@@ -157,11 +158,11 @@ void Module::to_global(const sbp::Placement& placement, const sbp::NdSbp& nd_sbp
   Slots("", &slots);
   std::vector<std::pair<std::string, Tensor*>> params;
   Slots("", &params, /*params_only=*/true);
+  std::set<const Tensor*> is_param;
+  for (auto& [n, p] : params) is_param.insert(p);
   for (auto& [n, slot] : slots) {
-    bool is_param = false;
-    for (auto& p : params) is_param |= p.second == slot;
     Tensor g = global::FromWhole(slot->detach(), placement, nd_sbp);
-    if (is_param) g.set_requires_grad(true);
+    if (is_param.count(slot)) g.set_requires_grad(true);
     *slot = g;
   }
 }

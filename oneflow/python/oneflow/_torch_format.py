@@ -144,6 +144,8 @@ class _Reader:
                     words, shape=size, strides=[s * itemsize for s in stride], writeable=False)
                 data = np.ascontiguousarray(view).tobytes()
             t = flow._C.from_bytes(data, size, getattr(flow, storage.dtype))
+            from oneflow.serialization import _place  # (serialization imports this module)
+
             t = _place(t, storage.location, self.map_location)
             self._built[cache_key] = t
         if requires_grad:
@@ -154,17 +156,6 @@ class _Reader:
         from oneflow.nn import Parameter
 
         return None if self.dry else Parameter(data.detach(), bool(requires_grad))
-
-
-def _place(t, location, map_location):
-    from oneflow.serialization import _map_device
-
-    target = _map_device(location, map_location)
-    if target is not None and str(target) != "cpu":
-        t = t.to(target)
-    if callable(map_location):
-        t = map_location(t, location)
-    return t
 
 
 def is_zip(head):

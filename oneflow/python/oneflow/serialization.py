@@ -70,16 +70,22 @@ def _restore_tensor(record, map_location):
     from oneflow.nn import Parameter
 
     dtype_name, shape, raw, requires_grad, is_parameter, device = record
-    t = flow._C.from_bytes(raw, tuple(shape), dtype_by_name(dtype_name))
-    target = _map_device(device, map_location)
-    if target is not None and str(target) != "cpu":
-        t = t.to(target)
-    if callable(map_location):
-        t = map_location(t, device)
+    t = _place(flow._C.from_bytes(raw, tuple(shape), dtype_by_name(dtype_name)), device,
+               map_location)
     if is_parameter:
         return Parameter(t, requires_grad)
     if requires_grad:
         t.requires_grad_(True)
+    return t
+
+
+def _place(t, saved_device, map_location):
+    """t (read on the cpu) where map_location puts a tensor saved on saved_device."""
+    target = _map_device(saved_device, map_location)
+    if target is not None and str(target) != "cpu":
+        t = t.to(target)
+    if callable(map_location):
+        t = map_location(t, saved_device)
     return t
 
 
@@ -323,7 +329,7 @@ def _load_from(f, name, map_location, weights_only):
         except ValueError as ex:
             raise RuntimeError(f"{what}: {str(ex).split(': ', 1)[-1]}") from None
         return collections.OrderedDict(
-            (k, _torch_format._place(t, "cpu", map_location)) for k, t in tensors.items())
+            (k, _place(t, "cpu", map_location)) for k, t in tensors.items())
     try:
         if _torch_format.is_zip(head):
             return _torch_format.load_zip(f, what, map_location)
