@@ -33,6 +33,8 @@ def _dtype_from_name(name):
 
 from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
 from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
+                           set_printoptions)
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.serialization import save, load  # noqa: E402,F401
@@ -40,6 +42,9 @@ from oneflow import _global  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401
 
 _global._install()
+from oneflow import _misc  # noqa: E402
+
+_misc._install()  # Tensor.isclose, Tensor.allclose
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
 

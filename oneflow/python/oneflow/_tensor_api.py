@@ -17,7 +17,7 @@ __all__ = [
     "square", "relu", "sigmoid", "tanh", "gelu", "clamp", "clip", "sum", "mean", "max", "min",
     "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute", "transpose",
     "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select", "gather",
-    "softmax", "log_softmax", "allclose", "numel", "is_tensor", "is_floating_point", "nonzero",
+    "softmax", "log_softmax", "numel", "is_tensor", "is_floating_point", "nonzero",
     "argwhere", "remainder", "masked_fill", "masked_select",
 ]
 
@@ -39,6 +39,15 @@ def _size(args, what):
     if len(args) == 1 and not isinstance(args[0], builtins.int):
         return [builtins.int(d) for d in args[0]]
     return [builtins.int(d) for d in args]
+
+
+# The dtype of tensors made from Python floats and of floating creation functions when no dtype
+# is given (flow.set_default_dtype; float32 or float64).
+_default_dtype = _C.float32
+
+
+def _floating_default(dtype):
+    return _default_dtype if dtype is None else dtype
 
 
 def _finish(t, requires_grad):
@@ -76,7 +85,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, s
             raise
         t = _C.tensor(_plain(data), dtype, device, False)
     if dtype is None and isinstance(data, (list, tuple)) and t.numel() == 0:
-        t = t._to_dtype(_C.float32)  # flow.tensor([]) is float32, as in PyTorch
+        t = t._to_dtype(_default_dtype)  # flow.tensor([]) is floating, as in PyTorch
+    elif dtype is None and t.dtype == _C.float32 and _default_dtype != _C.float32 \
+            and not _has_tensor_or_numpy(data):
+        t = _C.tensor(data, _default_dtype, device, False)  # Python floats: every digit kept
     return _finish(t, requires_grad)
 
 
@@ -91,15 +103,15 @@ def from_numpy(array):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.full(_size(size, "zeros"), 0.0, dtype, device), requires_grad)
+    return _finish(_C.full(_size(size, "zeros"), 0.0, _floating_default(dtype), device), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.full(_size(size, "ones"), 1.0, dtype, device), requires_grad)
+    return _finish(_C.full(_size(size, "ones"), 1.0, _floating_default(dtype), device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.empty(_size(size, "empty"), dtype, device), requires_grad)
+    return _finish(_C.empty(_size(size, "empty"), _floating_default(dtype), device), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -109,7 +121,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         elif isinstance(fill_value, builtins.int):
             dtype = _C.int64
         else:
-            dtype = _C.float32
+            dtype = _default_dtype
     return _finish(_C.full(_size((size,), "full"), builtins.float(fill_value), dtype, device), requires_grad)
 
 
@@ -138,11 +150,11 @@ def empty_like(x, dtype=None, device=None, requires_grad=False):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _finish(_C.rand(_size(size, "rand"), dtype, device), requires_grad)
+    return _finish(_C.rand(_size(size, "rand"), _floating_default(dtype), device), requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _finish(_C.randn(_size(size, "randn"), dtype, device), requires_grad)
+    return _finish(_C.randn(_size(size, "randn"), _floating_default(dtype), device), requires_grad)
 
 
 def rand_like(x, dtype=None, device=None, requires_grad=False):
@@ -173,13 +185,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     if dtype is None:
         is_int = all(isinstance(v, builtins.int) for v in (start, end, step))
-        dtype = _C.int64 if is_int else _C.float32
+        dtype = _C.int64 if is_int else _default_dtype
     return _finish(_C.arange(builtins.float(start), builtins.float(end), builtins.float(step), dtype, device),
                    requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.eye(n, n if m is None else m, dtype, device), requires_grad)
+    return _finish(_C.eye(n, n if m is None else m, _floating_default(dtype), device), requires_grad)
 
 
 _seedings = 0  # manual_seed calls so far: DataLoader workers' seeds restart with each
@@ -464,10 +476,6 @@ def log_softmax(x, dim=None, dtype=None):
     return _C.log_softmax(x, -1 if dim is None else dim)
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return builtins.bool(((a - b).abs() <= (b.abs() * rtol + atol)).all())
-
-
 def numel(x):
     return x.numel()
 
@@ -723,8 +731,9 @@ def _setup_tensor():
     def __init__(self, *args, dtype=None, device=None, placement=None, sbp=None,
                  requires_grad=False):
         """The legacy constructor forms OneFlow and PyTorch accept: flow.Tensor(2, 3) or
-        flow.Tensor(flow.Size([2, 3])) (zeros; float32 unless dtype), flow.Tensor(data) (a
-        float32 copy of a list, array or tensor), any of them with device= or placement=/sbp=."""
+        flow.Tensor(flow.Size([2, 3])) (zeros of the default dtype unless dtype), flow.Tensor(data)
+        (a copy in the default dtype of a list, array or tensor), any of them with device= or
+        placement=/sbp=."""
         if len(args) == 1 and isinstance(args[0], T) and dtype is device is placement is sbp \
                 is None and not requires_grad:
             return _wrap(self, args[0])  # wraps, sharing data (what Parameter and subclasses do)
@@ -736,9 +745,9 @@ def _setup_tensor():
         if placement is not None and device is not None:
             raise ValueError("Tensor: give device or placement, not both")
         if is_shape:
-            t = zeros(*sizes, dtype=dtype or _C.float32)
+            t = zeros(*sizes, dtype=_floating_default(dtype))
         elif len(args) == 1:
-            t = tensor(args[0], dtype=dtype or _C.float32)
+            t = tensor(args[0], dtype=_floating_default(dtype))
         else:
             raise TypeError(f"Tensor: expected sizes (ints) or one data argument, got {args!r}")
         if placement is not None:

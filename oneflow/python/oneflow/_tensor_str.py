@@ -17,6 +17,7 @@ _PRECISION = 4
 _THRESHOLD = 1000  # more elements than this are summarised with "..."
 _EDGEITEMS = 3  # elements kept at each end of a summarised dimension
 _LINEWIDTH = 80
+_SCI_MODE = None  # True / False force scientific notation on / off (flow.set_printoptions)
 
 
 class _Skip:
@@ -70,6 +71,9 @@ class _Formatter:
             else:
                 width = len("{:.{p}f}".format(value, p=_PRECISION))
             self.max_width = max(self.max_width, width)
+        # A forced mode applies after the widths are chosen, as in PyTorch.
+        if _SCI_MODE is not None:
+            self.sci_mode = _SCI_MODE
 
     def format(self, value):
         if not self.floating:

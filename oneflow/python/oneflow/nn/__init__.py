@@ -13,7 +13,7 @@ from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid, Softmax, Tanh
 from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from oneflow.nn.modules.flatten import Dropout, Flatten
-from oneflow.nn.modules.container import ModuleList, Sequential
+from oneflow.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from oneflow.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss,  # noqa: F401
                                      MSELoss, NLLLoss, SmoothL1Loss)
 
@@ -41,6 +41,9 @@ __all__ = [
     "Dropout",
     "Flatten",
     "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
     "Sequential",
     "BCELoss",
     "BCEWithLogitsLoss",
@@ -51,4 +54,5 @@ __all__ = [
     "NLLLoss",
 ]
 from oneflow.nn import parallel  # noqa: E402,F401
+from oneflow.nn import utils  # noqa: E402,F401
 from oneflow.nn.graph import Graph  # noqa: E402,F401  (raises: compile mode is not supported)

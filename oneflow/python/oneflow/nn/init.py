@@ -127,3 +127,58 @@ def xavier_normal_(tensor, gain=1.0):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std)
+
+
+# Acklam's rational approximation of the standard normal quantile (relative error < 1.2e-9),
+# evaluated in float64 with tensor ops; the library has no erfinv.
+_ACKLAM_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02,
+             -3.066479806614716e01, 2.506628277459239e00)
+_ACKLAM_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01,
+             -1.328068155288572e01, 1.0)
+_ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00,
+             4.374664141464968e00, 2.938163982698783e00)
+_ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00, 1.0)
+
+
+def _polyval(coefs, x):
+    result = x * 0.0 + coefs[0]
+    for c in coefs[1:]:
+        result = result * x + c
+    return result
+
+
+def _normal_quantile(p):
+    """The standard normal quantile of each element of p (float64, in (0, 1))."""
+    p_low = 0.02425
+    q = p - 0.5
+    r = q * q
+    central = _polyval(_ACKLAM_A, r) * q / _polyval(_ACKLAM_B, r)
+    # The tails use the smaller of p and 1 - p; clamping keeps the unused branches finite.
+    tail_p = flow.minimum(p, 1.0 - p).clamp(min=1e-300)
+    t = (tail_p.log() * -2.0).sqrt()
+    tail = _polyval(_ACKLAM_C, t) / _polyval(_ACKLAM_D, t)  # negative: the lower tail
+    tail = flow.where(p > 0.5, tail * -1.0, tail)
+    return flow.where((p >= p_low) & (p <= 1.0 - p_low), central, tail)
+
+
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Fills tensor with a normal(mean, std) truncated to [a, b] (absolute bounds, as in
+    PyTorch), by inverting the normal CDF on uniform draws between the bounds' CDF values."""
+    if std <= 0:
+        raise ValueError(f"trunc_normal_: std must be positive, got {std}")
+    if not a < b:
+        raise ValueError(f"trunc_normal_: the bounds need a < b, got a={a}, b={b}")
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    lo, hi = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
+    with flow.no_grad():
+        u = flow.empty_like(tensor, dtype=flow.float64).uniform_(lo, hi)
+        u = u.clamp(min=1e-300, max=1.0 - 1e-16)
+        values = (_normal_quantile(u) * float(std) + float(mean)).clamp(min=float(a), max=float(b))
+        tensor.copy_(values.to(tensor.dtype))
+    return tensor

@@ -1,5 +1,5 @@
-"""Learning-rate schedulers with PyTorch's semantics: call step() once per epoch, after
-optimizer.step().
+"""Learning-rate schedulers with PyTorch's semantics: call step() once per epoch (OneCycleLR:
+once per batch; ReduceLROnPlateau: step(metric)), after optimizer.step().
 
     sched = optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
     for epoch in range(90):
@@ -16,10 +16,14 @@ from collections import Counter
 from oneflow.optim.optimizer import Optimizer
 
 
+def _check_optimizer(name, optimizer):
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{name}: {type(optimizer).__name__} is not an Optimizer")
+
+
 class LRScheduler:
     def __init__(self, optimizer, last_epoch=-1, verbose=False):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(self).__name__}: {type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(type(self).__name__, optimizer)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -33,8 +37,11 @@ class LRScheduler:
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self.verbose = verbose
-        self._step_count = 0
+        self._initial_step()
+
+    def _initial_step(self):
         # The first step sets the lr of epoch 0 (last_epoch goes from -1 to 0).
+        self._step_count = 0
         self.step()
 
     def get_lr(self):
@@ -178,3 +185,319 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self):
         cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
         return [self.eta_min + (base_lr - self.eta_min) * cosine for base_lr in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Scales the initial lr by a factor going linearly from start_factor to end_factor over
+    total_iters epochs, then keeps it."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1,
+                 verbose=False):
+        if not 0 < start_factor <= 1.0:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0 <= end_factor <= 1.0:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        if total_iters <= 0:
+            raise ValueError(f"LinearLR: total_iters must be positive, got {total_iters}")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in groups]
+        if self.last_epoch > self.total_iters:
+            return [group["lr"] for group in groups]
+        # Chainable form (PyTorch's): the ratio of this epoch's factor to the previous one.
+        delta = self.end_factor - self.start_factor
+        ratio = 1.0 + delta / (self.total_iters * self.start_factor + (self.last_epoch - 1) * delta)
+        return [group["lr"] * ratio for group in groups]
+
+    def _get_closed_form_lr(self):
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+                for base_lr in self.base_lrs]
+
+
+class SequentialLR(LRScheduler):
+    """Runs schedulers one after the other: schedulers[i] from epoch milestones[i - 1] on, each
+    restarting from its own epoch 0 at its milestone."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1, verbose=False):
+        _check_optimizer("SequentialLR", optimizer)
+        schedulers, milestones = list(schedulers), list(milestones)
+        if len(schedulers) == 0:
+            raise ValueError("SequentialLR: expected at least one scheduler, got none")
+        for i, scheduler in enumerate(schedulers):
+            if getattr(scheduler, "optimizer", None) is not optimizer:
+                raise ValueError(
+                    f"SequentialLR: scheduler {i} ({type(scheduler).__name__}) belongs to another "
+                    "optimizer; all schedulers must drive the optimizer passed in"
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} milestones, "
+                f"got {len(milestones)}"
+            )
+        if milestones != sorted(milestones):
+            raise ValueError(f"SequentialLR: milestones must be increasing, got {milestones}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        self.verbose = verbose
+        # Each scheduler's constructor stepped once: start again from the initial lr and undo
+        # those steps, then let only the first scheduler take its initial step.
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for scheduler in schedulers:
+            scheduler.last_epoch -= 1
+        schedulers[0]._initial_step()
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            # The next scheduler starts at its epoch 0 (the closed form, without the warning an
+            # explicit epoch gives: the user passed none).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                scheduler.step(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        schedulers = state_dict.pop("_schedulers")
+        if len(schedulers) != len(self._schedulers):
+            raise ValueError(
+                f"SequentialLR.load_state_dict: the state dict has {len(schedulers)} schedulers, "
+                f"this SequentialLR has {len(self._schedulers)}"
+            )
+        self.__dict__.update(state_dict)
+        for scheduler, state in zip(self._schedulers, schedulers):
+            scheduler.load_state_dict(state)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy, stepped once per batch: the lr goes from max_lr / div_factor up to
+    max_lr over pct_start of total_steps, then down to initial_lr / final_div_factor (with
+    three_phase, back to the initial lr first, then down). Momentum (or Adam's beta1) cycles
+    inversely between max_momentum and base_momentum."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
+                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1, verbose=False):
+        _check_optimizer("OneCycleLR", optimizer)
+        self.optimizer = optimizer
+
+        def positive_int(name, value):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"OneCycleLR: {name} must be a positive integer, got {value!r}")
+
+        if total_steps is not None:
+            positive_int("total_steps", total_steps)
+            self.total_steps = total_steps
+        elif epochs is None or steps_per_epoch is None:
+            raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch "
+                             f"(got epochs={epochs}, steps_per_epoch={steps_per_epoch})")
+        else:
+            positive_int("epochs", epochs)
+            positive_int("steps_per_epoch", steps_per_epoch)
+            self.total_steps = epochs * steps_per_epoch
+        if isinstance(pct_start, bool) or not isinstance(pct_start, (int, float)) or not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: pct_start must be a number in [0, 1], got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        self.anneal_strategy = anneal_strategy
+        pct_start = float(pct_start)
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=pct_start * self.total_steps - 1, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=2 * pct_start * self.total_steps - 2, start_lr="max_lr", end_lr="initial_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum"),
+            ]
+        else:
+            self._schedule_phases = [
+                dict(end_step=pct_start * self.total_steps - 1, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum"),
+            ]
+
+        max_lrs = self._format_param("max_lr", max_lr)
+        if last_epoch == -1:
+            for m, group in zip(max_lrs, optimizer.param_groups):
+                group["initial_lr"] = m / div_factor
+                group["max_lr"] = m
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    f"OneCycleLR: cycle_momentum needs an optimizer with momentum or betas; "
+                    f"{type(optimizer).__name__} has neither (pass cycle_momentum=False)"
+                )
+            self.use_beta1 = "betas" in optimizer.defaults
+            max_momentums = self._format_param("max_momentum", max_momentum)
+            base_momentums = self._format_param("base_momentum", base_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def _format_param(self, name, param):
+        groups = self.optimizer.param_groups
+        if isinstance(param, (list, tuple)):
+            if len(param) != len(groups):
+                raise ValueError(f"OneCycleLR: expected {len(groups)} values for {name}, got {len(param)}")
+            return list(param)
+        return [param] * len(groups)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step_num = self.last_epoch
+        if step_num > self.total_steps:
+            raise ValueError(
+                f"OneCycleLR: tried to step {step_num + 1} times, but total_steps is {self.total_steps}"
+            )
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start_step = 0
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step_num <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step_num - start_step) / (end_step - start_step)
+                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        momentum = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                    break
+                start_step = phase["end_step"]
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+
+class ReduceLROnPlateau:
+    """Multiplies the lr by factor when a metric passed to step(metric) has not improved for
+    more than patience epochs (improved: below best * (1 - threshold) in mode "min" with
+    threshold_mode "rel", below best - threshold with "abs"; mirrored in mode "max"); after a
+    reduction waits cooldown epochs; never goes below min_lr."""
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
+                 cooldown=0, min_lr=0, eps=1e-8, verbose=False):
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be < 1.0, got {factor}")
+        _check_optimizer("ReduceLROnPlateau", optimizer)
+        self.factor = factor
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(
+                    f"ReduceLROnPlateau: expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
+                )
+            self.min_lrs = list(min_lr)
+        else:
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience = patience
+        self.verbose = verbose
+        self.cooldown = cooldown
+        self.cooldown_counter = 0
+        self.eps = eps
+        self.last_epoch = 0
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got {threshold_mode!r}")
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+
+    def _reset(self):
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    @property
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+    def is_better(self, a, best):
+        if self.mode == "min":
+            return a < (best * (1.0 - self.threshold) if self.threshold_mode == "rel" else best - self.threshold)
+        return a > (best * (1.0 + self.threshold) if self.threshold_mode == "rel" else best + self.threshold)
+
+    def get_last_lr(self):
+        return self._last_lr
+
+    def step(self, metrics, epoch=None):
+        current = float(metrics)  # a 0-dim tensor too
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(
+                "Passing an epoch to scheduler.step() is deprecated; call step() once per epoch",
+                UserWarning,
+            )
+        self.last_epoch = epoch
+        if self.is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs in cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr(epoch)
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _reduce_lr(self, epoch):
+        for i, group in enumerate(self.optimizer.param_groups):
+            old_lr = float(group["lr"])
+            new_lr = max(old_lr * self.factor, self.min_lrs[i])
+            if old_lr - new_lr > self.eps:  # smaller changes are not worth making
+                group["lr"] = new_lr
+                if self.verbose:
+                    print(f"Epoch {epoch}: reducing learning rate of group {i} to {new_lr:.4e}.")
+
+    def state_dict(self):
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
