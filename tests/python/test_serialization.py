@@ -184,7 +184,9 @@ def test_directory_is_rejected(tmp_path):
     with pytest.raises(IsADirectoryError) as info:
         flow.load(tmp_path)
     assert str(info.value) == (
-        f"oneflow.load: '{tmp_path}' is a directory, expected a file written by oneflow.save"
+        f"oneflow.load: '{tmp_path}' is a directory but not a sharded checkpoint (no "
+        f"metadata.json); expected a file written by oneflow.save or a directory written by "
+        f"oneflow.save(..., sharded=True)"
     )
 
 

@@ -17,6 +17,10 @@ trust that hold other objects load with `weights_only=False`.
 PyTorch's files (torch.save's zip format and its legacy format) load through the same
 restricted reader, without PyTorch installed; `save(..., torch_format=True)` writes a file
 torch.load reads. safetensors files: oneflow.utils.safetensors.
+
+Sharded checkpoints: `save(state, "ckpt_dir", sharded=True)` writes each rank's shards of global
+tensors plus one metadata.json (raw bytes and JSON, no pickle), atomically; `load("ckpt_dir")`
+reads it back into any layout or world size (oneflow/_sharded_checkpoint.py).
 """
 
 import collections
@@ -173,7 +177,7 @@ def _make_unpickler(file, map_location, what, weights_only):
     return unpickler
 
 
-def save(obj, path, global_dst_rank=None, torch_format=False):
+def save(obj, path, global_dst_rank=None, torch_format=False, sharded=False):
     """Writes obj to path atomically: readers see the old file or the new one, never a part.
 
     Global tensors are saved whole (gathered from their shards), so every rank of the job must
@@ -181,7 +185,20 @@ def save(obj, path, global_dst_rank=None, torch_format=False):
     rank once the file is complete. The file loads in one process like any other.
     torch_format=True writes PyTorch's zip format instead (tensors, dtypes and plain data only),
     which torch.load reads, also with weights_only=True.
+    sharded=True: path is a directory; every rank writes only the shards it holds (no
+    gathering), plus one metadata file; a collective, every rank calls it. Partial-sum tensors
+    are reduced first. See oneflow/_sharded_checkpoint.py.
     """
+    if sharded:
+        if torch_format or global_dst_rank is not None:
+            raise ValueError(
+                "oneflow.save: sharded=True writes every rank's own shards; it takes neither "
+                f"torch_format=True nor global_dst_rank (got torch_format={torch_format!r}, "
+                f"global_dst_rank={global_dst_rank!r})")
+        from oneflow import _sharded_checkpoint
+
+        _sharded_checkpoint.save(obj, path)
+        return
     # Serialized in memory first: only the pickler finds every (possibly global) tensor,
     # wherever it sits in obj, and a global tensor decides who writes.
     saw_global = []
@@ -262,7 +279,10 @@ _warned_unsafe = []
 
 def load(path, map_location=None, global_src_rank=None, weights_only=True):
     """Reads an object written by save, a file torch.save wrote (zip or legacy format), or a
-    safetensors file (the C++ API's nn::SaveStateDict writes those): {name: tensor}.
+    safetensors file (the C++ API's nn::SaveStateDict writes those): {name: tensor}, or a
+    directory written by save(..., sharded=True): in a single process its tensors come back
+    local and whole; in a job of several ranks as LazyTensor placeholders that
+    load_state_dict reads in the layout of the tensors they are loaded into.
 
     map_location: None (tensors go back to the device they were saved from), a device or a
     device string such as "cpu", a dict {"cuda:0": "cpu"}, or a callable(tensor, device_str)
@@ -279,6 +299,15 @@ def load(path, map_location=None, global_src_rank=None, weights_only=True):
         warnings.warn(
             "oneflow.load(weights_only=False) runs any code the file contains; use it only for "
             "files you trust", UserWarning, stacklevel=2)
+    if not hasattr(path, "read") and os.path.isdir(os.fspath(path)):
+        from oneflow import _sharded_checkpoint
+
+        if global_src_rank is not None:
+            raise ValueError(
+                f"oneflow.load: '{os.fspath(path)}' is a directory (a sharded checkpoint), which "
+                f"every rank reads its own part of; global_src_rank={global_src_rank!r} is only "
+                f"for single files")
+        return _sharded_checkpoint.load(os.fspath(path), map_location)
     if global_src_rank is not None:
         src = int(global_src_rank)
         if flow.env.get_rank() == src:
@@ -307,10 +336,6 @@ def load(path, map_location=None, global_src_rank=None, weights_only=True):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"oneflow.load: no such file '{path}'")
-    if os.path.isdir(path):
-        raise IsADirectoryError(
-            f"oneflow.load: '{path}' is a directory, expected a file written by oneflow.save"
-        )
     with open(path, "rb") as f:
         return _load_from(f, path, map_location, weights_only)
 

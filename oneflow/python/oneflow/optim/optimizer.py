@@ -9,6 +9,7 @@ import contextlib
 import warnings
 
 import oneflow as flow
+from oneflow import _sharded_checkpoint
 from oneflow._dtype_util import is_floating
 
 
@@ -219,7 +220,9 @@ class Optimizer:
 
         def cast(param, value):
             # Copies, so the loaded state does not alias the caller's dict; floating buffers
-            # follow the parameter's dtype and device.
+            # follow the parameter's dtype and device. A LazyTensor of a sharded checkpoint is
+            # read in the parameter's layout (global: this rank's box only).
+            value = _sharded_checkpoint.materialize_like(value, param)
             if isinstance(value, flow.Tensor):
                 value = value.detach().clone()
                 if is_floating(value.dtype) and is_floating(param.dtype):

@@ -11,6 +11,7 @@
 from collections import OrderedDict, namedtuple
 
 import oneflow as flow
+from oneflow import _sharded_checkpoint
 from oneflow._dtype_util import is_floating
 from oneflow.nn.parameter import Parameter
 
@@ -330,7 +331,10 @@ class Module:
                 missing_keys.append(key)
                 continue
             input_param = state_dict[key]
-            if not isinstance(input_param, flow.Tensor):
+            # A LazyTensor of a sharded checkpoint (oneflow.load of a directory in a job of
+            # several ranks) is read when copied, in the layout of param.
+            lazy = getattr(input_param, "_is_lazy_checkpoint_tensor", False)
+            if not isinstance(input_param, flow.Tensor) and not lazy:
                 error_msgs.append(
                     f"expected a oneflow.Tensor for {key}, got {type(input_param).__name__}"
                 )
@@ -384,7 +388,7 @@ class Module:
         with flow.no_grad():
             for key, param, value in copies:
                 try:
-                    param.copy_(value)
+                    param.copy_(_sharded_checkpoint.materialize_like(value, param))
                 except Exception as ex:
                     raise RuntimeError(
                         f"{self._get_name()}.load_state_dict: copying {key} failed: {ex}"
