@@ -86,6 +86,44 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact (erf) form, PyTorch's default
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// The unary table (core/ops/unary_table.cc): floating ops, integers computed as float32.
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erfinv(const Tensor& x);
+Tensor floor(const Tensor& x);  // rounding keeps integer tensors as they are
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even
+Tensor trunc(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor mish(const Tensor& x);
+Tensor hardswish(const Tensor& x);
+Tensor hardsigmoid(const Tensor& x);
+Tensor logsigmoid(const Tensor& x);
+Tensor softsign(const Tensor& x);
+Tensor selu(const Tensor& x);
+Tensor gelu_tanh(const Tensor& x);  // gelu(approximate="tanh")
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor celu(const Tensor& x, double alpha = 1.0);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor softshrink(const Tensor& x, double lambd = 0.5);
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);
+Tensor threshold(const Tensor& x, double threshold, double value);
 // Scalar conveniences: a 0-dim operand of x's dtype.
 Tensor add_scalar(const Tensor& x, double v);
 Tensor mul_scalar(const Tensor& x, double v);
@@ -97,6 +135,11 @@ Tensor mean(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor max_all(const Tensor& x);
+// Product over dims (integers accumulate in int64, floats in double).
+Tensor prod(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
+// Largest / smallest over dims; ties share the gradient evenly (PyTorch's amax/amin).
+Tensor amax(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
 Tensor min_all(const Tensor& x);
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
@@ -149,6 +192,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps);
 Tensor dropout(const Tensor& x, double p, bool training);
+// Normalizes over the trailing dims given by normalized_shape; weight and bias (shaped
+// normalized_shape) may be undefined (core/ops/nn/layer_norm.cc).
+Tensor layer_norm(const Tensor& x, const IntList& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps = 1e-5);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // reduction: "mean", "sum" or "none". target holds class indices (int64).

@@ -73,7 +73,7 @@ struct RuleRegistrar {
 #define ONEFLOW_SBP_STR_(x) #x
 #define ONEFLOW_SBP_STR(x) ONEFLOW_SBP_STR_(x)
 #define ONEFLOW_REGISTER_SBP_RULE(op, ...)                                                 \
-  static ::oneflow::sbp::RuleRegistrar ONEFLOW_SBP_CONCAT(sbp_rule_registrar_, __LINE__)( \
+  static ::oneflow::sbp::RuleRegistrar ONEFLOW_SBP_CONCAT(sbp_rule_registrar_, __COUNTER__)( \
       __FILE__ ":" ONEFLOW_SBP_STR(__LINE__), #op, __VA_ARGS__)
 
 }  // namespace sbp

@@ -6,6 +6,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_registry.h"
+#include "core/ops/unary_functors.h"
 #include "tests/test_util.h"
 
 namespace oneflow {
@@ -115,6 +116,13 @@ std::vector<Sample> MakeSamples() {
   }
   add("where", "[5, 6] ? [5, 6] : [6]", {r.Bools({5, 6}), r.Floats({5, 6}), r.Floats({6})});
   add("where", "[5, 1] ? [5, 6] : 0-dim", {r.Bools({5, 1}), r.Floats({5, 6}), r.Floats({})});
+  // ---- the unary table: each op and its gradient op, x inside the op's domain
+#define ONEFLOW_TABLE_SAMPLES(name, F, lo, hi)                                              \
+  add(#name, "[5, 7] f32", {r.Floats({5, 7}, lo, hi)}, functors::DefaultAttrs<functors::F>()); \
+  add(#name "_grad", "[5, 7] f32", {r.Floats({5, 7}), r.Floats({5, 7}, lo, hi)},            \
+      functors::DefaultAttrs<functors::F>());
+  ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_TABLE_SAMPLES)
+#undef ONEFLOW_TABLE_SAMPLES
   add("relu_grad", "[5, 6]", {r.Floats({5, 6}), r.Floats({5, 6})});
   add("gelu_grad", "[5, 6]", {r.Floats({5, 6}), r.Floats({5, 6})});
   add("copy", "[5, 7] f32", {r.Floats({5, 7})});
@@ -127,7 +135,23 @@ std::vector<Sample> MakeSamples() {
   add("cast", "int64 -> int32", {r.Ints({5, 6}, -9, 9)}, Attrs().Set("dtype", DType::kInt32));
   add("cast", "bool -> f32", {r.Bools({5, 6})}, Attrs().Set("dtype", f32));
 
+  // ---- layer_norm: forward over the last one and two dims; backward from a forward's stats
+  for (int64_t k : {1, 2}) {
+    Shape norm = k == 1 ? Shape({6}) : Shape({4, 6});
+    Attrs a = Attrs().Set("normalized_ndim", k).Set("eps", 1e-5);
+    Tensor x = r.Floats({5, 4, 6}), w = r.Floats(norm), b = r.Floats(norm);
+    add("layer_norm", "[5, 4, 6] over " + std::to_string(k) + " dims", {x, w, b}, a);
+    auto fwd = RunLocalKernel(OpRegistry::Global().Get("layer_norm"), {x, w, b}, a);
+    add("layer_norm_grad", "[5, 4, 6] over " + std::to_string(k) + " dims",
+        {r.Floats({5, 4, 6}), x, fwd[1], fwd[2], w}, a);
+  }
   // ---- reductions
+  add("prod", "[5, 6, 4] dim 1 keepdim", {r.Floats({5, 6, 4}, 0.5, 1.5)},
+      Attrs().Set("dims", IntList{1}).Set("keepdim", true));
+  add("prod", "[4, 6] all", {r.Floats({4, 6}, 0.7, 1.3)},
+      Attrs().Set("dims", IntList{}).Set("keepdim", false));
+  add("prod", "[5, 6] dims (0) int64", {r.Ints({5, 6}, -3, 4)},
+      Attrs().Set("dims", IntList{0}).Set("keepdim", false));
   add("sum", "[5, 6, 4] all", {r.Floats({5, 6, 4})},
       Attrs().Set("dims", IntList{}).Set("keepdim", false));
   add("sum", "[5, 6, 4] dim 1 keepdim", {r.Floats({5, 6, 4})},

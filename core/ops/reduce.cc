@@ -3,6 +3,7 @@
 
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
+#include "core/ops/reduce_functors.h"
 
 namespace oneflow {
 
@@ -45,50 +46,96 @@ std::vector<TensorMeta> InferSum(const std::vector<TensorMeta>& in, const Attrs&
            in[0].device}};
 }
 
-std::vector<Tensor> SumCpu(const std::vector<Tensor>& in, const Attrs& a,
-                           const std::vector<TensorMeta>& out) {
+// sum and prod over dims: one loop, R combines (the functors are shared with the CUDA kernels).
+template <typename R>
+std::vector<Tensor> ReduceCpu(const std::vector<Tensor>& in, const Attrs& a,
+                              const std::vector<TensorMeta>& out, const char* op) {
   const Tensor& x = in[0];
-  auto mask = ReducedMask(a, x.ndim(), "sum");
+  auto mask = ReducedMask(a, x.ndim(), op);
   Shape keep = ReducedShape(x.shape(), mask, /*keepdim=*/true);
   std::vector<int64_t> acc_strides = ContiguousStrides(keep);
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (mask[i]) acc_strides[i] = 0;
   }
   Tensor o = Tensor::Empty(out[0]);
-  DispatchAll(x.dtype(), "sum", [&](auto tag) {
+  const R r;
+  DispatchAll(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Accumulate in double (floats) or int64 (integers and bool) for accuracy.
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    std::vector<Acc> acc(keep.numel(), Acc(0));
+    std::vector<Acc> acc(keep.numel(), R::template Identity<Acc>());
     const T* px = x.data<T>();
     ForEachRow<2>(
         x.shape(), {acc_strides, x.strides()},
         [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
           const T* p = px + off[1];
           if (st[0] == 0) {
-            Acc s = 0;
+            Acc s = R::template Identity<Acc>();
             if (st[1] == 1) {
-              for (int64_t i = 0; i < n; ++i) s += p[i];
+              for (int64_t i = 0; i < n; ++i) s = r(s, static_cast<Acc>(p[i]));
             } else {
-              for (int64_t i = 0; i < n; ++i) s += p[i * st[1]];
+              for (int64_t i = 0; i < n; ++i) s = r(s, static_cast<Acc>(p[i * st[1]]));
             }
-            acc[off[0]] += s;
+            acc[off[0]] = r(acc[off[0]], s);
           } else {
             Acc* q = acc.data() + off[0];
             if (st[0] == 1 && st[1] == 1) {  // summing rows into a row (bias gradients)
-              for (int64_t i = 0; i < n; ++i) q[i] += p[i];
+              for (int64_t i = 0; i < n; ++i) q[i] = r(q[i], static_cast<Acc>(p[i]));
             } else {
-              for (int64_t i = 0; i < n; ++i) q[i * st[0]] += p[i * st[1]];
+              for (int64_t i = 0; i < n; ++i) {
+                q[i * st[0]] = r(q[i * st[0]], static_cast<Acc>(p[i * st[1]]));
+              }
             }
           }
         });
-    DispatchAll(o.dtype(), "sum", [&](auto otag) {
+    DispatchAll(o.dtype(), op, [&](auto otag) {
       using O = typename decltype(otag)::type;
       O* po = o.data<O>();
       for (size_t i = 0; i < acc.size(); ++i) po[i] = static_cast<O>(acc[i]);
     });
   });
   return {o};
+}
+
+std::vector<Tensor> SumCpu(const std::vector<Tensor>& in, const Attrs& a,
+                           const std::vector<TensorMeta>& out) {
+  return ReduceCpu<functors::SumR>(in, a, out, "sum");
+}
+
+std::vector<Tensor> ProdCpu(const std::vector<Tensor>& in, const Attrs& a,
+                            const std::vector<TensorMeta>& out) {
+  return ReduceCpu<functors::ProdR>(in, a, out, "prod");
+}
+
+std::vector<TensorMeta> InferProd(const std::vector<TensorMeta>& in, const Attrs& a) {
+  auto mask = ReducedMask(a, in[0].shape.ndim(), "prod");
+  return {{ReducedShape(in[0].shape, mask, a.Get<bool>("keepdim")), SumDType(in[0].dtype),
+           in[0].device}};
+}
+
+// d prod / d x_i = the product of the others: out / x_i without zeros; with one zero in the
+// slice, the product of the rest at the zero and 0 elsewhere; with two or more, 0 everywhere.
+std::vector<Tensor> ProdGrad(const GradCtx& c) {
+  const Tensor& x = c.inputs[0];
+  auto mask = ReducedMask(c.attrs, x.ndim(), "prod");
+  Shape keep = ReducedShape(x.shape(), mask, true);
+  fn::IntList dims;
+  for (int64_t i = 0; i < x.ndim(); ++i) {
+    if (mask[i]) dims.push_back(i);
+  }
+  auto widen = [&](const Tensor& t) { return fn::expand(fn::reshape(t, keep.dims()), x.shape().dims()); };
+  Tensor g = widen(c.grad_outputs[0]);
+  Tensor out = widen(c.outputs[0]);
+  Tensor is_zero = fn::eq(x, fn::scalar_like(0, x));
+  Tensor zeros = widen(fn::sum(is_zero, dims, true));
+  Tensor rest = widen(fn::prod(fn::where(is_zero, fn::ones_like(x), x), dims, true));
+  Tensor no_zero = fn::eq(zeros, fn::scalar_like(0, zeros));
+  Tensor safe_x = fn::where(is_zero, fn::ones_like(x), x);
+  Tensor others = fn::where(
+      no_zero, fn::div(out, safe_x),
+      fn::where(fn::logical_and(fn::eq(zeros, fn::scalar_like(1, zeros)), is_zero), rest,
+                fn::zeros_like(x)));
+  return {fn::mul(g, others)};
 }
 
 std::vector<Tensor> SumGrad(const GradCtx& c) {
@@ -166,6 +213,11 @@ std::vector<Tensor> ArgReduceGrad(const GradCtx& c) {
 }  // namespace
 
 ONEFLOW_REGISTER_OP(sum).Inputs(1).Infer(InferSum).Grad(SumGrad).Kernel(DeviceType::kCPU, SumCpu);
+ONEFLOW_REGISTER_OP(prod)
+    .Inputs(1)
+    .Infer(InferProd)
+    .Grad(ProdGrad)
+    .Kernel(DeviceType::kCPU, ProdCpu);
 ONEFLOW_REGISTER_OP(max_dim)
     .Inputs(1)
     .Infer(InferArgReduce)
@@ -199,6 +251,12 @@ Tensor mean(const Tensor& x, const IntList& dims, bool keepdim) {
   return mul_scalar(sum(x, dims, keepdim), 1.0 / static_cast<double>(count));
 }
 
+Tensor prod(const Tensor& x, const IntList& dims, bool keepdim) {
+  Attrs a;
+  a.Set("dims", dims).Set("keepdim", keepdim);
+  return CallOp1(OP(prod), {x}, a);
+}
+
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   Attrs a;
   a.Set("dim", dim).Set("keepdim", keepdim);
@@ -225,6 +283,45 @@ Tensor ExtremeAll(const Tensor& x, bool is_max) {
   return add(m, sum(mul(sub(flat, flat.detach()), w)));
 }
 Tensor max_all(const Tensor& x) { return ExtremeAll(x, true); }
+
+// amax/amin over dims: max_dim one dim at a time on the detached input, and the gradient shared
+// evenly by the elements that reach the extreme (PyTorch's rule), as in ExtremeAll.
+Tensor ExtremeDims(const Tensor& x, const IntList& dims, bool keepdim, bool is_max) {
+  const char* op = is_max ? "amax" : "amin";
+  std::vector<bool> mask(x.ndim(), dims.empty());
+  for (int64_t d : dims) {
+    int64_t w = WrapDim(d, std::max<int64_t>(x.ndim(), 1), op);
+    ONEFLOW_CHECK(x.ndim() == 0 || !mask[w], op, ": dim ", d, " appears more than once");
+    if (x.ndim()) mask[w] = true;
+  }
+  Tensor m = x.detach();
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (!mask[d]) continue;
+    ONEFLOW_CHECK(x.shape()[d] > 0, op, ": cannot reduce over dim ", d, " of size 0 in a tensor of shape ", x.shape());
+    m = is_max ? max(m, d, true).first : min(m, d, true).first;
+  }
+  if (x.requires_grad() && GradModeEnabled()) {
+    IntList rd;
+    for (int64_t d = 0; d < x.ndim(); ++d) {
+      if (mask[d]) rd.push_back(d);
+    }
+    Tensor hit = to_dtype(eq(x.detach(), m), x.dtype());
+    Tensor w = div(hit, sum(hit, rd, true));
+    m = add(m, sum(mul(sub(x, x.detach()), w), rd, true));
+  }
+  if (keepdim || x.ndim() == 0) return m;
+  IntList shape;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (!mask[d]) shape.push_back(x.shape()[d]);
+  }
+  return reshape(m, shape);
+}
+Tensor amax(const Tensor& x, const IntList& dims, bool keepdim) {
+  return ExtremeDims(x, dims, keepdim, true);
+}
+Tensor amin(const Tensor& x, const IntList& dims, bool keepdim) {
+  return ExtremeDims(x, dims, keepdim, false);
+}
 Tensor min_all(const Tensor& x) { return ExtremeAll(x, false); }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
@@ -240,7 +337,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   int64_t lead = x.ndim() - shape.ndim();
   ONEFLOW_CHECK(lead >= 0, "sum_to: cannot reduce shape ", x.shape(), " to ", shape);
-  IntList dims;
+  fn::IntList dims;
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (i < lead || (shape[i - lead] == 1 && x.shape()[i] != 1)) dims.push_back(i);
   }

@@ -80,8 +80,26 @@ std::vector<Signature> BatchNormElemtRule(const RuleContext& c) {
   return {AllBroadcast(c), batch};
 }
 
+// layer_norm(x, w, b) -> (y, mean, rstd): split any leading (not normalized) axis of x, with
+// the weights whole. Its backward (dy, x, mean, rstd, w) -> (dx, dw, db) sums dw and db over
+// the rows: partial sums where the rows are split; all of it is linear in dy.
+std::vector<Signature> LayerNormRule(const RuleContext& c) {
+  const int64_t lead = c.in[0].shape.ndim() - c.attrs.Get<int64_t>("normalized_ndim");
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < lead; ++a) out.push_back({{S(a), B, B}, {S(a), S(a), S(a)}});
+  return out;
+}
+std::vector<Signature> LayerNormGradRule(const RuleContext& c) {
+  const int64_t lead = c.in[1].shape.ndim() - c.attrs.Get<int64_t>("normalized_ndim");
+  std::vector<Signature> out{AllBroadcast(c), {{P, B, B, B, B}, {P, P, P}}};
+  for (int64_t a = 0; a < lead; ++a) out.push_back({{S(a), S(a), S(a), S(a), B}, {S(a), P, P}});
+  return out;
+}
+
 }  // namespace
 
+ONEFLOW_REGISTER_SBP_RULE(layer_norm, LayerNormRule);
+ONEFLOW_REGISTER_SBP_RULE(layer_norm_grad, LayerNormGradRule);
 ONEFLOW_REGISTER_SBP_RULE(conv2d, Conv2dRule);
 ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_input, Conv2dGradInputRule);
 ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_weight, Conv2dGradWeightRule);

@@ -1,6 +1,7 @@
 // Elementwise ops: a common split along any output axis, and P through the linear ones
 // (add/sub of P and P, P * B, B * P, P / B for floats, -P, copy of P and the casts that keep
 // sums), never for bool tensors.
+#include "core/ops/unary_functors.h"
 #include "sbp/rules.h"
 
 namespace oneflow {
@@ -62,6 +63,13 @@ ONEFLOW_REGISTER_SBP_RULE(ge, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(logical_and, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(logical_or, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(logical_not, Pointwise());
+// The unary table (core/ops/unary_functors.h): f(x) needs a whole value, its gradient
+// dy * f'(x) is linear in dy.
+#define ONEFLOW_REGISTER_TABLE_RULES(name, F, lo, hi)    \
+  ONEFLOW_REGISTER_SBP_RULE(name, Pointwise());          \
+  ONEFLOW_REGISTER_SBP_RULE(name##_grad, Pointwise({{0}}));
+ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_RULES)
+#undef ONEFLOW_REGISTER_TABLE_RULES
 // The mask takes its input's layout; the interpreter draws the logical mask and keeps the
 // local slice, so a split input gets the same mask as one process would.
 ONEFLOW_REGISTER_SBP_RULE(dropout_mask, Pointwise());

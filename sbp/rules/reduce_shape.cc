@@ -38,6 +38,23 @@ std::vector<Signature> SumRule(const RuleContext& c) {
   return out;
 }
 
+// prod over dims: a split of a kept axis stays split; the reduced axes must be whole (a product
+// of parts is not a sum of anything).
+std::vector<Signature> ProdRule(const RuleContext& c) {
+  const int64_t n = c.in[0].shape.ndim();
+  std::vector<bool> mask(n, false);
+  const auto& dims = c.attrs.Get<std::vector<int64_t>>("dims");
+  if (dims.empty()) mask.assign(n, true);
+  for (int64_t d : dims) mask[Wrap(d, n)] = true;
+  const bool keepdim = c.attrs.Get<bool>("keepdim");
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    int64_t o = ReducedAxis(a, mask, keepdim);
+    if (o >= 0) out.push_back({{S(a)}, {S(o)}});
+  }
+  return out;
+}
+
 // max_dim/min_dim(x, dim, keepdim) -> (values, indices): split any other axis.
 std::vector<Signature> ArgReduceRule(const RuleContext& c) {
   const int64_t n = c.in[0].shape.ndim();
@@ -144,6 +161,7 @@ std::vector<Signature> ScatterAddRule(const RuleContext& c) {
 }  // namespace
 
 ONEFLOW_REGISTER_SBP_RULE(sum, SumRule);
+ONEFLOW_REGISTER_SBP_RULE(prod, ProdRule);
 ONEFLOW_REGISTER_SBP_RULE(max_dim, ArgReduceRule);
 ONEFLOW_REGISTER_SBP_RULE(min_dim, ArgReduceRule);
 ONEFLOW_REGISTER_SBP_RULE(reshape, ReshapeRule);

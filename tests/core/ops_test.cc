@@ -1,6 +1,8 @@
 // Tensor ops of core/: each forward against values computed by hand or by a naive loop, each
 // gradient against finite differences, and each user error on its message.
 #include "core/op_registry.h"
+#include "core/dispatch.h"
+#include "core/ops/unary_functors.h"
 #include "tests/test_util.h"
 
 namespace oneflow {
@@ -93,6 +95,124 @@ TEST_CASE("gradients of elementwise ops agree with finite differences") {
         return fn::where(fn::gt(in[0], fn::scalar_like(0, in[0])), in[0], fn::mul(in[0], in[0]));
       },
       {x});
+}
+
+// Naive formulas for the unary table's ops at PyTorch's default parameters, written from the
+// definitions rather than from the functors (erfinv through erf: erf(erfinv(y)) = y).
+double NaiveUnary(const std::string& op, double x) {
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  if (op == "log1p") return std::log(1 + x);
+  if (op == "expm1") return std::exp(x) - 1;
+  if (op == "log2") return std::log(x) / std::log(2.0);
+  if (op == "log10") return std::log(x) / std::log(10.0);
+  if (op == "reciprocal") return 1 / x;
+  if (op == "sin") return std::sin(x);
+  if (op == "cos") return std::cos(x);
+  if (op == "tan") return std::sin(x) / std::cos(x);
+  if (op == "asin") return std::atan2(x, std::sqrt(1 - x * x));
+  if (op == "acos") return M_PI / 2 - std::atan2(x, std::sqrt(1 - x * x));
+  if (op == "atan") return std::atan2(x, 1.0);
+  if (op == "sinh") return (std::exp(x) - std::exp(-x)) / 2;
+  if (op == "cosh") return (std::exp(x) + std::exp(-x)) / 2;
+  if (op == "asinh") return std::log(x + std::sqrt(x * x + 1));
+  if (op == "atanh") return 0.5 * std::log((1 + x) / (1 - x));
+  if (op == "erf") return std::erf(x);
+  if (op == "erfc") return 1 - std::erf(x);
+  if (op == "floor") return std::floor(x);
+  if (op == "ceil") return std::ceil(x);
+  if (op == "round") return std::nearbyint(x);
+  if (op == "trunc") return x < 0 ? std::ceil(x) : std::floor(x);
+  if (op == "silu") return x * sig(x);
+  if (op == "mish") return x * std::tanh(std::log(1 + std::exp(x)));
+  if (op == "hardswish") return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+  if (op == "hardsigmoid") return std::min(std::max(x + 3, 0.0), 6.0) / 6;
+  if (op == "logsigmoid") return std::log(sig(x));
+  if (op == "softsign") return x / (1 + std::abs(x));
+  if (op == "selu") {
+    return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * (std::exp(x) - 1));
+  }
+  if (op == "gelu_tanh") {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  if (op == "leaky_relu") return x > 0 ? x : 0.01 * x;
+  if (op == "elu") return x > 0 ? x : std::exp(x) - 1;
+  if (op == "softplus") return std::log(1 + std::exp(x));
+  if (op == "shrink") return x > 0.5 ? x - 0.5 : x < -0.5 ? x + 0.5 : 0;  // softshrink
+  if (op == "threshold") return x > 0.5 ? x : -1;
+  FAIL("no naive formula for " << op);
+  return 0;
+}
+
+TEST_CASE("every op of the unary table: forward against a naive formula, gradient against "
+          "finite differences") {
+  using V = const std::vector<Tensor>&;
+  int checked = 0;
+#define ONEFLOW_CHECK_TABLE_OP(name, F, lo, hi)                                          \
+  {                                                                                      \
+    INFO("op " #name);                                                                   \
+    const OpDef& op = OpRegistry::Global().Get(#name);                                   \
+    const Attrs attrs = functors::DefaultAttrs<functors::F>();                           \
+    Tensor x = RandLeaf({7}, lo, hi);                                                    \
+    Tensor y = CallOp1(op, {x}, attrs);                                                  \
+    std::vector<double> xs = ToVector(x), want;                                          \
+    for (double v : xs) want.push_back(std::string(#name) == "erfinv" ? v : NaiveUnary(#name, v)); \
+    CheckClose(std::string(#name) == "erfinv" ? fn::erf(y) : y, want, 1e-9);             \
+    CheckGradients([&](V in) { return CallOp1(op, {in[0]}, attrs); }, {x});              \
+    ++checked;                                                                           \
+  }
+  ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_CHECK_TABLE_OP)
+#undef ONEFLOW_CHECK_TABLE_OP
+  CHECK(checked >= 35);
+  // Parameters reach the kernels and the gradients.
+  Tensor x = FromVector({-2, -0.3, 0.4, 3}, {4}, DType::kFloat64);
+  CheckClose(fn::leaky_relu(x, 0.2), {-0.4, -0.06, 0.4, 3});
+  CheckClose(fn::elu(x, 2.0), {2 * std::expm1(-2.0), 2 * std::expm1(-0.3), 0.4, 3});
+  CheckClose(fn::celu(x, 2.0), {2 * std::expm1(-1.0), 2 * std::expm1(-0.15), 0.4, 3});
+  CheckClose(fn::softplus(x, 2.0, 1.0), {std::log1p(std::exp(-4.0)) / 2,
+                                         std::log1p(std::exp(-0.6)) / 2,
+                                         std::log1p(std::exp(0.8)) / 2, 3});  // 2 * 3 > 1
+  CheckClose(fn::softshrink(x, 0.35), {-1.65, 0, 0.05, 2.65});
+  CheckClose(fn::hardshrink(x, 0.35), {-2, 0, 0.4, 3});
+  CheckClose(fn::threshold(x, 0.0, 9.0), {9, 9, 0.4, 3});
+  CheckClose(fn::round(FromVector({0.5, 1.5, 2.5, -0.5}, {4})), {0, 2, 2, -0});
+  Tensor xl = RandLeaf({6}, -2, 2);
+  CheckGradients([](V in) { return fn::elu(in[0], 0.7); }, {xl});
+  CheckGradients([](V in) { return fn::celu(in[0], 0.7); }, {xl});
+  CheckGradients([](V in) { return fn::softplus(in[0], 3.0, 2.0); }, {xl});
+  CheckGradients([](V in) { return fn::leaky_relu(in[0], 0.3); }, {xl});
+  // Integers compute as float32; rounding keeps them.
+  CHECK(fn::sin(fn::arange(0, 3, 1)).dtype() == DType::kFloat32);
+  CHECK(fn::floor(fn::arange(0, 3, 1)).dtype() == DType::kInt64);
+  REQUIRE_THROWS_WITH(fn::celu(x, 0.0), Catch::Contains("celu: alpha must not be 0"));
+}
+
+TEST_CASE("prod, amax, amin: values, ties and zeros in the gradient") {
+  Tensor a = FromVector({1, 5, 3, 4, 2, 6}, {2, 3});
+  CheckClose(fn::prod(a), {720});
+  CheckClose(fn::prod(a, {0}), {4, 10, 18});
+  CheckClose(fn::prod(fn::arange(1, 6, 1)), {120});
+  CHECK(fn::prod(fn::arange(1, 6, 1)).dtype() == DType::kInt64);
+  CheckClose(fn::amax(a, {1}), {5, 6});
+  CheckClose(fn::amin(a, {0, 1}), {1});
+  CHECK(fn::amax(a, {1}, true).shape() == Shape({2, 1}));
+  using V = const std::vector<Tensor>&;
+  Tensor x = RandLeaf({3, 4}, 0.5, 1.5);
+  CheckGradients([](V in) { return fn::prod(in[0], {1}); }, {x});
+  CheckGradients([](V in) { return fn::prod(in[0]); }, {x});
+  CheckGradients([](V in) { return fn::amax(in[0], {0}); }, {x});
+  CheckGradients([](V in) { return fn::amin(in[0], {0, 1}, true); }, {x});
+  // One zero in a row: only it gets the product of the others; two zeros: nothing.
+  Tensor z = FromVector({2, 0, 3, 0, 0, 5}, {2, 3}, DType::kFloat64);
+  z.set_requires_grad(true);
+  fn::sum(fn::prod(z, {1})).backward();
+  CheckClose(z.grad(), {0, 6, 0, 0, 0, 0});
+  // Ties share the gradient of amax evenly.
+  Tensor t = FromVector({1, 3, 3, 2}, {4}, DType::kFloat64);
+  t.set_requires_grad(true);
+  fn::amax(t, {0}).backward();
+  CheckClose(t.grad(), {0, 0.5, 0.5, 0});
+  REQUIRE_THROWS_WITH(fn::amax(fn::zeros({2, 0}), {1}),
+                      Catch::Contains("amax: cannot reduce over dim 1 of size 0"));
 }
 
 TEST_CASE("reductions") {

@@ -1,4 +1,5 @@
-// CUDA kernels of the reductions in core/ops/reduce.cc: sum over dims, max_dim and min_dim.
+// CUDA kernels of the reductions in core/ops/reduce.cc: sum and prod over dims, max_dim and
+// min_dim.
 //
 // Every reduction runs on a contiguous input seen as (outer, r, inner), reducing r: the rows
 // kernel takes inner == 1 (a warp per row, reading along it), the columns kernel inner > 1 (a
@@ -13,6 +14,7 @@
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
+#include "core/ops/reduce_functors.h"
 
 namespace oneflow {
 
@@ -132,29 +134,30 @@ void LaunchReduce(const Op& op, const Layout& l, const Chunking& c, cudaStream_t
 
 // ---------------------------------------------------------------- sum
 
-template <typename In, typename A, typename Out>
+template <typename In, typename A, typename Out, typename R>
 struct SumOp {
   const In* x;
   Out* y;
-  __device__ A Identity() const { return A(0); }
-  __device__ A Combine(A a, A b) const { return a + b; }
+  __device__ A Identity() const { return R::template Identity<A>(); }
+  __device__ A Combine(A a, A b) const { return R()(a, b); }
   __device__ A Load(int64_t i, int64_t) const { return static_cast<A>(x[i]); }
   __device__ void Store(int64_t i, A v) const { y[i] = static_cast<Out>(v); }
 };
 
-// y = x summed over r in A; partial passes keep A.
-template <typename In, typename A, typename Out>
+// y = x reduced by R (sum, prod) over r in A; partial passes keep A.
+template <typename R, typename In, typename A, typename Out>
 void SumLayout(const In* x, Out* y, const Layout& l, const Device& device, cudaStream_t stream) {
   const Chunking c = ChunkingFor(l);
   if (c.chunks == 1) {
-    LaunchReduce(SumOp<In, A, Out>{x, y}, l, c, stream);
+    LaunchReduce(SumOp<In, A, Out, R>{x, y}, l, c, stream);
     return;
   }
   // Freed at return while the kernels may still be queued: the caching allocator only hands the
   // block to later work on the same stream.
   Tensor partial = Tensor::Empty(Shape({l.outer * c.chunks * l.inner}), ScratchDType<A>(), device);
-  LaunchReduce(SumOp<In, A, A>{x, partial.data<A>()}, l, c, stream);
-  SumLayout<A, A, Out>(partial.data<A>(), y, Layout{l.outer, c.chunks, l.inner}, device, stream);
+  LaunchReduce(SumOp<In, A, A, R>{x, partial.data<A>()}, l, c, stream);
+  SumLayout<R, A, A, Out>(partial.data<A>(), y, Layout{l.outer, c.chunks, l.inner}, device,
+                          stream);
 }
 
 std::vector<bool> ReducedMask(const Attrs& a, int64_t ndim) {
@@ -196,6 +199,7 @@ Tensor Arrange(const Tensor& x, const std::vector<bool>& mask, Layout* l) {
   return fn::contiguous(Tensor::MakeView(x, Shape(shape), strides, x.offset()));
 }
 
+template <typename R>
 std::vector<Tensor> SumCuda(const std::vector<Tensor>& in, const Attrs& a,
                             const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
@@ -210,7 +214,7 @@ std::vector<Tensor> SumCuda(const std::vector<Tensor>& in, const Attrs& a,
     constexpr bool kFloat = std::is_floating_point_v<T>;
     using A = std::conditional_t<kFloat, double, int64_t>;
     using O = std::conditional_t<kFloat, T, int64_t>;
-    SumLayout<T, A, O>(xc.data<T>(), y.data<O>(), l, x.device(), stream);
+    SumLayout<R, T, A, O>(xc.data<T>(), y.data<O>(), l, x.device(), stream);
   });
   return {y};
 }
@@ -310,7 +314,8 @@ std::vector<Tensor> ArgReduceCuda(const std::vector<Tensor>& in, const Attrs& a,
 
 }  // namespace
 
-ONEFLOW_REGISTER_KERNEL(sum, kCUDA, SumCuda);
+ONEFLOW_REGISTER_KERNEL(sum, kCUDA, SumCuda<functors::SumR>);
+ONEFLOW_REGISTER_KERNEL(prod, kCUDA, SumCuda<functors::ProdR>);
 ONEFLOW_REGISTER_KERNEL(max_dim, kCUDA, ArgReduceCuda</*kMax=*/true>);
 ONEFLOW_REGISTER_KERNEL(min_dim, kCUDA, ArgReduceCuda</*kMax=*/false>);
 

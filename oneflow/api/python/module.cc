@@ -781,6 +781,32 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("sigmoid", &fn::sigmoid);
   m.def("tanh", &fn::tanh);
   m.def("gelu", &fn::gelu);
+  // The unary table (core/ops/unary_table.cc).
+  for (auto [name, f] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
+           {"log1p", &fn::log1p},         {"expm1", &fn::expm1},
+           {"log2", &fn::log2},           {"log10", &fn::log10},
+           {"reciprocal", &fn::reciprocal}, {"sin", &fn::sin},
+           {"cos", &fn::cos},             {"tan", &fn::tan},
+           {"asin", &fn::asin},           {"acos", &fn::acos},
+           {"atan", &fn::atan},           {"sinh", &fn::sinh},
+           {"cosh", &fn::cosh},           {"asinh", &fn::asinh},
+           {"atanh", &fn::atanh},         {"erf", &fn::erf},
+           {"erfc", &fn::erfc},           {"erfinv", &fn::erfinv},
+           {"floor", &fn::floor},         {"ceil", &fn::ceil},
+           {"round", &fn::round},         {"trunc", &fn::trunc},
+           {"silu", &fn::silu},           {"mish", &fn::mish},
+           {"hardswish", &fn::hardswish}, {"hardsigmoid", &fn::hardsigmoid},
+           {"logsigmoid", &fn::logsigmoid}, {"softsign", &fn::softsign},
+           {"selu", &fn::selu},           {"gelu_tanh", &fn::gelu_tanh}}) {
+    m.def(name, f);
+  }
+  m.def("leaky_relu", &fn::leaky_relu);
+  m.def("elu", &fn::elu);
+  m.def("celu", &fn::celu);
+  m.def("softplus", &fn::softplus);
+  m.def("softshrink", &fn::softshrink);
+  m.def("hardshrink", &fn::hardshrink);
+  m.def("threshold", &fn::threshold);
   m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
     return fn::clamp(x, lo, hi);
   });
@@ -790,6 +816,17 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("mean", [](const Tensor& x, const IntList& dims, bool keepdim) {
     return fn::mean(x, dims, keepdim);
   });
+  m.def("prod", [](const Tensor& x, const IntList& dims, bool keepdim) {
+    return fn::prod(x, dims, keepdim);
+  });
+  m.def("amax", [](const Tensor& x, const IntList& dims, bool keepdim) {
+    return fn::amax(x, dims, keepdim);
+  });
+  m.def("amin", [](const Tensor& x, const IntList& dims, bool keepdim) {
+    return fn::amin(x, dims, keepdim);
+  });
+  m.def("layer_norm", [](const Tensor& x, const IntList& shape, py::object w, py::object b,
+                         double eps) { return fn::layer_norm(x, shape, OptTensor(w), OptTensor(b), eps); });
   m.def("max_dim",
         [](const Tensor& x, int64_t dim, bool keepdim) { return fn::max(x, dim, keepdim); });
   m.def("min_dim",

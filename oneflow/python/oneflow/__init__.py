@@ -32,6 +32,7 @@ def _dtype_from_name(name):
 
 
 from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
+from oneflow._math_api import *  # noqa: E402,F401,F403  (math, activations, reductions)
 from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
@@ -45,6 +46,10 @@ _global._install()
 from oneflow import _misc  # noqa: E402
 
 _misc._install()  # Tensor.isclose, Tensor.allclose
+from oneflow import _math_api  # noqa: E402
+
+_math_api._install()  # Tensor.sin, Tensor.var, ...
+from oneflow import linalg  # noqa: E402,F401
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
 

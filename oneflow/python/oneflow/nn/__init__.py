@@ -11,11 +11,17 @@ from oneflow.nn.modules.linear import Identity, Linear
 from oneflow.nn.modules.conv import Conv2d
 from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid, Softmax, Tanh
+from oneflow.nn.modules.activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
+                                           Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU,
+                                           Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
+from oneflow.nn.modules.normalization import Embedding, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from oneflow.nn.modules.transformer import (MultiheadAttention, TransformerEncoder,  # noqa: F401
+                                            TransformerEncoderLayer)
 from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from oneflow.nn.modules.flatten import Dropout, Flatten
 from oneflow.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from oneflow.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss,  # noqa: F401
-                                     MSELoss, NLLLoss, SmoothL1Loss)
+                                     MSELoss, NLLLoss, SmoothL1Loss, L1Loss, CosineSimilarity)
 
 __all__ = [
     "Parameter",
@@ -52,6 +58,10 @@ __all__ = [
     "SmoothL1Loss",
     "MSELoss",
     "NLLLoss",
+    "L1Loss", "CosineSimilarity", "CELU", "ELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid",
+    "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish", "SiLU", "Softplus", "Softshrink",
+    "Softsign", "Tanhshrink", "Threshold", "Embedding", "GroupNorm", "LayerNorm", "RMSNorm",
+    "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer",
 ]
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401

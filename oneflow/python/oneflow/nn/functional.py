@@ -42,6 +42,8 @@ def _check_dim(op, input, expected):
 
 # ---- activations ----
 
+from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
+
 
 def relu(input, inplace=False):
     return flow.relu(input)
@@ -63,8 +65,7 @@ def gelu(input, approximate="none"):
     if approximate == "none":
         return flow._C.gelu(input)
     if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + flow.tanh(inner))
+        return flow._C.gelu_tanh(input)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 

@@ -93,3 +93,17 @@ class SmoothL1Loss(_Loss):
 
     def forward(self, input, target):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)

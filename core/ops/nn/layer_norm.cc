@@ -1,0 +1,172 @@
+// layer_norm over the last `normalized_ndim` dims, with its fused backward.
+//
+//   layer_norm(x, weight, bias) -> (y, mean, rstd)        mean, rstd: x's leading shape
+//   layer_norm_grad(dy, x, mean, rstd, weight) -> (dx, dweight, dbias)
+//
+// Statistics accumulate in double; var is the biased variance (PyTorch's). The CUDA kernels
+// are in core/kernels/cuda/layer_norm.cu, the SBP rule in sbp/rules/nn.cc.
+#include <cmath>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+struct Rows {
+  int64_t n = 1, d = 1;  // n rows of d normalized elements
+};
+
+Rows RowsOf(const Shape& x, int64_t normalized_ndim) {
+  Rows r;
+  for (int64_t i = 0; i < x.ndim(); ++i) (i < x.ndim() - normalized_ndim ? r.n : r.d) *= x[i];
+  return r;
+}
+
+std::vector<TensorMeta> InferLayerNorm(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const TensorMeta& x = in[0];
+  const int64_t k = a.Get<int64_t>("normalized_ndim");
+  ONEFLOW_CHECK(IsFloating(x.dtype), "layer_norm: expected a floating point input, got ",
+                DTypeName(x.dtype));
+  ONEFLOW_CHECK(k >= 1 && k <= x.shape.ndim(), "layer_norm: normalized_shape has ", k,
+                " dims but the input has shape ", x.shape);
+  std::vector<int64_t> lead(x.shape.dims().begin(), x.shape.dims().end() - k);
+  std::vector<int64_t> norm(x.shape.dims().end() - k, x.shape.dims().end());
+  for (int i = 1; i <= 2; ++i) {
+    ONEFLOW_CHECK(in[i].shape == Shape(norm), "layer_norm: expected ", i == 1 ? "weight" : "bias",
+                  " of shape ", Shape(norm), " (normalized_shape) for input of shape ", x.shape,
+                  ", got ", in[i].shape);
+    ONEFLOW_CHECK(in[i].dtype == x.dtype, "layer_norm: ", i == 1 ? "weight" : "bias", " dtype ",
+                  DTypeName(in[i].dtype), " differs from the input's ", DTypeName(x.dtype));
+  }
+  TensorMeta stats{Shape(lead), x.dtype, x.device};
+  return {x, stats, stats};
+}
+
+std::vector<Tensor> LayerNormCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]), w = Contig(in[1]), b = Contig(in[2]);
+  Tensor y = Tensor::Empty(out[0]), mean = Tensor::Empty(out[1]), rstd = Tensor::Empty(out[2]);
+  const Rows r = RowsOf(x.shape(), a.Get<int64_t>("normalized_ndim"));
+  const double eps = a.Get<double>("eps");
+  DispatchFloating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    for (int64_t i = 0; i < r.n; ++i) {
+      const T* xr = px + i * r.d;
+      double s = 0;
+      for (int64_t j = 0; j < r.d; ++j) s += xr[j];
+      const double m = s / r.d;
+      double v = 0;
+      for (int64_t j = 0; j < r.d; ++j) v += (xr[j] - m) * (xr[j] - m);
+      const double rs = 1.0 / std::sqrt(v / r.d + eps);
+      mean.data<T>()[i] = static_cast<T>(m);
+      rstd.data<T>()[i] = static_cast<T>(rs);
+      const T tm = static_cast<T>(m), trs = static_cast<T>(rs);
+      T* yr = py + i * r.d;
+      for (int64_t j = 0; j < r.d; ++j) yr[j] = (xr[j] - tm) * trs * pw[j] + pb[j];
+    }
+  });
+  return {y, mean, rstd};
+}
+
+std::vector<TensorMeta> InferLayerNormGrad(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[1], in[4], in[4]};
+}
+
+// xhat = (x - mean) rstd, g = dy w: dx = rstd (g - mean(g) - xhat mean(g xhat)),
+// dweight = sum over rows of dy xhat, dbias = sum over rows of dy.
+std::vector<Tensor> LayerNormGradCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                     const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]), x = Contig(in[1]), mean = Contig(in[2]), rstd = Contig(in[3]),
+         w = Contig(in[4]);
+  Tensor dx = Tensor::Empty(out[0]), dw = Tensor::Empty(out[1]), db = Tensor::Empty(out[2]);
+  const Rows r = RowsOf(x.shape(), a.Get<int64_t>("normalized_ndim"));
+  DispatchFloating(x.dtype(), "layer_norm backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pdy = dy.data<T>();
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    T* pdx = dx.data<T>();
+    std::vector<double> sw(r.d, 0.0), sb(r.d, 0.0);
+    for (int64_t i = 0; i < r.n; ++i) {
+      const T* dyr = pdy + i * r.d;
+      const T* xr = px + i * r.d;
+      const T m = mean.data<T>()[i], rs = rstd.data<T>()[i];
+      double sg = 0, sgx = 0;
+      for (int64_t j = 0; j < r.d; ++j) {
+        const T xhat = (xr[j] - m) * rs;
+        const T g = dyr[j] * pw[j];
+        sg += g;
+        sgx += g * xhat;
+        sw[j] += dyr[j] * xhat;
+        sb[j] += dyr[j];
+      }
+      const T mg = static_cast<T>(sg / r.d), mgx = static_cast<T>(sgx / r.d);
+      T* dxr = pdx + i * r.d;
+      for (int64_t j = 0; j < r.d; ++j) {
+        const T xhat = (xr[j] - m) * rs;
+        dxr[j] = rs * (dyr[j] * pw[j] - mg - xhat * mgx);
+      }
+    }
+    for (int64_t j = 0; j < r.d; ++j) {
+      dw.data<T>()[j] = static_cast<T>(sw[j]);
+      db.data<T>()[j] = static_cast<T>(sb[j]);
+    }
+  });
+  return {dx, dw, db};
+}
+
+std::vector<Tensor> LayerNormGrad(const GradCtx& c) {
+  auto g = CallOp(OP(layer_norm_grad),
+                  {c.grad_outputs[0], c.inputs[0], c.outputs[1], c.outputs[2], c.inputs[1]},
+                  c.attrs);
+  return {c.needs_input_grad[0] ? g[0] : Tensor(), c.needs_input_grad[1] ? g[1] : Tensor(),
+          c.needs_input_grad[2] ? g[2] : Tensor()};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(layer_norm)
+    .Inputs(3)
+    .Infer(InferLayerNorm)
+    .Grad(LayerNormGrad)
+    .Kernel(DeviceType::kCPU, LayerNormCpu);
+ONEFLOW_REGISTER_OP(layer_norm_grad)
+    .Inputs(5)
+    .Infer(InferLayerNormGrad)
+    .Grad(NoDoubleBackward)
+    .Kernel(DeviceType::kCPU, LayerNormGradCpu);
+
+namespace fn {
+
+Tensor layer_norm(const Tensor& x, const IntList& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  ONEFLOW_CHECK(k >= 1 && k <= x.ndim(), "layer_norm: normalized_shape ", Shape(normalized_shape),
+                " does not fit an input of shape ", x.shape());
+  for (int64_t i = 0; i < k; ++i) {
+    ONEFLOW_CHECK(x.shape()[x.ndim() - k + i] == normalized_shape[i], "layer_norm: input of shape ",
+                  x.shape(), " does not end with normalized_shape ", Shape(normalized_shape));
+  }
+  // A missing weight is ones, a missing bias zeros, made like the other (global when it is).
+  Tensor w = weight, b = bias;
+  if (!w.defined() && b.defined()) w = ones_like(b);
+  if (!b.defined() && w.defined()) b = zeros_like(w);
+  if (!w.defined()) {
+    ONEFLOW_CHECK(!x.is_global(), "layer_norm: a global input needs a weight or a bias "
+                  "(elementwise_affine=True) to take its placement from");
+    w = ones(Shape(normalized_shape), x.dtype(), x.device());
+    b = zeros(Shape(normalized_shape), x.dtype(), x.device());
+  }
+  Attrs a;
+  a.Set("normalized_ndim", k).Set("eps", eps);
+  return CallOp(OP(layer_norm), {x, w, b}, a)[0];
+}
+
+}  // namespace fn
+}  // namespace oneflow
