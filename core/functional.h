@@ -181,6 +181,11 @@ void fill_(const Tensor& dst, double value);
 // bias may be undefined. stride/padding/dilation are (h, w).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const IntList& stride,
               const IntList& padding, const IntList& dilation, int64_t groups);
+// The transposed convolution (the gradient of conv2d wrt its input), weight (in_channels,
+// out_channels / groups, kh, kw) as in PyTorch; bias may be undefined.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const IntList& stride, const IntList& padding,
+                        const IntList& output_padding, int64_t groups, const IntList& dilation);
 Tensor max_pool2d(const Tensor& x, const IntList& kernel, const IntList& stride,
                   const IntList& padding, const IntList& dilation, bool ceil_mode);
 Tensor avg_pool2d(const Tensor& x, const IntList& kernel, const IntList& stride,

@@ -230,6 +230,114 @@ TEST_CASE("conv2d errors", "[nn][conv2d][errors]") {
 }
 
 // ---------------------------------------------------------------------------------------------
+// conv_transpose2d: conv2d_grad_input run as a forward op (weight (in, out / groups, kh, kw)),
+// which makes conv2d_grad_input's own gradient part of first-order autograd.
+
+struct ConvTCase {
+  int64_t n, c, h, w, o, kh, kw;  // c input channels, o output channels
+  int64_t sh, sw, ph, pw, oph, opw, dh, dw, groups;
+  bool bias;
+  int64_t OutH() const { return (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1; }
+  int64_t OutW() const { return (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1; }
+};
+
+// Every input element scattered through the kernel taps, as the textbook definition.
+Vec RefConvTranspose2d(const ConvTCase& k, const Vec& x, const Vec& w, const Vec& b) {
+  const int64_t oh_n = k.OutH(), ow_n = k.OutW(), cg = k.c / k.groups, og = k.o / k.groups;
+  Vec out(k.n * k.o * oh_n * ow_n, 0.0);
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t ic = 0; ic < k.c; ++ic)
+      for (int64_t ih = 0; ih < k.h; ++ih)
+        for (int64_t iw = 0; iw < k.w; ++iw)
+          for (int64_t ol = 0; ol < og; ++ol)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t oh = ih * k.sh - k.ph + i * k.dh;
+                const int64_t ow = iw * k.sw - k.pw + j * k.dw;
+                if (oh < 0 || oh >= oh_n || ow < 0 || ow >= ow_n) continue;
+                const int64_t oc = (ic / cg) * og + ol;
+                out[((n * k.o + oc) * oh_n + oh) * ow_n + ow] +=
+                    x[((n * k.c + ic) * k.h + ih) * k.w + iw] *
+                    w[((ic * og + ol) * k.kh + i) * k.kw + j];
+              }
+  if (k.bias) {
+    for (int64_t n = 0; n < k.n; ++n)
+      for (int64_t oc = 0; oc < k.o; ++oc)
+        for (int64_t q = 0; q < oh_n * ow_n; ++q) out[(n * k.o + oc) * oh_n * ow_n + q] += b[oc];
+  }
+  return out;
+}
+
+const std::vector<ConvTCase> kConvTCases = {
+    // n  c  h  w  o kh kw sh sw ph pw oph opw dh dw g  bias
+    {2, 3, 4, 5, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1, true},   // plain
+    {1, 2, 3, 4, 3, 3, 2, 2, 3, 1, 0, 1, 2, 1, 1, 1, false},  // stride, padding, output_padding
+    {2, 4, 3, 3, 6, 2, 3, 2, 1, 0, 1, 1, 0, 1, 2, 2, true},   // groups, dilation
+    {1, 3, 4, 4, 3, 3, 3, 1, 1, 1, 1, 0, 0, 2, 2, 3, true},   // depthwise, dilation
+};
+
+Tensor CallConvT(const ConvTCase& k, const Tensor& x, const Tensor& w, const Tensor& b) {
+  return fn::conv_transpose2d(x, w, k.bias ? b : Tensor(), {k.sh, k.sw}, {k.ph, k.pw},
+                              {k.oph, k.opw}, k.groups, {k.dh, k.dw});
+}
+
+TEST_CASE("conv_transpose2d matches the naive loop", "[nn][conv_transpose2d]") {
+  for (size_t ci = 0; ci < kConvTCases.size(); ++ci) {
+    const ConvTCase& k = kConvTCases[ci];
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      INFO("case " << ci << " dtype " << DTypeName(dtype));
+      Shape xs({k.n, k.c, k.h, k.w}), ws({k.c, k.o / k.groups, k.kh, k.kw});
+      Vec x = RandomValues(xs.numel(), 1), w = RandomValues(ws.numel(), 2),
+          b = RandomValues(k.o, 3);
+      Tensor y = CallConvT(k, FromVector(x, xs, dtype), FromVector(w, ws, dtype),
+                           FromVector(b, {k.o}, dtype));
+      REQUIRE(y.shape() == Shape({k.n, k.o, k.OutH(), k.OutW()}));
+      CheckClose(y, RefConvTranspose2d(k, x, w, b), dtype == DType::kFloat32 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
+TEST_CASE("conv_transpose2d gradients (conv2d_grad_input's gradient)",
+          "[nn][conv_transpose2d][grad]") {
+  for (size_t ci = 0; ci < kConvTCases.size(); ++ci) {
+    const ConvTCase& k = kConvTCases[ci];
+    INFO("case " << ci);
+    Inputs inputs = {Leaf({k.n, k.c, k.h, k.w}, 4), Leaf({k.c, k.o / k.groups, k.kh, k.kw}, 5)};
+    if (k.bias) inputs.push_back(Leaf({k.o}, 6));
+    CheckGradients(
+        [&](const Inputs& in) { return CallConvT(k, in[0], in[1], k.bias ? in[2] : Tensor()); },
+        inputs);
+  }
+}
+
+TEST_CASE("conv_transpose2d errors", "[nn][conv_transpose2d][errors]") {
+  Tensor x = Random({1, 4, 5, 5}, 1, DType::kFloat32);
+  Tensor w = Random({4, 2, 3, 3}, 2, DType::kFloat32);
+  REQUIRE_THROWS_WITH(
+      fn::conv_transpose2d(x, w, Tensor(), {2}, {0}, {2}, 1, {1}),
+      Contains("conv_transpose2d: output_padding (2, 2) must be at least 0 and smaller than the "
+               "stride (2, 2)"));
+  REQUIRE_THROWS_WITH(
+      fn::conv_transpose2d(Random({1, 3, 5, 5}, 3, DType::kFloat32), w, Tensor(), {1}, {0}, {0}, 1,
+                           {1}),
+      Contains("conv_transpose2d: input has 3 channels but weight (4, 2, 3, 3) expects 4 "
+               "(in_channels)"));
+  REQUIRE_THROWS_WITH(
+      fn::conv_transpose2d(x, w, Random({3}, 3, DType::kFloat32), {1}, {0}, {0}, 1, {1}),
+      Contains("conv_transpose2d: expected bias of shape (2,) for 2 output "
+               "channels, got (3,)"));
+  REQUIRE_THROWS_WITH(fn::conv_transpose2d(x, w, Tensor(), {1}, {0}, {0}, 3, {1}),
+                      Contains("conv_transpose2d: in_channels 4 is not divisible by groups 3"));
+  REQUIRE_THROWS_WITH(fn::conv_transpose2d(x, w, Tensor(), {1}, {4}, {0}, 1, {1}),
+                      Contains("conv_transpose2d: the output size (-1, -1) for input (1, 4, 5, 5) "
+                               "is too small (padding too large)"));
+  REQUIRE_THROWS_WITH(
+      fn::conv_transpose2d(x, Random({4, 2, 3, 3}, 1), Tensor(), {1}, {0}, {0}, 1, {1}),
+      Contains("conv_transpose2d: expected weight of dtype float32 like the "
+               "input, got float64"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // pooling
 
 struct PoolCase {

@@ -115,6 +115,32 @@ std::vector<Tensor> Conv2dGradInputCpu(const std::vector<Tensor>& in, const Attr
   return {dx};
 }
 
+// conv2d_grad_input is linear in dy and in w: dx = J_x(w)^T dy. Its own gradient (used when it
+// runs forward as conv_transpose2d) is, for an incoming g shaped like dx: wrt dy the forward
+// convolution of g, wrt w the weight gradient of <conv2d(g, w), dy>.
+Attrs ConvOnlyAttrs(const Attrs& attrs) {
+  Attrs a;
+  a.Set("stride", attrs.Get<std::vector<int64_t>>("stride"))
+      .Set("padding", attrs.Get<std::vector<int64_t>>("padding"))
+      .Set("dilation", attrs.Get<std::vector<int64_t>>("dilation"))
+      .Set("groups", AttrValue(attrs.Get<int64_t>("groups")));
+  return a;
+}
+
+std::vector<Tensor> Conv2dGradInputGrad(const GradCtx& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& w = ctx.inputs[1];
+  const Tensor& g = ctx.grad_outputs[0];
+  std::vector<Tensor> grads(2);
+  Attrs conv = ConvOnlyAttrs(ctx.attrs);
+  if (ctx.needs_input_grad[0]) grads[0] = CallOp1(OP(conv2d), {g, w}, conv);
+  if (ctx.needs_input_grad[1]) {
+    conv.Set("weight_shape", w.shape().dims());
+    grads[1] = CallOp1(OP(conv2d_grad_weight), {dy, g}, conv);
+  }
+  return grads;
+}
+
 // ---- conv2d_grad_weight(dy, x), attr weight_shape: the gradient wrt the weight ----
 
 std::vector<TensorMeta> InferConv2dGradWeight(const std::vector<TensorMeta>& in,
@@ -141,7 +167,10 @@ std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Att
 
 ONEFLOW_REGISTER_OP(conv2d).Inputs(-1).Infer(InferConv2d).Grad(Conv2dGrad);
 ONEFLOW_REGISTER_KERNEL(conv2d, kCPU, Conv2dCpu);
-ONEFLOW_REGISTER_OP(conv2d_grad_input).Inputs(2).Infer(InferConv2dGradInput).Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_OP(conv2d_grad_input)
+    .Inputs(2)
+    .Infer(InferConv2dGradInput)
+    .Grad(Conv2dGradInputGrad);
 ONEFLOW_REGISTER_KERNEL(conv2d_grad_input, kCPU, Conv2dGradInputCpu);
 ONEFLOW_REGISTER_OP(conv2d_grad_weight)
     .Inputs(2)
@@ -162,6 +191,68 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const I
   return nn_util::WithBatchDim(x, [&](const Tensor& xb) {
     if (bias.defined()) return CallOp1(OP(conv2d), {xb, weight, bias}, attrs);
     return CallOp1(OP(conv2d), {xb, weight}, attrs);
+  });
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const IntList& stride, const IntList& padding,
+                        const IntList& output_padding, int64_t groups, const IntList& dilation) {
+  const char* op = "conv_transpose2d";
+  std::vector<int64_t> s = nn_util::HwPair(stride, op, "stride");
+  std::vector<int64_t> p = nn_util::HwPair(padding, op, "padding");
+  std::vector<int64_t> op_pad = nn_util::HwPair(output_padding, op, "output_padding");
+  std::vector<int64_t> d = nn_util::HwPair(dilation, op, "dilation");
+  if (x.ndim() != 3 && x.ndim() != 4) {
+    throw Error(StrCat(op, ": expected input of shape (N, C, H, W) or (C, H, W), got ", x.shape()));
+  }
+  if (weight.ndim() != 4) {
+    throw Error(
+        StrCat(op, ": expected weight of shape (in_channels, out_channels / groups, kh, kw), got ",
+               weight.shape()));
+  }
+  CheckFloating(x.meta(), op);
+  CheckSameDtype(x.meta(), weight.meta(), op, "weight");
+  if (bias.defined()) CheckSameDtype(x.meta(), bias.meta(), op, "bias");
+  if (groups < 1) throw Error(StrCat(op, ": expected groups of at least 1, got ", groups));
+  for (int i = 0; i < 2; ++i) {
+    if (s[i] < 1) throw Error(StrCat(op, ": expected stride of at least 1, got ", Shape(s)));
+    if (d[i] < 1) throw Error(StrCat(op, ": expected dilation of at least 1, got ", Shape(d)));
+    if (p[i] < 0) throw Error(StrCat(op, ": expected padding of at least 0, got ", Shape(p)));
+    if (op_pad[i] < 0 || op_pad[i] >= s[i]) {
+      throw Error(StrCat(op, ": output_padding ", Shape(op_pad),
+                         " must be at least 0 and smaller than the stride ", Shape(s)));
+    }
+  }
+  const Shape& xs = x.shape();
+  const int64_t c_in = xs[x.ndim() - 3];
+  if (weight.shape()[0] != c_in) {
+    throw Error(StrCat(op, ": input has ", c_in, " channels but weight ", weight.shape(),
+                       " expects ", weight.shape()[0], " (in_channels)"));
+  }
+  if (c_in % groups != 0) {
+    throw Error(StrCat(op, ": in_channels ", c_in, " is not divisible by groups ", groups));
+  }
+  const int64_t c_out = weight.shape()[1] * groups;
+  std::vector<int64_t> out_hw(2);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = xs[x.ndim() - 2 + i];
+    out_hw[i] = (in - 1) * s[i] - 2 * p[i] + d[i] * (weight.shape()[2 + i] - 1) + op_pad[i] + 1;
+  }
+  if (out_hw[0] < 1 || out_hw[1] < 1) {
+    throw Error(StrCat(op, ": the output size ", Shape(out_hw), " for input ", xs,
+                       " is too small (padding too large)"));
+  }
+  if (bias.defined() && bias.shape() != Shape({c_out})) {
+    throw Error(StrCat(op, ": expected bias of shape (", c_out, ",) for ", c_out,
+                       " output channels, got ", bias.shape()));
+  }
+  Attrs attrs;
+  attrs.Set("stride", s).Set("padding", p).Set("dilation", d).Set("groups", AttrValue(groups));
+  return nn_util::WithBatchDim(x, [&](const Tensor& xb) {
+    attrs.Set("input_shape", std::vector<int64_t>{xb.shape()[0], c_out, out_hw[0], out_hw[1]});
+    Tensor y = CallOp1(OP(conv2d_grad_input), {xb, weight}, attrs);
+    if (bias.defined()) y = fn::add(y, fn::reshape(bias, {1, c_out, 1, 1}));
+    return y;
   });
 }
 

@@ -857,6 +857,13 @@ PYBIND11_MODULE(_oneflow_internal, m) {
                      const IntList& padding, const IntList& dilation, int64_t groups) {
     return fn::conv2d(x, w, OptTensor(b), stride, padding, dilation, groups);
   });
+  m.def("conv_transpose2d",
+        [](const Tensor& x, const Tensor& w, py::object b, const IntList& stride,
+           const IntList& padding, const IntList& output_padding, int64_t groups,
+           const IntList& dilation) {
+          return fn::conv_transpose2d(x, w, OptTensor(b), stride, padding, output_padding, groups,
+                                      dilation);
+        });
   m.def("max_pool2d", &fn::max_pool2d);
   m.def("max_pool2d_with_indices", &fn::max_pool2d_with_indices);
   m.def("avg_pool2d", &fn::avg_pool2d);

@@ -63,6 +63,27 @@ __all__ = [
     "Softsign", "Tanhshrink", "Threshold", "Embedding", "GroupNorm", "LayerNorm", "RMSNorm",
     "MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer",
 ]
+
+# ---- conv1d / transposed convolutions, padding, upsampling, channel dropout, recurrent layers
+from oneflow.nn.modules.conv_extra import Conv1d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from oneflow.nn.modules.padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: E402
+                                        ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                                        ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                                        ZeroPad2d)
+from oneflow.nn.modules.upsampling import (Dropout1d, Dropout2d, Upsample,  # noqa: E402
+                                           UpsamplingBilinear2d, UpsamplingNearest2d)
+from oneflow.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase,  # noqa: E402
+                                    RNNCell, RNNCellBase)
+
+__all__ += [
+    "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad2d",
+    "Dropout1d", "Dropout2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+    "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
+]
+# ---- end conv/padding/upsampling/rnn block
+
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401
 from oneflow.nn.graph import Graph  # noqa: E402,F401  (raises: compile mode is not supported)

@@ -364,3 +364,334 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     else:
         loss = flow.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
     return _reduce(loss, reduction)
+
+
+# ==== conv1d / conv_transpose, pad, interpolate, channel dropout (nn/modules/{conv_extra,
+# padding,upsampling}.py hold their modules). Composites of conv2d, cat, index_select and
+# arithmetic, so autograd follows them.
+
+
+def _single(op, name, value):
+    """[v] for an int or a 1-tuple; anything else is an error naming op and name."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)) and len(value) == 1 and isinstance(value[0], int) \
+            and not isinstance(value[0], bool):
+        return [value[0]]
+    raise TypeError(f"{op}: {name} must be an int or a 1-tuple of ints, got {value!r}")
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, L) or (C, L) input, weight (O, C / groups, K): conv2d over a height of 1."""
+    _check_dim("conv1d", input, (2, 3))
+    if weight.dim() != 3:
+        raise ValueError(
+            f"conv1d: expected weight of shape (out_channels, in_channels / groups, kernel), "
+            f"got {tuple(weight.shape)}"
+        )
+    stride = _single("conv1d", "stride", stride)
+    dilation = _single("conv1d", "dilation", dilation)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0]
+        elif padding == "same":
+            if stride != [1]:
+                raise ValueError("conv1d: padding='same' is not supported for strided convolutions")
+            total = dilation[0] * (weight.size(2) - 1)
+            if total % 2:
+                # PyTorch puts the odd element on the right.
+                input = pad(input, [total // 2, total - total // 2])
+                padding = [0]
+            else:
+                padding = [total // 2]
+        else:
+            raise ValueError(f"conv1d: padding must be 'valid', 'same' or ints, got {padding!r}")
+    else:
+        padding = _single("conv1d", "padding", padding)
+    x = input.unsqueeze(-2)
+    y = flow._C.conv2d(
+        x, weight.unsqueeze(2), bias, [1] + stride, [0] + padding, [1] + dilation, groups
+    )
+    return y.squeeze(-2)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """Weight (in_channels, out_channels / groups, kh, kw); the gradient of conv2d wrt its input."""
+    _check_dim("conv_transpose2d", input, (3, 4))
+    return flow._C.conv_transpose2d(
+        input,
+        weight,
+        bias,
+        _pair("conv_transpose2d", "stride", stride),
+        _pair("conv_transpose2d", "padding", padding),
+        _pair("conv_transpose2d", "output_padding", output_padding),
+        groups,
+        _pair("conv_transpose2d", "dilation", dilation),
+    )
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, L) or (C, L) input, weight (in_channels, out_channels / groups, K)."""
+    op = "conv_transpose1d"
+    _check_dim(op, input, (2, 3))
+    if weight.dim() != 3:
+        raise ValueError(
+            f"{op}: expected weight of shape (in_channels, out_channels / groups, kernel), "
+            f"got {tuple(weight.shape)}"
+        )
+    y = flow._C.conv_transpose2d(
+        input.unsqueeze(-2),
+        weight.unsqueeze(2),
+        bias,
+        [1] + _single(op, "stride", stride),
+        [0] + _single(op, "padding", padding),
+        [0] + _single(op, "output_padding", output_padding),
+        groups,
+        [1] + _single(op, "dilation", dilation),
+    )
+    return y.squeeze(-2)
+
+
+def _index(values, device):
+    return flow.tensor(values, dtype=flow.int64, device=device)
+
+
+def _narrow(x, dim, start, stop):
+    return x[(slice(None),) * dim + (slice(start, stop),)]
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's F.pad: pad = (last-dim left, last-dim right, next-to-last left, ...)."""
+    if not isinstance(pad, (list, tuple)) or not all(
+        isinstance(p, int) and not isinstance(p, bool) for p in pad
+    ):
+        raise TypeError(f"pad: pad must be a tuple of ints, got {pad!r}")
+    pad = list(pad)
+    if len(pad) % 2:
+        raise ValueError(f"pad: padding length must be divisible by 2, got {len(pad)} values {tuple(pad)}")
+    npad = len(pad) // 2
+    if npad > input.dim():
+        raise ValueError(
+            f"pad: padding {tuple(pad)} pads {npad} dimensions but the input has only "
+            f"{input.dim()} (shape {tuple(input.shape)})"
+        )
+    if mode == "constant":
+        return _pad_constant(input, pad, 0.0 if value is None else value)
+    if value is not None and value != 0:
+        raise ValueError(f"pad: a padding value is only used by mode='constant', got mode={mode!r} "
+                         f"with value={value!r}")
+    if mode not in ("reflect", "replicate"):
+        if mode == "circular":
+            raise NotImplementedError("pad: mode='circular' is not supported (use 'constant', "
+                                      "'reflect' or 'replicate')")
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', "
+                         f"got {mode!r}")
+    if npad > 3 or input.dim() not in (npad + 1, npad + 2):
+        raise ValueError(
+            f"pad: mode={mode!r} with {len(pad)} padding values expects a "
+            f"{npad + 1}-D or {npad + 2}-D input, got shape {tuple(input.shape)}"
+            if npad <= 3 else
+            f"pad: mode={mode!r} pads at most 3 dimensions (6 values), got {len(pad)} values"
+        )
+    x = input
+    for k in range(npad):
+        dim = input.dim() - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        n = input.size(dim)
+        if mode == "reflect" and (left >= n or right >= n):
+            raise ValueError(
+                f"pad: reflect padding ({left}, {right}) must be smaller than the size {n} of "
+                f"dimension {dim} of the input {tuple(input.shape)}"
+            )
+        out = n + left + right
+        if out < 1:
+            raise ValueError(f"pad: padding ({left}, {right}) leaves dimension {dim} of the input "
+                             f"{tuple(input.shape)} with size {out}")
+        if left == 0 and right == 0:
+            continue
+        idx = []
+        for j in range(out):
+            i = j - left
+            if mode == "reflect":
+                i = -i if i < 0 else (2 * (n - 1) - i if i >= n else i)
+            else:
+                i = min(max(i, 0), n - 1)
+            idx.append(i)
+        x = x.index_select(dim, _index(idx, x.device))
+    return x
+
+
+def _pad_constant(x, pad, value):
+    shape = list(x.shape)
+    for k in range(len(pad) // 2):
+        dim = x.dim() - 1 - k
+        left, right = pad[2 * k], pad[2 * k + 1]
+        n = x.size(dim)
+        if n + left + right < 0:
+            raise ValueError(f"pad: padding ({left}, {right}) leaves dimension {dim} of the input "
+                             f"{tuple(shape)} with a negative size {n + left + right}")
+        # Negative padding crops.
+        x = _narrow(x, dim, max(-left, 0), n - max(-right, 0))
+        parts = []
+        for amount in (left, right):
+            if amount > 0:
+                fill_shape = list(x.shape)
+                fill_shape[dim] = amount
+                parts.append(flow.full(fill_shape, value, dtype=x.dtype, device=x.device))
+            else:
+                parts.append(None)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        if len(pieces) > 1:
+            x = flow.cat(pieces, dim)
+    return x
+
+
+_INTERP_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "linear": (1,),
+                 "bilinear": (2,), "trilinear": (3,)}
+
+
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
+    nd = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("interpolate: only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("interpolate: either size or scale_factor should be defined")
+    if size is not None:
+        sizes = list(size) if isinstance(size, (list, tuple)) else [size] * nd
+        if len(sizes) != nd:
+            raise ValueError(
+                f"interpolate: input with spatial dimensions {list(input.shape[2:])} needs an "
+                f"output size of {nd} values, got size={tuple(sizes)}"
+            )
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
+            raise ValueError(f"interpolate: size must be positive ints, got {size!r}")
+        return sizes, [None] * nd
+    scales = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * nd
+    if len(scales) != nd:
+        raise ValueError(
+            f"interpolate: input with spatial dimensions {list(input.shape[2:])} needs a "
+            f"scale_factor of {nd} values, got scale_factor={tuple(scales)}"
+        )
+    sizes = [int(math.floor(float(input.size(2 + i)) * float(s))) for i, s in enumerate(scales)]
+    if any(s < 1 for s in sizes):
+        raise ValueError(f"interpolate: scale_factor {scale_factor!r} gives an empty output "
+                         f"{tuple(sizes)} for input {tuple(input.shape)}")
+    if recompute_scale_factor:
+        scales = [None] * nd
+    return sizes, [float(s) for s in scales] if scales[0] is not None else scales
+
+
+def _scale_value(scale, n_in, n_out):
+    # PyTorch's compute_scales_value, in float32 as its kernels compute it.
+    import numpy as np
+
+    if scale is not None and scale > 0:
+        return np.float32(1.0 / scale)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def _nearest_index(n_in, n_out, scale, exact):
+    import numpy as np
+
+    s = _scale_value(scale, n_in, n_out)
+    dst = np.arange(n_out, dtype=np.float32)
+    src = np.floor((dst + np.float32(0.5)) * s) if exact else np.floor(dst * s)
+    return np.minimum(src.astype(np.int64), n_in - 1).tolist()
+
+
+def _linear_axis(x, dim, n_out, scale, align_corners):
+    import numpy as np
+
+    n_in = x.size(dim)
+    dst = np.arange(n_out, dtype=np.float32)
+    if align_corners:
+        s = np.float32(n_in - 1) / np.float32(n_out - 1) if n_out > 1 else np.float32(0)
+        src = dst * s
+    else:
+        s = _scale_value(scale, n_in, n_out)
+        src = np.maximum(s * (dst + np.float32(0.5)) - np.float32(0.5), np.float32(0))
+    i0 = src.astype(np.int64)
+    i1 = i0 + (i0 < n_in - 1)
+    w1 = (src - i0.astype(np.float32)).astype(np.float32)
+    shape = [1] * x.dim()
+    shape[dim] = n_out
+    lam1 = flow.tensor(w1.reshape(shape), dtype=x.dtype, device=x.device)
+    lam0 = flow.tensor((np.float32(1) - w1).reshape(shape), dtype=x.dtype, device=x.device)
+    x0 = x.index_select(dim, _index(i0.tolist(), x.device))
+    x1 = x.index_select(dim, _index(i1.tolist(), x.device))
+    return x0 * lam0 + x1 * lam1
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """PyTorch's F.interpolate for modes nearest, nearest-exact, linear (3-D), bilinear (4-D)
+    and trilinear (5-D); separable index_select and weighted sums."""
+    if mode not in _INTERP_MODES and mode not in ("bicubic", "area"):
+        raise ValueError(f"interpolate: mode must be one of {', '.join(_INTERP_MODES)}, got {mode!r}")
+    if mode in ("bicubic", "area"):
+        raise NotImplementedError(f"interpolate: mode={mode!r} is not supported (use nearest, "
+                                  "nearest-exact, linear, bilinear or trilinear)")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    nearest = mode.startswith("nearest")
+    if nearest and align_corners is not None:
+        raise ValueError("interpolate: align_corners option can only be set with the "
+                         "interpolating modes: linear | bilinear | bicubic | trilinear")
+    if input.dim() < 3 or input.dim() - 2 not in _INTERP_MODES[mode]:
+        wanted = " or ".join(f"{d + 2}-D" for d in _INTERP_MODES[mode])
+        raise ValueError(f"interpolate: mode={mode!r} expects a {wanted} input (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    x = input
+    for i, (n_out, scale) in enumerate(zip(sizes, scales)):
+        dim = 2 + i
+        n_in = x.size(dim)
+        if nearest:
+            if n_out == n_in and mode == "nearest":  # PyTorch's kernel copies, whatever the scale
+                continue
+            idx = _nearest_index(n_in, n_out, scale, mode == "nearest-exact")
+            x = x.index_select(dim, _index(idx, x.device))
+        else:
+            x = _linear_axis(x, dim, n_out, scale, bool(align_corners))
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def _channel_dropout(op, input, p, training, inplace, spatial):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    if inplace:
+        raise ValueError(f"{op}: inplace=True is not supported")
+    if not training or p == 0.0:
+        return input
+    # One keep/drop draw per (sample, channel), scaled by 1 / (1 - p), broadcast over the rest.
+    batched = input.dim() == spatial + 2
+    shape = list(input.shape[: (2 if batched else 1)]) + [1] * spatial
+    mask = flow._C.dropout(flow.ones(*shape, dtype=input.dtype, device=input.device), float(p), True)
+    return input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or (C, L) input."""
+    _check_dim("dropout1d", input, (2, 3))
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) input; a 3-D input is (N, C, L), as in PyTorch 1.13."""
+    _check_dim("dropout2d", input, (3, 4))
+    if input.dim() == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L)",
+            stacklevel=2,
+        )
+        return _channel_dropout("dropout2d", input, p, training, inplace, 1)
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
