@@ -326,6 +326,8 @@ def count_nonzero(input, dim=None):
 
 def _install():
     """Tensor methods: the functions above with self first."""
+    from oneflow._tensor_api import _method
+
     T = Tensor
     for name in _UNARY + ("arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan",
                           "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
@@ -333,7 +335,8 @@ def _install():
                           "true_divide", "var", "std", "prod", "amax", "amin", "aminmax",
                           "logsumexp", "norm", "all", "any", "count_nonzero", "xlogy", "hypot",
                           "atan2", "sigmoid", "logit"):
-        setattr(T, name, globals()[name])
+        f = globals()[name]
+        setattr(T, name, _method(f) if type(f).__name__ == "builtin_function_or_method" else f)
     T.div = _div
     T.divide = _div
     T.__floordiv__ = floor_divide

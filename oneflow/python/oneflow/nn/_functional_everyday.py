@@ -89,7 +89,8 @@ def glu(input, dim=-1):
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError(f"glu: halving dimension {dim} must be even, got size {n}")
-    a, b = input.narrow(dim, 0, n // 2), input.narrow(dim, n // 2, n // 2)
+    dim = dim % input.dim()
+    a, b = _C.slice(input, dim, 0, n // 2, 1), _C.slice(input, dim, n // 2, n, 1)
     return a * _C.sigmoid(b)
 
 

@@ -194,3 +194,6 @@ class GLU(Module):
 
     def forward(self, input):
         return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

@@ -1,0 +1,297 @@
+"""The everyday API's math, activations, reductions, normalizations, attention and modules,
+each compared with PyTorch (Debian's python3-torch) on the same inputs: values and gradients,
+rtol 1e-4 in float32. Misuse gives one line naming the operation."""
+
+import numpy as np
+import pytest
+import torch
+
+import oneflow as flow
+import oneflow.nn as nn
+import oneflow.nn.functional as F
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _pair(shape, lo=-2.0, hi=2.0, seed=0):
+    x = np.random.RandomState(seed).uniform(lo, hi, shape).astype(np.float32)
+    return flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+
+
+def _close(a, b, rtol=RTOL, atol=ATOL):
+    np.testing.assert_allclose(a.detach().numpy() if hasattr(a, "detach") else a,
+                               b.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _check(fa, fb, shape=(4, 6), lo=-2.0, hi=2.0, seed=0, rtol=RTOL, atol=ATOL):
+    a, b = _pair(shape, lo, hi, seed)
+    ya, yb = fa(a), fb(b)
+    _close(ya, yb, rtol, atol)
+    if yb.requires_grad:
+        w = np.asarray(np.random.RandomState(seed + 1).randn(*yb.shape), np.float32)
+        (ya * flow.tensor(w)).sum().backward()
+        (yb * torch.tensor(w)).sum().backward()
+        _close(a.grad, b.grad, rtol, atol)
+
+
+UNARY = [  # name, input range
+    ("log1p", -0.9, 2), ("expm1", -2, 2), ("log2", 0.2, 3), ("log10", 0.2, 3),
+    ("reciprocal", 0.3, 3), ("sin", -3, 3), ("cos", -3, 3), ("tan", -1.2, 1.2),
+    ("asin", -0.9, 0.9), ("acos", -0.9, 0.9), ("atan", -3, 3), ("sinh", -2, 2), ("cosh", -2, 2),
+    ("asinh", -3, 3), ("atanh", -0.9, 0.9), ("erf", -2, 2), ("erfc", -2, 2),
+    ("erfinv", -0.95, 0.95), ("floor", -3, 3), ("ceil", -3, 3), ("round", -3, 3),
+    ("trunc", -3, 3), ("sigmoid", -4, 4), ("arcsin", -0.9, 0.9), ("fix", -3, 3),
+]
+
+
+@pytest.mark.parametrize("name,lo,hi", UNARY)
+def test_unary_math_matches_torch(name, lo, hi):
+    _check(getattr(flow, name), getattr(torch, name), lo=lo, hi=hi)
+    _check(lambda t: getattr(t, name)(), lambda t: getattr(t, name)(), lo=lo, hi=hi)
+
+
+ACTIVATIONS = [
+    ("silu", {}), ("mish", {}), ("hardswish", {}), ("hardsigmoid", {}), ("logsigmoid", {}),
+    ("softsign", {}), ("selu", {}), ("celu", {"alpha": 0.7}), ("elu", {"alpha": 1.3}),
+    ("leaky_relu", {"negative_slope": 0.2}), ("softplus", {"beta": 2, "threshold": 3}),
+    ("softshrink", {"lambd": 0.3}), ("hardshrink", {"lambd": 0.3}), ("tanhshrink", {}),
+    ("threshold", {"threshold": 0.1, "value": -2.0}), ("hardtanh", {"min_val": -0.5, "max_val": 1}),
+    ("gelu", {"approximate": "tanh"}), ("gelu", {}), ("glu", {}),
+]
+
+
+@pytest.mark.parametrize("name,kw", ACTIVATIONS)
+def test_activations_match_torch(name, kw):
+    _check(lambda t: getattr(F, name)(t, **kw),
+           lambda t: getattr(torch.nn.functional, name)(t, **kw), lo=-5, hi=5)
+
+
+MODULES = [
+    ("SiLU", ()), ("Mish", ()), ("Hardswish", ()), ("Hardsigmoid", ()), ("LogSigmoid", ()),
+    ("SELU", ()), ("CELU", (0.5,)), ("ELU", (0.5,)), ("LeakyReLU", (0.1,)), ("Softplus", (2, 5)),
+    ("Softshrink", (0.4,)), ("Hardshrink", (0.4,)), ("Threshold", (0.2, 1.5)),
+    ("Hardtanh", (-0.3, 0.8)), ("Softsign", ()), ("Tanhshrink", ()), ("GLU", ()),
+]
+
+
+@pytest.mark.parametrize("name,args", MODULES)
+def test_activation_modules_match_torch(name, args):
+    ma, mb = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    _check(ma, mb, lo=-5, hi=5)
+    assert repr(ma) == repr(mb)
+
+
+def test_activation_integer_input_is_float_and_rounding_keeps_ints():
+    i = flow.tensor([1, 2, 3])
+    assert flow.sin(i).dtype == flow.float32
+    assert flow.floor(i).dtype == flow.int64
+    np.testing.assert_allclose(flow.round(flow.tensor([0.5, 1.5, 2.5, -0.5])).numpy(),
+                               torch.round(torch.tensor([0.5, 1.5, 2.5, -0.5])).numpy())
+
+
+REDUCTIONS = [
+    ("var", lambda m, t: m.var(t, 1)), ("var_unbiased_false", lambda m, t: m.var(t, 0, False)),
+    ("var_correction", lambda m, t: t.var(dim=1, correction=0, keepdim=True)),
+    ("std", lambda m, t: m.std(t)), ("std_dim", lambda m, t: t.std(dim=(0, 1))),
+    ("prod", lambda m, t: m.prod(t, 1)), ("prod_all", lambda m, t: t.prod()),
+    ("amax", lambda m, t: m.amax(t, 0)), ("amin", lambda m, t: m.amin(t, (0, 1), True)),
+    ("logsumexp", lambda m, t: m.logsumexp(t, 1)),
+    ("logsumexp_keep", lambda m, t: t.logsumexp(dim=(0, 1), keepdim=True)),
+    ("norm", lambda m, t: m.norm(t)), ("norm_p1", lambda m, t: t.norm(p=1, dim=1)),
+    ("vector_norm_inf", lambda m, t: m.linalg.vector_norm(t, float("inf"), 1)),
+    ("vector_norm_3", lambda m, t: m.linalg.vector_norm(t, 3, (0, 1))),
+    ("linalg_norm", lambda m, t: m.linalg.norm(t)),
+    ("lerp", lambda m, t: m.lerp(t, t * t, 0.3)), ("addcmul", lambda m, t: m.addcmul(t, t, t, value=0.5)),
+    ("addcdiv", lambda m, t: m.addcdiv(t, t, t * t + 1, value=2)),
+    ("xlogy", lambda m, t: m.xlogy(t, t * t + 1)), ("hypot", lambda m, t: m.hypot(t, t + 1)),
+    ("atan2", lambda m, t: m.atan2(t, t * 0.5 - 0.3)), ("atan2_neg", lambda m, t: m.atan2(-t, t - 1)),
+]
+
+
+@pytest.mark.parametrize("name,f", REDUCTIONS)
+def test_reductions_and_composites_match_torch(name, f):
+    _check(lambda t: f(flow, t), lambda t: f(torch, t))
+
+
+def test_prod_gradient_with_zeros_matches_torch():
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 3.0]], np.float32)
+    a, b = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    flow.prod(a, 1).sum().backward()
+    torch.prod(b, 1).sum().backward()
+    _close(a.grad, b.grad)
+
+
+def test_predicates_and_nan_to_num_match_torch():
+    x = np.array([1.0, np.nan, np.inf, -np.inf, -2.5, 0.0], np.float32)
+    a, b = flow.tensor(x), torch.tensor(x)
+    for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf"):
+        np.testing.assert_array_equal(getattr(flow, name)(a).numpy(), getattr(torch, name)(b).numpy())
+    np.testing.assert_array_equal(flow.nan_to_num(a).numpy(), torch.nan_to_num(b).numpy())
+    np.testing.assert_array_equal(flow.nan_to_num(a, 1.0, 2.0, -3.0).numpy(),
+                                  torch.nan_to_num(b, 1.0, 2.0, -3.0).numpy())
+    i = flow.tensor([1, 2])
+    assert not flow.isnan(i).any().item() and flow.isfinite(i).all().item()
+
+
+def test_integer_division_modes_match_torch():
+    x = np.array([7, -7, 7, -7, 0, 9], np.int64)
+    y = np.array([2, 2, -2, -2, 3, -4], np.int64)
+    a, b, ta, tb = flow.tensor(x), flow.tensor(y), torch.tensor(x), torch.tensor(y)
+    np.testing.assert_array_equal(flow.floor_divide(a, b).numpy(), torch.div(ta, tb, rounding_mode="floor").numpy())
+    np.testing.assert_array_equal((a // b).numpy(), (ta // tb).numpy())
+    np.testing.assert_array_equal(a.div(b, rounding_mode="trunc").numpy(),
+                                  ta.div(tb, rounding_mode="trunc").numpy())
+    f, tf = flow.tensor(x.astype(np.float32)), torch.tensor(x.astype(np.float32))
+    for mode in ("floor", "trunc"):
+        np.testing.assert_array_equal(f.div(2.5, rounding_mode=mode).numpy(),
+                                      tf.div(2.5, rounding_mode=mode).numpy())
+    with pytest.raises(ValueError, match="div: rounding_mode must be None, 'trunc' or 'floor'"):
+        f.div(2, rounding_mode="round")
+
+
+def test_logical_xor_all_any_match_torch():
+    x = np.array([[1, 0, 2], [0, 0, 3]])
+    y = np.array([[1, 1, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(flow.logical_xor(flow.tensor(x), flow.tensor(y)).numpy(),
+                                  torch.logical_xor(torch.tensor(x), torch.tensor(y)).numpy())
+    for dim in (None, 0, 1):
+        for name in ("all", "any"):
+            got = getattr(flow, name)(flow.tensor(x)) if dim is None else getattr(flow, name)(flow.tensor(x), dim)
+            want = getattr(torch, name)(torch.tensor(x)) if dim is None else getattr(torch, name)(torch.tensor(x), dim)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("shape,norm", [((4, 6), (6,)), ((2, 3, 8), (8,)), ((2, 3, 4), (3, 4))])
+def test_layer_norm_matches_torch(shape, norm):
+    ma, mb = nn.LayerNorm(norm), torch.nn.LayerNorm(norm)
+    with torch.no_grad():
+        w = np.random.RandomState(3).randn(*norm).astype(np.float32)
+        mb.weight.copy_(torch.tensor(w)), mb.bias.copy_(torch.tensor(w * 0.5))
+    ma.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in mb.state_dict().items()})
+    _check(ma, mb, shape=shape, lo=-3, hi=3)
+    _close(ma.weight.grad, mb.weight.grad)
+    _close(ma.bias.grad, mb.bias.grad)
+    _check(lambda t: F.layer_norm(t, norm), lambda t: torch.nn.functional.layer_norm(t, norm), shape=shape)
+    assert repr(ma) == repr(mb)
+
+
+def test_layer_norm_errors():
+    with pytest.raises(RuntimeError, match=r"layer_norm: input of shape \(2, 3\) does not end with normalized_shape \(4,\)"):
+        F.layer_norm(flow.ones(2, 3), (4,))
+    with pytest.raises(RuntimeError, match=r"layer_norm: expected weight of shape \(3,\) \(normalized_shape\) for input of shape \(2, 3\), got \(4,\)"):
+        F.layer_norm(flow.ones(2, 3), (3,), flow.ones(4), flow.ones(3))
+
+
+def test_group_and_rms_norm_match_references():
+    ma, mb = nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4)
+    _check(ma, mb, shape=(3, 4, 5))
+    _close(ma.weight.grad, mb.weight.grad)
+    a, b = _pair((3, 5))
+    w = np.random.RandomState(4).rand(5).astype(np.float32)
+    ya = F.rms_norm(a, (5,), flow.tensor(w), eps=1e-6)
+    yb = b * torch.rsqrt((b * b).mean(-1, keepdim=True) + 1e-6) * torch.tensor(w)
+    _close(ya, yb)
+    ya.sum().backward(), yb.sum().backward()
+    _close(a.grad, b.grad)
+    with pytest.raises(ValueError, match="GroupNorm: num_channels 5 must be divisible by num_groups 2"):
+        nn.GroupNorm(2, 5)
+
+
+def test_embedding_matches_torch_with_padding_idx():
+    mb = torch.nn.Embedding(10, 4, padding_idx=2)
+    ma = nn.Embedding(10, 4, padding_idx=2)
+    ma.load_state_dict({"weight": flow.tensor(mb.weight.detach().numpy())})
+    idx = np.array([[1, 2, 3], [2, 9, 1]])
+    ya, yb = ma(flow.tensor(idx)), mb(torch.tensor(idx))
+    _close(ya, yb)
+    w = np.random.RandomState(5).randn(2, 3, 4).astype(np.float32)
+    (ya * flow.tensor(w)).sum().backward(), (yb * torch.tensor(w)).sum().backward()
+    _close(ma.weight.grad, mb.weight.grad)
+    assert ma.weight.numpy()[2].tolist() == [0, 0, 0, 0] and repr(ma) == repr(mb)
+    with pytest.raises(TypeError, match="embedding: expected int64 or int32 indices, got oneflow.float32"):
+        ma(flow.ones(2))
+
+
+def _torch_sdpa(q, k, v, mask=None, causal=False, scale=None):
+    s = (q @ k.transpose(-2, -1)) * (scale if scale else 1 / q.shape[-1] ** 0.5)
+    if causal:
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "bool_mask", "float_mask", "scale"])
+def test_scaled_dot_product_attention_matches_torch(case):
+    rs = np.random.RandomState(6)
+    q, k, v = (rs.randn(2, 3, 5, 4).astype(np.float32) for _ in range(3))
+    mask = rs.rand(5, 5) > 0.3
+    np.fill_diagonal(mask, True)
+    fmask = rs.randn(5, 5).astype(np.float32)
+    kw_a, kw_b = {}, {}
+    if case == "causal":
+        kw_a, kw_b = {"is_causal": True}, {"causal": True}
+    elif case == "bool_mask":
+        kw_a, kw_b = {"attn_mask": flow.tensor(mask)}, {"mask": torch.tensor(mask)}
+    elif case == "float_mask":
+        kw_a, kw_b = {"attn_mask": flow.tensor(fmask)}, {"mask": torch.tensor(fmask)}
+    elif case == "scale":
+        kw_a, kw_b = {"scale": 0.3}, {"scale": 0.3}
+    ta = [flow.tensor(t, requires_grad=True) for t in (q, k, v)]
+    tb = [torch.tensor(t, requires_grad=True) for t in (q, k, v)]
+    ya, yb = F.scaled_dot_product_attention(*ta, **kw_a), _torch_sdpa(*tb, **kw_b)
+    _close(ya, yb)
+    ya.sum().backward(), yb.sum().backward()
+    for a, b in zip(ta, tb):
+        _close(a.grad, b.grad)
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: pass attn_mask or is_causal, not both"):
+        F.scaled_dot_product_attention(*ta, attn_mask=flow.tensor(mask), is_causal=True)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_matches_torch(batch_first):
+    torch.manual_seed(0)
+    mb = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    ma = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    ma.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in mb.state_dict().items()})
+    assert [n for n, _ in ma.named_parameters()] == [n for n, _ in mb.named_parameters()]
+    x = np.random.RandomState(7).randn(3, 4, 8).astype(np.float32)
+    mask = np.triu(np.ones((3 if not batch_first else 3, 3), bool), 1)
+    L = 3
+    mask = np.triu(np.ones((L, L), bool), 1)
+    xa, xb = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oa, wa = ma(xa, xa, xa, attn_mask=flow.tensor(mask) if not batch_first else None)
+    ob, wb = mb(xb, xb, xb, attn_mask=torch.tensor(mask) if not batch_first else None)
+    _close(oa, ob), _close(wa, wb)
+    oa.sum().backward(), ob.sum().backward()
+    _close(xa.grad, xb.grad)
+    _close(ma.in_proj_weight.grad, mb.in_proj_weight.grad)
+
+
+@pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
+def test_transformer_encoder_matches_torch(norm_first, activation):
+    torch.manual_seed(1)
+    lb = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=activation,
+                                          batch_first=True, norm_first=norm_first)
+    eb = torch.nn.TransformerEncoder(lb, 2, enable_nested_tensor=False)
+    la = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=activation,
+                                    batch_first=True, norm_first=norm_first)
+    ea = nn.TransformerEncoder(la, 2)
+    sd = eb.state_dict()
+    assert sorted(ea.state_dict().keys()) == sorted(sd.keys())
+    ea.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in sd.items()})
+    eb.eval(), ea.eval()
+    _check(ea, eb, shape=(2, 5, 8))
+
+
+def test_losses_and_similarity_match_torch():
+    a, b = _pair((4, 6))
+    t = np.random.RandomState(8).randn(4, 6).astype(np.float32)
+    for red in ("mean", "sum", "none"):
+        _close(F.l1_loss(a, flow.tensor(t), reduction=red),
+               torch.nn.functional.l1_loss(b, torch.tensor(t), reduction=red))
+    _check(lambda x: F.cosine_similarity(x, x * x + 0.1), lambda x: torch.nn.functional.cosine_similarity(x, x * x + 0.1))
+    _check(lambda x: F.normalize(x, dim=1), lambda x: torch.nn.functional.normalize(x, dim=1))
+    _check(lambda x: F.normalize(x, p=1, dim=0), lambda x: torch.nn.functional.normalize(x, p=1, dim=0))
+    _check(nn.L1Loss().__call__ if False else (lambda x: nn.L1Loss()(x, flow.tensor(t))),
+           lambda x: torch.nn.L1Loss()(x, torch.tensor(t)))
