@@ -39,7 +39,17 @@ __all__ = [
     "get_rank", "get_world_size", "group", "init_process_group", "is_available",
     "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group",
     "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send",
+    "ZeroRedundancyOptimizer",
 ]
+
+
+def __getattr__(name):
+    # Imported on first use: oneflow.optim is not loaded yet when oneflow imports this module.
+    if name == "ZeroRedundancyOptimizer":
+        from oneflow.distributed.zero import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer
+    raise AttributeError(f"module 'oneflow.distributed' has no attribute {name!r}")
 
 
 class Backend:

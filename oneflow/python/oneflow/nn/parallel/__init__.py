@@ -5,5 +5,6 @@
 """
 
 from oneflow.nn.parallel.distributed import DistributedDataParallel
+from oneflow.nn.parallel.pipeline import Pipeline
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "Pipeline"]
