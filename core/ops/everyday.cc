@@ -3,6 +3,7 @@
 // roll, repeat, repeat_interleave, take_along_dim, one_hot, all/any, argsort/topk/median/mode,
 // unique (host-side, local tensors only), and the matmul family with einsum.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -41,8 +42,8 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, const Devi
   if (steps == 1) return full(Shape({1}), start, dtype, device);
   // PyTorch's formula: from start for the first half, from end for the second.
   const double step = (end - start) / static_cast<double>(steps - 1);
-  Tensor i = to_dtype(arange(0, static_cast<double>(steps), 1, DType::kInt64, device),
-                      DType::kFloat64);
+  Tensor i =
+      to_dtype(arange(0, static_cast<double>(steps), 1, DType::kInt64, device), DType::kFloat64);
   Tensor from_start = add_scalar(mul_scalar(i, step), start);
   Tensor from_end =
       add_scalar(mul_scalar(add_scalar(neg(i), static_cast<double>(steps - 1)), -step), end);
@@ -107,8 +108,8 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
 }
 
 Tensor diag(const Tensor& x, int64_t diagonal_offset) {
-  ONEFLOW_CHECK(x.ndim() == 1 || x.ndim() == 2,
-                "diag: expected a 1-D or 2-D tensor, got shape ", x.shape());
+  ONEFLOW_CHECK(x.ndim() == 1 || x.ndim() == 2, "diag: expected a 1-D or 2-D tensor, got shape ",
+                x.shape());
   if (x.ndim() == 2) return diagonal(x, diagonal_offset, 0, 1);
   const int64_t n = x.shape()[0], k = std::abs(diagonal_offset);
   // [v_i, 0 x n] per row, flattened and cut to n * n, is v on the diagonal of an n x n matrix.
@@ -130,7 +131,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
                 "split: split_size must be positive, got ", split_size);
   std::vector<Tensor> out;
   if (n == 0) return {x};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(slice(x, d, s, std::min(s + split_size, n)));
+  for (int64_t s = 0; s < n; s += split_size)
+    out.push_back(slice(x, d, s, std::min(s + split_size, n)));
   return out;
 }
 
@@ -142,8 +144,8 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const IntList& sizes, int6
     ONEFLOW_CHECK(s >= 0, "split: sizes must be non-negative, got ", s);
     total += s;
   }
-  ONEFLOW_CHECK(total == n, "split: sizes ", Shape(sizes), " sum to ", total,
-                " but dim ", d, " has size ", n);
+  ONEFLOW_CHECK(total == n, "split: sizes ", Shape(sizes), " sum to ", total, " but dim ", d,
+                " has size ", n);
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t s : sizes) {
@@ -163,11 +165,11 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   ONEFLOW_CHECK(x.ndim() > 0, "narrow: cannot narrow a 0-dim tensor");
   const int64_t d = Wrap(dim, x.ndim(), "narrow"), n = x.shape()[d];
-  ONEFLOW_CHECK(start >= -n && start <= n, "narrow: start ", start,
-                " is out of range for dim ", d, " of size ", n);
+  ONEFLOW_CHECK(start >= -n && start <= n, "narrow: start ", start, " is out of range for dim ", d,
+                " of size ", n);
   if (start < 0) start += n;
-  ONEFLOW_CHECK(length >= 0 && start + length <= n, "narrow: start ", start, " + length ",
-                length, " exceeds dim ", d, " of size ", n);
+  ONEFLOW_CHECK(length >= 0 && start + length <= n, "narrow: start ", start, " + length ", length,
+                " exceeds dim ", d, " of size ", n);
   return slice(x, d, start, start + length);
 }
 
@@ -278,8 +280,8 @@ Tensor take_along_dim(const Tensor& x, const Tensor& index, std::optional<int64_
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (i == d) continue;
     ONEFLOW_CHECK(xs[i] == is[i] || xs[i] == 1 || is[i] == 1, "take_along_dim: input shape ",
-                  x.shape(), " and indices shape ", index.shape(),
-                  " do not broadcast outside dim ", d);
+                  x.shape(), " and indices shape ", index.shape(), " do not broadcast outside dim ",
+                  d);
     xs[i] = is[i] = std::max(xs[i], is[i]);
   }
   return gather(expand(x, xs), d, expand(index, is));
@@ -287,7 +289,8 @@ Tensor take_along_dim(const Tensor& x, const Tensor& index, std::optional<int64_
 
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
   ONEFLOW_CHECK(index.dtype() == DType::kInt64 || index.dtype() == DType::kInt32,
-                "one_hot: expected an int64 (or int32) index tensor, got ", DTypeName(index.dtype()));
+                "one_hot: expected an int64 (or int32) index tensor, got ",
+                DTypeName(index.dtype()));
   if (num_classes == -1) {
     ONEFLOW_CHECK(index.numel() > 0,
                   "one_hot: cannot infer num_classes from an empty tensor; pass num_classes");
@@ -297,8 +300,8 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   if (index.numel() > 0) {
     const int64_t lo = ReadInt(min_all(index));
     const int64_t hi = ReadInt(max_all(index));
-    ONEFLOW_CHECK(lo >= 0 && hi < num_classes, "one_hot: class values must be in [0, ",
-                  num_classes, "), got values in [", lo, ", ", hi, "]");
+    ONEFLOW_CHECK(lo >= 0 && hi < num_classes, "one_hot: class values must be in [0, ", num_classes,
+                  "), got values in [", lo, ", ", hi, "]");
   }
   Tensor classes = arange(0, static_cast<double>(num_classes), 1, index.dtype(), index.device());
   return to_dtype(eq(unsqueeze(index, -1), classes), DType::kInt64);
@@ -339,8 +342,7 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
   return sort(x, dim, descending).second;
 }
 
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest,
-                               bool sorted) {
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   (void)sorted;  // the k elements always come sorted, which sorted=False allows
   Tensor y = AtLeast1d(x);
   const int64_t d = Wrap(dim, y.ndim(), "topk"), n = y.shape()[d];
@@ -400,8 +402,9 @@ std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim) {
 
 UniqueResult unique(const Tensor& x) {
   if (x.is_global()) {
-    throw Error("unique: not supported on a global tensor; use to_local() (each shard's "
-                "values) or gather it first (to_global(sbp=broadcast))");
+    throw Error(
+        "unique: not supported on a global tensor; use to_local() (each shard's "
+        "values) or gather it first (to_global(sbp=broadcast))");
   }
   Tensor c = Contig(to_device(x.detach(), Device::CPU()));
   const int64_t n = c.numel();
@@ -435,8 +438,8 @@ UniqueResult unique(const Tensor& x) {
 // ---------------------------------------------------------------- matmul family
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  ONEFLOW_CHECK(a.ndim() == 3 && b.ndim() == 3, "bmm: expected 3-D tensors, got shapes ",
-                a.shape(), " and ", b.shape());
+  ONEFLOW_CHECK(a.ndim() == 3 && b.ndim() == 3, "bmm: expected 3-D tensors, got shapes ", a.shape(),
+                " and ", b.shape());
   ONEFLOW_CHECK(a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1],
                 "bmm: cannot multiply batches of shapes ", a.shape(), " and ", b.shape());
   return matmul(a, b);
@@ -446,9 +449,13 @@ namespace {
 // beta * input + alpha * product; beta == 0 ignores input (NaN in it does not propagate).
 Tensor Scaled(const Tensor& input, const Tensor& product, double beta, double alpha,
               const char* op) {
-  ONEFLOW_CHECK(BroadcastShapes(input.shape(), product.shape(), op) == product.shape(), op,
-                ": input of shape ", input.shape(), " does not broadcast to the product's shape ",
-                product.shape());
+  const Shape &in = input.shape(), &out = product.shape();
+  bool fits = in.ndim() <= out.ndim();
+  for (int64_t i = 1; fits && i <= in.ndim(); ++i) {
+    fits = in[in.ndim() - i] == 1 || in[in.ndim() - i] == out[out.ndim() - i];
+  }
+  ONEFLOW_CHECK(fits, op, ": input of shape ", in, " does not broadcast to the product's shape ",
+                out);
   Tensor p = alpha == 1 ? product : mul_scalar(product, alpha);
   if (beta == 0) return p;
   return add(beta == 1 ? input : mul_scalar(input, beta), p);
@@ -463,8 +470,7 @@ Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, double bet
   return Scaled(input, matmul(m1, m2), beta, alpha, "addmm");
 }
 
-Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, double beta,
-               double alpha) {
+Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, double beta, double alpha) {
   ONEFLOW_CHECK(b1.ndim() == 3 && b2.ndim() == 3, "baddbmm: expected 3-D batches, got shapes ",
                 b1.shape(), " and ", b2.shape());
   return Scaled(input, bmm(b1, b2), beta, alpha, "baddbmm");

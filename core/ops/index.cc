@@ -280,8 +280,8 @@ std::vector<Tensor> FlipGrad(const GradCtx& c) {
 // the other dims, as in PyTorch.
 std::vector<TensorMeta> InferScatter(const std::vector<TensorMeta>& in, const Attrs& a) {
   const std::string& reduce = a.Get<std::string>("reduce");
-  ONEFLOW_CHECK(reduce == "none" || reduce == "add", "scatter: reduce must be 'none' or 'add', got '",
-                reduce, "'");
+  ONEFLOW_CHECK(reduce == "none" || reduce == "add",
+                "scatter: reduce must be 'none' or 'add', got '", reduce, "'");
   const char* op = reduce == "add" ? "scatter_add" : "scatter";
   CheckIndex(in[1], op);
   const Shape &s = in[0].shape, &is = in[1].shape;
@@ -361,12 +361,16 @@ std::vector<Tensor> ScatterGrad(const GradCtx& c) {
 
 ONEFLOW_REGISTER_OP(tril)
     .Inputs(1)
-    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) { return InferTriangle(in, "tril"); })
+    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) {
+      return InferTriangle(in, "tril");
+    })
     .Grad(TriangleGrad<false>)
     .Kernel(DeviceType::kCPU, TriangleCpu<false>);
 ONEFLOW_REGISTER_OP(triu)
     .Inputs(1)
-    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) { return InferTriangle(in, "triu"); })
+    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) {
+      return InferTriangle(in, "triu");
+    })
     .Grad(TriangleGrad<true>)
     .Kernel(DeviceType::kCPU, TriangleCpu<true>);
 ONEFLOW_REGISTER_OP(flip).Inputs(1).Infer(InferFlip).Grad(FlipGrad).Kernel(DeviceType::kCPU,
@@ -402,10 +406,10 @@ namespace {
 Tensor ScatterCall(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                    const char* reduce) {
   const char* op = std::string(reduce) == "add" ? "scatter_add" : "scatter";
-  ONEFLOW_CHECK(index.ndim() == x.ndim(), op, ": index has ", index.ndim(),
-                " dims but input has ", x.ndim());
-  ONEFLOW_CHECK(src.ndim() == index.ndim(), op, ": src has ", src.ndim(),
-                " dims but index has ", index.ndim());
+  ONEFLOW_CHECK(index.ndim() == x.ndim(), op, ": index has ", index.ndim(), " dims but input has ",
+                x.ndim());
+  ONEFLOW_CHECK(src.ndim() == index.ndim(), op, ": src has ", src.ndim(), " dims but index has ",
+                index.ndim());
   // Only the part of src that index covers is used (PyTorch's rule).
   Tensor s = src;
   for (int64_t d = 0; d < s.ndim(); ++d) {

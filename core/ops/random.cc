@@ -310,7 +310,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   a.Set("num_samples", num_samples).Set("replacement", replacement);
   a.Set("seed", static_cast<int64_t>(initial_seed()));
   const int64_t rows = probs.ndim() == 2 ? probs.shape()[0] : 1;
-  a.Set("offset", static_cast<int64_t>(generator_advance(rows * std::max<int64_t>(num_samples, 0))));
+  a.Set("offset",
+        static_cast<int64_t>(generator_advance(rows * std::max<int64_t>(num_samples, 0))));
   return CallOp1(OP(multinomial), {probs}, a);
 }
 

@@ -156,11 +156,8 @@ std::vector<Tensor> CumprodGrad(const GradCtx& c) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(sort)
-    .Inputs(1)
-    .Infer(InferSort)
-    .Grad(SortGrad)
-    .Kernel(DeviceType::kCPU, SortCpu);
+ONEFLOW_REGISTER_OP(sort).Inputs(1).Infer(InferSort).Grad(SortGrad).Kernel(DeviceType::kCPU,
+                                                                           SortCpu);
 ONEFLOW_REGISTER_OP(cumsum)
     .Inputs(1)
     .Infer([](const std::vector<TensorMeta>& in, const Attrs& a) {

@@ -6,8 +6,8 @@
 // index_check.cuh). scatter_add accumulates with atomics, so float sums may differ from the
 // CPU's in the last bits and from run to run.
 #include <cstdint>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "core/functional.h"
 #include "core/kernels/cuda/cuda_util.h"
@@ -285,7 +285,6 @@ std::vector<Tensor> CatCuda(const std::vector<Tensor>& in, const Attrs& a,
   return {o};
 }
 
-
 // ---------------------------------------------------------------- tril / triu, flip, scatter
 // (the everyday-API additions in core/ops/index.cc)
 
@@ -342,8 +341,8 @@ std::vector<Tensor> FlipCuda(const std::vector<Tensor>& in, const Attrs& a,
   Tensor x = fn::contiguous(in[0]);
   Tensor o = Tensor::Empty(out[0]);
   if (o.numel() == 0) return {o};
-  ONEFLOW_CHECK(x.ndim() <= cuda::kMaxDims, "flip: at most ", cuda::kMaxDims,
-                " dims on CUDA, got ", x.ndim());
+  ONEFLOW_CHECK(x.ndim() <= cuda::kMaxDims, "flip: at most ", cuda::kMaxDims, " dims on CUDA, got ",
+                x.ndim());
   FlipGeometry g;
   g.ndim = static_cast<int>(x.ndim());
   for (int d = 0; d < g.ndim; ++d) {
@@ -351,7 +350,8 @@ std::vector<Tensor> FlipCuda(const std::vector<Tensor>& in, const Attrs& a,
     g.strides[d] = x.strides()[d];
     g.flipped[d] = false;
   }
-  for (int64_t d : a.Get<std::vector<int64_t>>("dims")) g.flipped[WrapDim(d, x.ndim(), "flip")] = true;
+  for (int64_t d : a.Get<std::vector<int64_t>>("dims"))
+    g.flipped[WrapDim(d, x.ndim(), "flip")] = true;
   cudaStream_t stream = cuda::StreamFor(o.device());
   DispatchBySize(SizeOf(x.dtype()), [&](auto etag) {
     using E = typename decltype(etag)::type;

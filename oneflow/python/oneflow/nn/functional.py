@@ -363,3 +363,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     else:
         loss = flow.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
     return _reduce(loss, reduction)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows of class indices; num_classes=-1 uses max(tensor) + 1."""
+    if not isinstance(tensor, flow.Tensor):
+        raise TypeError(f"one_hot: expected a tensor of class indices, got {type(tensor).__name__}")
+    return flow._C.one_hot(tensor, int(num_classes))
