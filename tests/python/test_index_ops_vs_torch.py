@@ -155,7 +155,8 @@ def test_scatter_and_scatter_add():
     check(lambda x, s: flow.scatter(x, 1, flow.tensor(index), s),
           lambda x, s: torch.scatter(x, 1, torch.tensor(index), s), pair((4, 5)), pair((4, 3), seed=1))
     check(lambda x, s: x.scatter(1, flow.tensor(index[:2, :2]), s),  # index smaller than src and x
-          lambda x, s: x.scatter(1, torch.tensor(index[:2, :2]), s), pair((4, 5)), pair((4, 3), seed=1))
+          # torch 1.13's backward rejects a src larger than the index: give it the used part
+          lambda x, s: x.scatter(1, torch.tensor(index[:2, :2]), s[:2, :2]), pair((4, 5)), pair((4, 3), seed=1))
     check(lambda x: flow.scatter(x, 1, flow.tensor(index), 2.5),
           lambda x: torch.scatter(x, 1, torch.tensor(index), 2.5), pair((4, 5)))
     check(lambda x: x.scatter(1, flow.tensor(index), value=-1.0),
@@ -164,9 +165,9 @@ def test_scatter_and_scatter_add():
     check(lambda x, s: flow.scatter_add(x, 0, flow.tensor(dup), s),
           lambda x, s: torch.scatter_add(x, 0, torch.tensor(dup), s), pair((4, 5)), pair((6, 5), seed=2))
     check(lambda x, s: x.scatter_add(1, flow.tensor(dup[:3, :2]), s),
-          lambda x, s: x.scatter_add(1, torch.tensor(dup[:3, :2]), s), pair((4, 5)), pair((6, 5), seed=2))
+          lambda x, s: x.scatter_add(1, torch.tensor(dup[:3, :2]), s[:3, :2]), pair((4, 5)), pair((6, 5), seed=2))
     check(lambda x, s: x.scatter(1, flow.tensor(dup[:3, :2]), s, reduce="add"),
-          lambda x, s: x.scatter(1, torch.tensor(dup[:3, :2]), s, reduce="add"), pair((4, 5)),
+          lambda x, s: x.scatter_add(1, torch.tensor(dup[:3, :2]), s[:3, :2]), pair((4, 5)),
           pair((6, 5), seed=2))
     # In place, on tensors that do not require grad.
     f = flow.zeros(3, 4)
@@ -213,7 +214,7 @@ def test_sort_argsort_topk():
     ties = np.random.default_rng(7).integers(0, 3, size=(5, 8)).astype(np.float32)
     for desc in (False, True):
         fo = flow.sort(flow.tensor(ties), 1, descending=desc)
-        to = torch.sort(torch.tensor(ties), 1, descending=desc, stable=True)
+        to = torch.sort(torch.tensor(ties), dim=1, descending=desc, stable=True)
         same(fo.indices, to.indices, exact=True)
     nan = [3.0, float("nan"), -1.0, 2.0]
     same(flow.sort(flow.tensor(nan)).indices, torch.sort(torch.tensor(nan)).indices, exact=True)
@@ -341,7 +342,7 @@ def test_error_lines():
         (lambda: flow.einsum("i.j->i", x), RuntimeError, r"einsum: a '\.' that is not part of '\.\.\.' in equation 'i\.j->i'"),
         (lambda: flow.einsum("ij->i->j", x), RuntimeError, "einsum: more than one '->' in equation 'ij->i->j'"),
         (lambda: flow.topk(x, 5), RuntimeError, r"topk: k must be in \[0, 4\] for dim 1 of size 4, got 5"),
-        (lambda: flow.sort(x, 2), RuntimeError, "sort: dim 2 out of range"),
+        (lambda: flow.sort(x, 2), IndexError, "sort: dim 2 out of range"),
         (lambda: flow.tril(flow.ones(3)), RuntimeError, r"tril: expected a tensor with at least 2 dims, got 1 \(shape \(3,\)\)"),
         (lambda: flow.flip(x, [0, 0]), RuntimeError, "flip: dim 0 appears more than once in dims"),
         (lambda: flow.split(x, [1, 1], 0), RuntimeError, r"split: sizes \(1, 1\) sum to 2 but dim 0 has size 3"),
@@ -353,8 +354,8 @@ def test_error_lines():
          "scatter: index 4 is out of bounds for dimension 1 with size 4"),
         (lambda: flow.scatter(x, 1, flow.tensor([[0.0]]), 1.0), RuntimeError,
          "scatter: index must be an int64 or int32 tensor, got float32"),
-        (lambda: flow.scatter_add(x, 0, flow.zeros(4, 1, dtype=flow.int64), flow.ones(4, 1)), RuntimeError,
-         r"scatter_add: index shape \(4, 1\) must not exceed input shape \(3, 4\) except in dim 0"),
+        (lambda: flow.scatter_add(x, 0, flow.zeros(1, 5, dtype=flow.int64), flow.ones(1, 5)), RuntimeError,
+         r"scatter_add: index shape \(1, 5\) must not exceed input shape \(3, 4\) except in dim 0"),
         (lambda: flow.scatter(x, 1, flow.tensor([[0]]), reduce="multiply", src=1.0), NotImplementedError,
          r"scatter: reduce='multiply' is not supported \(only 'add'\)"),
         (lambda: flow.scatter(x, 1, flow.tensor([[0]])), TypeError,
