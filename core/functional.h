@@ -210,5 +210,77 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const std::string& reduction = "mean", int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 
+
+// ---- everyday API: kernels in core/ops/index.cc (tril, triu, flip, scatter), core/ops/sort.cc
+// (sort, cumsum, cumprod) and core/ops/random.cc (multinomial); the rest are composites in
+// core/ops/everyday.cc ----
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::kFloat32,
+                const Device& device = Device());
+// indexing "ij" (matrix) or "xy" (Cartesian: the first two output dims swapped).
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& xs, const std::string& indexing = "ij");
+// 1-D -> a matrix with x on diagonal `diagonal`; 2-D -> that diagonal as a 1-D tensor.
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+// The diagonal of dims (dim1, dim2) moved to the last dim (PyTorch's torch.diagonal).
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split_with_sizes(const Tensor& x, const IntList& sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor unflatten(const Tensor& x, int64_t dim, const IntList& sizes);  // one -1 allowed
+Tensor flip(const Tensor& x, const IntList& dims);
+// Empty dims: x flattened, rolled and reshaped back.
+Tensor roll(const Tensor& x, const IntList& shifts, const IntList& dims);
+Tensor repeat(const Tensor& x, const IntList& repeats);  // Tensor.repeat (tiling)
+// No dim: over x flattened. Tensor repeats: one count per element of dim (read on the host).
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim);
+// Elements (i, j) of the last two dims with j - i <= diagonal (tril) / >= diagonal (triu).
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+// gather with the other dims broadcast between x and index; no dim: over both flattened.
+Tensor take_along_dim(const Tensor& x, const Tensor& index, std::optional<int64_t> dim);
+// A copy of x with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1); index may be smaller than
+// x outside dim and than src everywhere. scatter_add adds instead of writing.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// int64 one-hot rows; num_classes -1: max(index) + 1 (read on the host).
+Tensor one_hot(const Tensor& index, int64_t num_classes = -1);
+// Integer and bool inputs scan in int64.
+Tensor cumsum(const Tensor& x, int64_t dim);
+Tensor cumprod(const Tensor& x, int64_t dim);
+// Stable; NaN sorts after every number. (values, int64 indices).
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+// The k largest (smallest) along dim, always in sorted order.
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                               bool sorted = true);
+// Empty dims: all dims. bool results (uint8 for uint8 input, as in PyTorch).
+Tensor all(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
+Tensor any(const Tensor& x, const IntList& dims = {}, bool keepdim = false);
+// The lower median (NaN where a NaN is present); with dim: (values, indices).
+Tensor median_all(const Tensor& x);
+std::pair<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false);
+// The most frequent value (smallest on ties) and the index of its last occurrence.
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim = -1, bool keepdim = false);
+// Sorted unique values of a local tensor, the index of each element's value (x's shape) and
+// each value's count. Throws on a global tensor.
+struct UniqueResult {
+  Tensor values, inverse, counts;
+};
+UniqueResult unique(const Tensor& x);
+// Category indices drawn from each row of non-negative weights (1-D or 2-D), from the
+// process's generator (manual_seed makes it reproducible).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, double beta = 1,
+             double alpha = 1);
+Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, double beta = 1,
+               double alpha = 1);
+Tensor outer(const Tensor& a, const Tensor& b);
+// "bij,bjk->bik", "ii->i", "...ij->...ji", implicit output ("ij,jk"): permutes and reshapes
+// to batched matmuls; repeated labels in one operand take its diagonal.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
 }  // namespace fn
 }  // namespace oneflow

@@ -225,6 +225,65 @@ std::vector<Sample> MakeSamples() {
   add("index_select", "0-dim x, 0-dim index", {r.Floats({}), r.Ints({}, 0, 1)},
       Attrs().Set("dim", 0));
 
+  // ---- everyday-API kernels: sort and scans, tril/triu, flip, scatter, multinomial
+  for (bool desc : {false, true}) {
+    add("sort", desc ? "[5, 6, 4] dim 1 descending" : "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})},
+        Attrs().Set("dim", 1).Set("descending", desc));
+  }
+  add("sort", "[6, 5] dim -1 int64 with ties", {r.Ints({6, 5}, 0, 3)},
+      Attrs().Set("dim", -1).Set("descending", false));
+  add("sort", "[6, 5] dim 0 f32 with ties", {r.Ints({6, 5}, 0, 3, f32)},
+      Attrs().Set("dim", 0).Set("descending", true));
+  add("cumsum", "[5, 6] dim 1", {r.Floats({5, 6})}, Attrs().Set("dim", 1).Set("reverse", false));
+  add("cumsum", "[4, 5, 3] dim 0 reverse", {r.Floats({4, 5, 3})},
+      Attrs().Set("dim", 0).Set("reverse", true));
+  add("cumsum", "[5, 6] dim -1 int64", {r.Ints({5, 6}, -9, 9)},
+      Attrs().Set("dim", -1).Set("reverse", false));
+  add("cumsum", "[5, 6] dim 0 bool", {r.Bools({5, 6})},
+      Attrs().Set("dim", 0).Set("reverse", false));
+  add("cumprod", "[5, 6] dim 1", {r.Floats({5, 6}, 0.5, 1.5)}, Attrs().Set("dim", 1));
+  add("cumprod", "[4, 5, 3] dim 0 int64", {r.Ints({4, 5, 3}, -3, 4)}, Attrs().Set("dim", 0));
+  add("tril", "[5, 6] diagonal 0", {r.Floats({5, 6})}, Attrs().Set("diagonal", 0));
+  add("tril", "[3, 5, 4] diagonal -1", {r.Floats({3, 5, 4})}, Attrs().Set("diagonal", -1));
+  add("triu", "[5, 6] diagonal 1", {r.Floats({5, 6})}, Attrs().Set("diagonal", 1));
+  add("triu", "[2, 3, 4, 5] diagonal 0 int64", {r.Ints({2, 3, 4, 5}, -9, 9)},
+      Attrs().Set("diagonal", 0));
+  add("flip", "[5, 6, 4] dims (0, 2)", {r.Floats({5, 6, 4})}, Attrs().Set("dims", IntList{0, 2}));
+  add("flip", "[5, 6] dims (-1)", {r.Floats({5, 6})}, Attrs().Set("dims", IntList{-1}));
+  add("flip", "[4, 6] bool dims (0)", {r.Bools({4, 6})}, Attrs().Set("dims", IntList{0}));
+  {
+    // scatter without reduction: distinct places per row, so no winner among duplicates.
+    std::vector<double> rows;
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 4; ++j) rows.push_back(static_cast<double>((i + j) % 6));
+    Tensor distinct = FromVector(rows, {5, 4}, i64);
+    auto scatter = [](int64_t dim, const char* reduce) {
+      return Attrs().Set("dim", dim).Set("reduce", std::string(reduce));
+    };
+    add("scatter", "[5, 6] dim 1 index [5, 4]", {r.Floats({5, 6}), distinct, r.Floats({5, 4})},
+        scatter(1, "none"));
+    std::vector<double> cols;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) cols.push_back(static_cast<double>((2 * i + j) % 5));
+    add("scatter", "[5, 6] dim 0 index [3, 5]",
+        {r.Floats({5, 6}), FromVector(cols, {3, 5}, i64), r.Floats({3, 5})}, scatter(0, "none"));
+    add("scatter", "[5, 6] add dim 1 index [5, 4]",
+        {r.Floats({5, 6}), r.Ints({5, 4}, 0, 6), r.Floats({5, 4})}, scatter(1, "add"));
+    add("scatter", "[5, 6] add dim 0 index [3, 6] int64",
+        {r.Ints({5, 6}, -9, 9), r.Ints({3, 6}, 0, 5), r.Ints({3, 6}, -9, 9)}, scatter(0, "add"));
+  }
+  {
+    auto draw = [](int64_t n, bool replacement) {
+      return Attrs()
+          .Set("num_samples", n)
+          .Set("replacement", replacement)
+          .Set("seed", int64_t{5})
+          .Set("offset", int64_t{8});
+    };
+    add("multinomial", "[4, 6] 3 without replacement", {r.Floats({4, 6}, 0, 1)}, draw(3, false));
+    add("multinomial", "[6] 8 with replacement", {r.Floats({6}, 0, 1)}, draw(8, true));
+  }
+
   // ---- matmul and linear
   add("matmul", "[5, 4] @ [4, 6]", {r.Floats({5, 4}), r.Floats({4, 6})});
   add("matmul", "[3, 5, 4] @ [4, 6]", {r.Floats({3, 5, 4}), r.Floats({4, 6})});

@@ -187,3 +187,254 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 }  // namespace fn
 }  // namespace oneflow
+
+// ---------------------------------------------------------------- tril / triu, flip, scatter
+// (the everyday-API additions: kernels where a composite would be wrong or wasteful)
+
+namespace oneflow {
+
+namespace {
+
+// tril/triu(x, diagonal): keep element (i, j) of each matrix of the last two dims where
+// j - i <= diagonal (tril) or j - i >= diagonal (triu), zeros elsewhere.
+std::vector<TensorMeta> InferTriangle(const std::vector<TensorMeta>& in, const char* op) {
+  ONEFLOW_CHECK(in[0].shape.ndim() >= 2, op, ": expected a tensor with at least 2 dims, got ",
+                in[0].shape.ndim(), " (shape ", in[0].shape, ")");
+  return {in[0]};
+}
+
+template <bool kUpper>
+std::vector<Tensor> TriangleCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t diag = a.Get<int64_t>("diagonal");
+  const int64_t rows = x.shape()[x.ndim() - 2], cols = x.shape()[x.ndim() - 1];
+  const int64_t mats = rows * cols ? x.numel() / (rows * cols) : 0;
+  DispatchAll(x.dtype(), kUpper ? "triu" : "tril", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* po = o.data<T>();
+    for (int64_t m = 0; m < mats; ++m)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t e = (m * rows + i) * cols + j;
+          const bool keep = kUpper ? j - i >= diag : j - i <= diag;
+          po[e] = keep ? px[e] : T(0);
+        }
+  });
+  return {o};
+}
+
+template <bool kUpper>
+std::vector<Tensor> TriangleGrad(const GradCtx& c) {
+  Attrs a;
+  a.Set("diagonal", c.attrs.Get<int64_t>("diagonal"));
+  return {CallOp1(kUpper ? OP(triu) : OP(tril), {c.grad_outputs[0]}, a)};
+}
+
+// flip(x, dims): out[..., i, ...] = x[..., n - 1 - i, ...] along each of dims.
+std::vector<TensorMeta> InferFlip(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const int64_t n = in[0].shape.ndim();
+  std::vector<bool> seen(n, false);
+  for (int64_t d : a.Get<std::vector<int64_t>>("dims")) {
+    const int64_t w = WrapDim(d, n, "flip");
+    ONEFLOW_CHECK(!seen[w], "flip: dim ", w, " appears more than once in dims");
+    seen[w] = true;
+  }
+  return {in[0]};
+}
+
+std::vector<Tensor> FlipCpu(const std::vector<Tensor>& in, const Attrs& a,
+                            const std::vector<TensorMeta>& out) {
+  Tensor x = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  const int64_t nd = x.ndim();
+  std::vector<bool> flipped(nd, false);
+  for (int64_t d : a.Get<std::vector<int64_t>>("dims")) flipped[WrapDim(d, nd, "flip")] = true;
+  const std::vector<int64_t> st = x.strides();
+  const size_t es = SizeOf(x.dtype());
+  const char* px = static_cast<const char*>(x.raw_data());
+  char* po = static_cast<char*>(o.raw_data());
+  for (int64_t e = 0; e < o.numel(); ++e) {
+    int64_t rest = e, src = 0;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      const int64_t n = x.shape()[d], c = rest % n;
+      rest /= n;
+      src += (flipped[d] ? n - 1 - c : c) * st[d];
+    }
+    std::memcpy(po + e * es, px + src * es, es);
+  }
+  return {o};
+}
+
+std::vector<Tensor> FlipGrad(const GradCtx& c) {
+  Attrs a;
+  a.Set("dims", c.attrs.Get<std::vector<int64_t>>("dims"));
+  return {CallOp1(OP(flip), {c.grad_outputs[0]}, a)};
+}
+
+// scatter(x, index, src) along dim: a copy of x with out[i][index[i][j][k]][k] = src[i][j][k]
+// (reduce "none"; where two elements name one place, one of them wins) or += (reduce "add").
+// src has index's shape (fn::scatter cuts a larger src down); index may be smaller than x in
+// the other dims, as in PyTorch.
+std::vector<TensorMeta> InferScatter(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const std::string& reduce = a.Get<std::string>("reduce");
+  ONEFLOW_CHECK(reduce == "none" || reduce == "add",
+                "scatter: reduce must be 'none' or 'add', got '", reduce, "'");
+  const char* op = reduce == "add" ? "scatter_add" : "scatter";
+  CheckIndex(in[1], op);
+  const Shape &s = in[0].shape, &is = in[1].shape;
+  ONEFLOW_CHECK(in[2].shape == is, op, ": src shape ", in[2].shape, " differs from index shape ",
+                is);
+  ONEFLOW_CHECK(in[2].dtype == in[0].dtype, op, ": src dtype ", DTypeName(in[2].dtype),
+                " differs from the input's ", DTypeName(in[0].dtype));
+  ONEFLOW_CHECK(is.ndim() == s.ndim(), op, ": index has ", is.ndim(), " dims but input has ",
+                s.ndim());
+  const int64_t dim = s.ndim() ? WrapDim(a.Get<int64_t>("dim"), s.ndim(), op) : 0;
+  for (int64_t d = 0; d < s.ndim(); ++d) {
+    ONEFLOW_CHECK(d == dim || is[d] <= s[d], op, ": index shape ", is,
+                  " must not exceed input shape ", s, " except in dim ", dim);
+  }
+  return {in[0]};
+}
+
+std::vector<Tensor> ScatterCpu(const std::vector<Tensor>& in, const Attrs& a,
+                               const std::vector<TensorMeta>& out) {
+  const bool add = a.Get<std::string>("reduce") == "add";
+  const char* op = add ? "scatter_add" : "scatter";
+  Tensor o = fn::contiguous_copy(in[0]);
+  Tensor src = Contig(in[2]);
+  const Shape& is = src.shape();
+  const int64_t nd = o.ndim(), dim = nd ? WrapDim(a.Get<int64_t>("dim"), nd, op) : 0;
+  const int64_t bound = nd ? o.shape()[dim] : 1;
+  std::vector<int64_t> idx = IndexValues(in[1], bound, op, dim);
+  std::vector<int64_t> ost = o.strides();
+  DispatchAll(o.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* ps = src.data<T>();
+    T* po = o.data<T>();
+    for (int64_t e = 0; e < is.numel(); ++e) {
+      int64_t rest = e, dst = 0;
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        const int64_t c = rest % is[d];
+        rest /= is[d];
+        dst += (d == dim ? idx[e] : c) * ost[d];
+      }
+      if (add) {
+        po[dst] = static_cast<T>(po[dst] + ps[e]);
+      } else {
+        po[dst] = ps[e];
+      }
+    }
+  });
+  return {o};
+}
+
+// x[:I, :, :K] for index sizes I, K (every dim but dim): the part of x an index names.
+Tensor CutToIndex(const Tensor& x, int64_t dim, const Shape& is) {
+  Tensor y = x;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (d != dim && is[d] < x.shape()[d]) y = fn::slice(y, d, 0, is[d]);
+  }
+  return y;
+}
+
+std::vector<Tensor> ScatterGrad(const GradCtx& c) {
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor& index = c.inputs[1];
+  const bool add = c.attrs.Get<std::string>("reduce") == "add";
+  const int64_t nd = g.ndim();
+  const int64_t dim = nd ? WrapDim(c.attrs.Get<int64_t>("dim"), nd, "scatter") : 0;
+  Tensor gx, gsrc;
+  if (c.needs_input_grad[0]) {
+    // Overwritten places take no gradient: scatter zeros into g.
+    gx = add ? g : fn::scatter(g, dim, index, fn::zeros_like(c.inputs[2]));
+  }
+  if (c.needs_input_grad[2]) {
+    gsrc = nd ? fn::gather(CutToIndex(g, dim, index.shape()), dim, index) : g;
+  }
+  return {gx, Tensor(), gsrc};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(tril)
+    .Inputs(1)
+    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) {
+      return InferTriangle(in, "tril");
+    })
+    .Grad(TriangleGrad<false>)
+    .Kernel(DeviceType::kCPU, TriangleCpu<false>);
+ONEFLOW_REGISTER_OP(triu)
+    .Inputs(1)
+    .Infer([](const std::vector<TensorMeta>& in, const Attrs&) {
+      return InferTriangle(in, "triu");
+    })
+    .Grad(TriangleGrad<true>)
+    .Kernel(DeviceType::kCPU, TriangleCpu<true>);
+ONEFLOW_REGISTER_OP(flip).Inputs(1).Infer(InferFlip).Grad(FlipGrad).Kernel(DeviceType::kCPU,
+                                                                           FlipCpu);
+ONEFLOW_REGISTER_OP(scatter)
+    .Inputs(3)
+    .Infer(InferScatter)
+    .Grad(ScatterGrad)
+    .NonDiffInputs({1})
+    .Kernel(DeviceType::kCPU, ScatterCpu);
+
+namespace fn {
+
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  Attrs a;
+  a.Set("diagonal", diagonal);
+  return CallOp1(OP(tril), {x}, a);
+}
+
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  Attrs a;
+  a.Set("diagonal", diagonal);
+  return CallOp1(OP(triu), {x}, a);
+}
+
+Tensor flip(const Tensor& x, const IntList& dims) {
+  Attrs a;
+  a.Set("dims", dims);
+  return CallOp1(OP(flip), {x}, a);
+}
+
+namespace {
+Tensor ScatterCall(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                   const char* reduce) {
+  const char* op = std::string(reduce) == "add" ? "scatter_add" : "scatter";
+  ONEFLOW_CHECK(index.ndim() == x.ndim(), op, ": index has ", index.ndim(), " dims but input has ",
+                x.ndim());
+  ONEFLOW_CHECK(src.ndim() == index.ndim(), op, ": src has ", src.ndim(), " dims but index has ",
+                index.ndim());
+  // Only the part of src that index covers is used (PyTorch's rule).
+  Tensor s = src;
+  for (int64_t d = 0; d < s.ndim(); ++d) {
+    ONEFLOW_CHECK(index.shape()[d] <= s.shape()[d], op, ": index shape ", index.shape(),
+                  " must not exceed src shape ", src.shape());
+    if (index.shape()[d] < s.shape()[d]) s = fn::slice(s, d, 0, index.shape()[d]);
+  }
+  if (s.dtype() != x.dtype()) s = fn::to_dtype(s, x.dtype());
+  Attrs a;
+  a.Set("dim", dim).Set("reduce", std::string(reduce));
+  return CallOp1(OP(scatter), {x, index, s}, a);
+}
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return ScatterCall(x, dim, index, src, "none");
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value) {
+  return ScatterCall(x, dim, index, fn::full(index.shape(), value, x.dtype(), x.device()), "none");
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return ScatterCall(x, dim, index, src, "add");
+}
+
+}  // namespace fn
+}  // namespace oneflow

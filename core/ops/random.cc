@@ -1,6 +1,7 @@
 // Random ops on a counter-based generator: element i of a draw at counter offset o is a hash
 // of (seed, o + i). The same seed gives the same numbers on every run, thread and process, and
 // a global tensor can draw its logical values on every rank and keep its own slice.
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
@@ -228,6 +229,90 @@ Tensor dropout_mask(const Tensor& x, double p) {
   a.Set("p", p).Set("seed", static_cast<int64_t>(initial_seed()));
   a.Set("offset", static_cast<int64_t>(generator_advance(x.numel())));
   return CallOp1(OP(dropout_mask), {x}, a);
+}
+
+}  // namespace fn
+}  // namespace oneflow
+
+// ---------------------------------------------------------------- multinomial
+// (everyday-API addition) multinomial(probs, num_samples, replacement): per row of a 1-D or
+// 2-D tensor of non-negative weights, num_samples category indices. Draw s of row r uses
+// counter offset + r * num_samples + s, so flow.manual_seed makes it reproducible.
+
+namespace oneflow {
+namespace {
+
+std::vector<TensorMeta> InferMultinomial(const std::vector<TensorMeta>& in, const Attrs& a) {
+  const TensorMeta& p = in[0];
+  ONEFLOW_CHECK(p.shape.ndim() == 1 || p.shape.ndim() == 2,
+                "multinomial: expected a 1-D or 2-D tensor of probabilities, got shape ", p.shape);
+  ONEFLOW_CHECK(IsFloating(p.dtype), "multinomial: expected a floating point tensor, got ",
+                DTypeName(p.dtype));
+  const int64_t n = a.Get<int64_t>("num_samples"), cats = p.shape[p.shape.ndim() - 1];
+  ONEFLOW_CHECK(n > 0, "multinomial: num_samples must be positive, got ", n);
+  ONEFLOW_CHECK(cats > 0, "multinomial: the probabilities have no categories (shape ", p.shape,
+                ")");
+  ONEFLOW_CHECK(a.Get<bool>("replacement") || n <= cats, "multinomial: cannot draw ", n,
+                " samples without replacement from ", cats, " categories");
+  std::vector<int64_t> s = p.shape.dims();
+  s.back() = n;
+  return {{Shape(s), DType::kInt64, p.device}};
+}
+
+std::vector<Tensor> MultinomialCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                   const std::vector<TensorMeta>& out) {
+  Tensor p = fn::contiguous(fn::to_dtype(in[0], DType::kFloat64));
+  Tensor t = Tensor::Empty(out[0]);
+  const int64_t cats = p.shape()[p.ndim() - 1], rows = p.numel() / cats;
+  const int64_t n = a.Get<int64_t>("num_samples");
+  const bool replacement = a.Get<bool>("replacement");
+  const uint64_t seed = Seed(a), off = Offset(a);
+  const double* pp = p.data<double>();
+  int64_t* pt = t.data<int64_t>();
+  std::vector<double> w(cats), cdf(cats);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t positive = 0;
+    for (int64_t c = 0; c < cats; ++c) {
+      w[c] = pp[r * cats + c];
+      ONEFLOW_CHECK(std::isfinite(w[c]) && w[c] >= 0,
+                    "multinomial: probabilities must be finite and non-negative, got ", w[c]);
+      positive += w[c] > 0 ? 1 : 0;
+    }
+    ONEFLOW_CHECK(positive > 0, "multinomial: the probabilities of row ", r, " sum to 0");
+    ONEFLOW_CHECK(replacement || n <= positive, "multinomial: cannot draw ", n,
+                  " samples without replacement from row ", r, ", which has ", positive,
+                  " nonzero probabilities");
+    for (int64_t s = 0; s < n; ++s) {
+      double total = 0;
+      for (int64_t c = 0; c < cats; ++c) cdf[c] = total += w[c];
+      const double u = Uniform01(seed, off + r * n + s) * total;
+      int64_t pick = std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin();
+      while (pick >= cats || w[pick] == 0) --pick;  // u rounding onto the end or a zero run
+      pt[r * n + s] = pick;
+      if (!replacement) w[pick] = 0;
+    }
+  }
+  return {t};
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(multinomial)
+    .Inputs(1)
+    .Infer(InferMultinomial)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, MultinomialCpu);
+
+namespace fn {
+
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
+  Attrs a;
+  a.Set("num_samples", num_samples).Set("replacement", replacement);
+  a.Set("seed", static_cast<int64_t>(initial_seed()));
+  const int64_t rows = probs.ndim() == 2 ? probs.shape()[0] : 1;
+  a.Set("offset",
+        static_cast<int64_t>(generator_advance(rows * std::max<int64_t>(num_samples, 0))));
+  return CallOp1(OP(multinomial), {probs}, a);
 }
 
 }  // namespace fn

@@ -121,6 +121,7 @@ constexpr char kNormal[] = "normal";
 constexpr char kRandint[] = "randint";
 constexpr char kRandperm[] = "randperm";
 constexpr char kDropoutMask[] = "dropout_mask";
+constexpr char kMultinomial[] = "multinomial";
 
 }  // namespace
 
@@ -134,5 +135,7 @@ ONEFLOW_REGISTER_KERNEL(randint, kCUDA, ViaCpuKernel<kRandint>);
 ONEFLOW_REGISTER_KERNEL(randperm, kCUDA, ViaCpuKernel<kRandperm>);
 // dropout_mask's input only gives the mask its shape, dtype and device.
 ONEFLOW_REGISTER_KERNEL(dropout_mask, kCUDA, (ViaCpuKernel<kDropoutMask, /*kReadsInputs=*/false>));
+// multinomial draws on the host from the probabilities copied there.
+ONEFLOW_REGISTER_KERNEL(multinomial, kCUDA, ViaCpuKernel<kMultinomial>);
 
 }  // namespace oneflow

@@ -6,6 +6,7 @@
 // index_check.cuh). scatter_add accumulates with atomics, so float sums may differ from the
 // CPU's in the last bits and from run to run.
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "core/functional.h"
@@ -284,6 +285,151 @@ std::vector<Tensor> CatCuda(const std::vector<Tensor>& in, const Attrs& a,
   return {o};
 }
 
+// ---------------------------------------------------------------- tril / triu, flip, scatter
+// (the everyday-API additions in core/ops/index.cc)
+
+template <typename T, bool kUpper>
+__global__ void TriangleKernel(const T* x, T* y, int64_t total, int64_t rows, int64_t cols,
+                               int64_t diag) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
+    const int64_t j = e % cols, i = (e / cols) % rows;
+    const bool keep = kUpper ? j - i >= diag : j - i <= diag;
+    y[e] = keep ? x[e] : T(0);
+  }
+}
+
+template <bool kUpper>
+std::vector<Tensor> TriangleCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor x = fn::contiguous(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  if (o.numel() == 0) return {o};
+  const int64_t rows = x.shape()[x.ndim() - 2], cols = x.shape()[x.ndim() - 1];
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  DispatchAll(x.dtype(), kUpper ? "triu" : "tril", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    TriangleKernel<T, kUpper><<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+        x.data<T>(), o.data<T>(), o.numel(), rows, cols, a.Get<int64_t>("diagonal"));
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+  });
+  return {o};
+}
+
+// Sizes, contiguous strides and which dims are flipped, by value.
+struct FlipGeometry {
+  int ndim = 0;
+  int64_t sizes[cuda::kMaxDims];
+  int64_t strides[cuda::kMaxDims];
+  bool flipped[cuda::kMaxDims];
+};
+
+template <typename E>
+__global__ void FlipKernel(const E* x, E* y, int64_t total, FlipGeometry g) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
+    int64_t rest = e, src = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % g.sizes[d];
+      rest /= g.sizes[d];
+      src += (g.flipped[d] ? g.sizes[d] - 1 - c : c) * g.strides[d];
+    }
+    y[e] = x[src];
+  }
+}
+
+std::vector<Tensor> FlipCuda(const std::vector<Tensor>& in, const Attrs& a,
+                             const std::vector<TensorMeta>& out) {
+  Tensor x = fn::contiguous(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  if (o.numel() == 0) return {o};
+  ONEFLOW_CHECK(x.ndim() <= cuda::kMaxDims, "flip: at most ", cuda::kMaxDims, " dims on CUDA, got ",
+                x.ndim());
+  FlipGeometry g;
+  g.ndim = static_cast<int>(x.ndim());
+  for (int d = 0; d < g.ndim; ++d) {
+    g.sizes[d] = x.shape()[d];
+    g.strides[d] = x.strides()[d];
+    g.flipped[d] = false;
+  }
+  for (int64_t d : a.Get<std::vector<int64_t>>("dims"))
+    g.flipped[WrapDim(d, x.ndim(), "flip")] = true;
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  DispatchBySize(SizeOf(x.dtype()), [&](auto etag) {
+    using E = typename decltype(etag)::type;
+    FlipKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
+        static_cast<const E*>(x.raw_data()), static_cast<E*>(o.raw_data()), o.numel(), g);
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+  });
+  return {o};
+}
+
+// The index's sizes and the output's strides, by value.
+struct ScatterGeometry {
+  int ndim = 0;
+  int dim = 0;
+  int64_t index_sizes[cuda::kMaxDims];
+  int64_t out_strides[cuda::kMaxDims];
+};
+
+// out[..., index[e], ...] = src[e] (or += with kAdd); src is contiguous with the index's shape.
+template <typename T, typename I, bool kAdd>
+__global__ void ScatterKernel(const T* src, T* y, IndexReader<I> index, int64_t total,
+                              int64_t bound, ScatterGeometry g, cuda::BadSlot bad) {
+  ONEFLOW_CUDA_GRID_LOOP(e, total) {
+    int64_t t = index(e);
+    if (!WrapIndex(&t, bound, e, bad)) continue;
+    int64_t rest = e, dst = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t c = rest % g.index_sizes[d];
+      rest /= g.index_sizes[d];
+      dst += (d == g.dim ? t : c) * g.out_strides[d];
+    }
+    if constexpr (kAdd) {
+      AtomicAdd(y + dst, src[e]);
+    } else {
+      y[dst] = src[e];
+    }
+  }
+}
+
+std::vector<Tensor> ScatterCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                const std::vector<TensorMeta>& out) {
+  const bool add = a.Get<std::string>("reduce") == "add";
+  const char* op = add ? "scatter_add" : "scatter";
+  Tensor o = fn::contiguous_copy(in[0]);
+  Tensor src = fn::contiguous(in[2]);
+  if (src.numel() == 0) return {o};
+  Tensor index = in[1];
+  const int64_t nd = o.ndim(), dim = nd ? WrapDim(a.Get<int64_t>("dim"), nd, op) : 0;
+  const int64_t bound = nd ? o.shape()[dim] : 1;
+  ONEFLOW_CHECK(nd <= cuda::kMaxDims, op, ": at most ", cuda::kMaxDims, " dims on CUDA, got ", nd);
+  ScatterGeometry g;
+  g.ndim = static_cast<int>(nd);
+  g.dim = static_cast<int>(dim);
+  for (int d = 0; d < g.ndim; ++d) {
+    g.index_sizes[d] = src.shape()[d];
+    g.out_strides[d] = o.strides()[d];
+  }
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  cuda::BadIndex bad(o.device(), stream);
+  DispatchIndex(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const IndexReader<I> reader = MakeIndexReader<I>(&index, op);
+    DispatchAll(o.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (add) {
+        ScatterKernel<T, I, true><<<cuda::Blocks(src.numel()), cuda::kThreads, 0, stream>>>(
+            src.data<T>(), o.data<T>(), reader, src.numel(), bound, g, bad.slot());
+      } else {
+        ScatterKernel<T, I, false><<<cuda::Blocks(src.numel()), cuda::kThreads, 0, stream>>>(
+            src.data<T>(), o.data<T>(), reader, src.numel(), bound, g, bad.slot());
+      }
+      ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    });
+    ThrowIfBad(bad, index, reader, bound, op, dim, stream);
+  });
+  return {o};
+}
+
 }  // namespace
 
 ONEFLOW_REGISTER_KERNEL(gather, kCUDA, GatherCuda);
@@ -291,5 +437,9 @@ ONEFLOW_REGISTER_KERNEL(scatter_add, kCUDA, ScatterAddCuda);
 ONEFLOW_REGISTER_KERNEL(index_select, kCUDA, IndexSelectCuda);
 ONEFLOW_REGISTER_KERNEL(slice_grad, kCUDA, SliceGradCuda);
 ONEFLOW_REGISTER_KERNEL(cat, kCUDA, CatCuda);
+ONEFLOW_REGISTER_KERNEL(tril, kCUDA, TriangleCuda<false>);
+ONEFLOW_REGISTER_KERNEL(triu, kCUDA, TriangleCuda<true>);
+ONEFLOW_REGISTER_KERNEL(flip, kCUDA, FlipCuda);
+ONEFLOW_REGISTER_KERNEL(scatter, kCUDA, ScatterCuda);
 
 }  // namespace oneflow

@@ -894,6 +894,56 @@ PYBIND11_MODULE(_oneflow_internal, m) {
                            double eps, double wd, bool amsgrad, bool decoupled) {
     optim::AdamUpdate(p, g, m1, m2, OptTensor(vmax), step, lr, b1, b2, eps, wd, amsgrad, decoupled);
   });
+  // ---- everyday API (core/functional.h's everyday block); Python signatures in _tensor_api.py
+  m.def("linspace", [](double start, double end, int64_t steps, py::handle dtype, py::handle device) {
+    return fn::linspace(start, end, steps, ToDType(dtype, DType::kFloat32), ToDevice(device));
+  });
+  m.def("meshgrid", &fn::meshgrid);
+  m.def("diag", &fn::diag);
+  m.def("diagonal", &fn::diagonal);
+  m.def("split", &fn::split);
+  m.def("split_with_sizes", &fn::split_with_sizes);
+  m.def("chunk", &fn::chunk);
+  m.def("narrow", &fn::narrow);
+  m.def("unflatten", &fn::unflatten);
+  m.def("flip", &fn::flip);
+  m.def("roll", &fn::roll);
+  m.def("repeat", &fn::repeat);
+  m.def("repeat_interleave", [](const Tensor& x, py::handle repeats, std::optional<int64_t> dim) {
+    if (py::isinstance<Tensor>(repeats)) return fn::repeat_interleave(x, repeats.cast<Tensor>(), dim);
+    return fn::repeat_interleave(x, repeats.cast<int64_t>(), dim);
+  });
+  m.def("tril", &fn::tril);
+  m.def("triu", &fn::triu);
+  m.def("take_along_dim", &fn::take_along_dim);
+  m.def("scatter", [](const Tensor& x, int64_t dim, const Tensor& index, py::handle src) {
+    if (py::isinstance<Tensor>(src)) return fn::scatter(x, dim, index, src.cast<Tensor>());
+    return fn::scatter(x, dim, index, src.cast<double>());
+  });
+  m.def("scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+    return fn::scatter_add(x, dim, index, src);
+  });
+  m.def("one_hot", &fn::one_hot);
+  m.def("cumsum", &fn::cumsum);
+  m.def("cumprod", &fn::cumprod);
+  m.def("sort", &fn::sort);
+  m.def("argsort", &fn::argsort);
+  m.def("topk", &fn::topk);
+  m.def("all", &fn::all);
+  m.def("any", &fn::any);
+  m.def("median_all", &fn::median_all);
+  m.def("median", &fn::median);
+  m.def("mode", &fn::mode);
+  m.def("unique", [](const Tensor& x) {
+    fn::UniqueResult r = fn::unique(x);
+    return py::make_tuple(r.values, r.inverse, r.counts);
+  });
+  m.def("multinomial", &fn::multinomial);
+  m.def("bmm", &fn::bmm);
+  m.def("addmm", &fn::addmm);
+  m.def("baddbmm", &fn::baddbmm);
+  m.def("outer", &fn::outer);
+  m.def("einsum", &fn::einsum);
   m.def("registered_ops", []() {
     std::vector<std::string> names;
     for (const auto& kv : OpRegistry::Global().ops()) names.push_back(kv.first);

@@ -36,6 +36,7 @@ from oneflow._math_api import *  # noqa: E402,F401,F403  (math, activations, red
 from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
+from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.serialization import save, load  # noqa: E402,F401

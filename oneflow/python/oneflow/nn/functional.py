@@ -695,3 +695,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         )
         return _channel_dropout("dropout2d", input, p, training, inplace, 1)
     return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows of class indices; num_classes=-1 uses max(tensor) + 1."""
+    if not isinstance(tensor, flow.Tensor):
+        raise TypeError(f"one_hot: expected a tensor of class indices, got {type(tensor).__name__}")
+    return flow._C.one_hot(tensor, int(num_classes))

@@ -1,0 +1,317 @@
+"""The everyday tensor API beyond _tensor_api: creation (linspace, meshgrid, diag, new_*),
+shape and index ops (split, chunk, narrow, flip, roll, repeat, scatter, take_along_dim, ...),
+scans and sorting (cumsum, sort, topk, median, mode, unique, multinomial) and the matmul family
+(bmm, addmm, baddbmm, outer, einsum), with PyTorch's signatures, over core/functional.h."""
+
+import builtins
+
+import oneflow._oneflow_internal as _C
+from oneflow._tensor_api import _MinMax, _finish, _inplace, _size
+
+Tensor = _C.Tensor
+
+__all__ = [
+    "linspace", "meshgrid", "diag", "diagonal", "split", "chunk", "unflatten", "narrow", "flip",
+    "roll", "repeat_interleave", "tril", "triu", "take_along_dim", "scatter", "scatter_add",
+    "cumsum", "cumprod", "sort", "argsort", "topk", "all", "any", "median", "mode", "unique",
+    "multinomial", "bmm", "addmm", "baddbmm", "outer", "ger", "einsum",
+]
+
+
+def _int(v, op, what):
+    if isinstance(v, Tensor):
+        v = v.item()
+    if isinstance(v, builtins.bool) or not isinstance(v, builtins.int):
+        raise TypeError(f"{op}: {what} must be an int, got {type(v).__name__}")
+    return v
+
+
+def _int_list(v, op, what):
+    if isinstance(v, builtins.int) and not isinstance(v, builtins.bool):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [_int(d, op, what) for d in v]
+    raise TypeError(f"{op}: {what} must be an int or a sequence of ints, got {type(v).__name__}")
+
+
+# ---------------------------------------------------------------- creation
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    steps = _int(steps, "linspace", "steps")
+    t = _C.linspace(builtins.float(start), builtins.float(end), steps, dtype, device)
+    return _finish(t, requires_grad)
+
+
+def meshgrid(*tensors, indexing=None):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    return tuple(_C.meshgrid(list(tensors), "ij" if indexing is None else indexing))
+
+
+def diag(input, diagonal=0):
+    return _C.diag(input, diagonal)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return _C.diagonal(input, offset, dim1, dim2)
+
+
+# ---------------------------------------------------------------- shape and index
+
+def split(tensor, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = _int_list(split_size_or_sections, "split", "sizes")
+        return tuple(_C.split_with_sizes(tensor, sizes, dim))
+    return tuple(_C.split(tensor, _int(split_size_or_sections, "split", "split_size"), dim))
+
+
+def chunk(input, chunks, dim=0):
+    return tuple(_C.chunk(input, _int(chunks, "chunk", "chunks"), dim))
+
+
+def unflatten(input, dim, sizes):
+    return _C.unflatten(input, dim, _int_list(sizes, "unflatten", "sizes"))
+
+
+def narrow(input, dim, start, length):
+    return _C.narrow(input, dim, _int(start, "narrow", "start"), _int(length, "narrow", "length"))
+
+
+def flip(input, dims):
+    return _C.flip(input, _int_list(dims, "flip", "dims"))
+
+
+def roll(input, shifts, dims=None):
+    return _C.roll(input, _int_list(shifts, "roll", "shifts"),
+                   [] if dims is None else _int_list(dims, "roll", "dims"))
+
+
+def repeat_interleave(input, repeats, dim=None, output_size=None):
+    if not isinstance(repeats, Tensor):
+        repeats = _int(repeats, "repeat_interleave", "repeats")
+    out = _C.repeat_interleave(input, repeats, dim)
+    if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
+        raise ValueError(f"repeat_interleave: output_size={output_size} does not match the "
+                         f"result's size {out.shape[0 if dim is None else dim]}")
+    return out
+
+
+def tril(input, diagonal=0):
+    return _C.tril(input, diagonal)
+
+
+def triu(input, diagonal=0):
+    return _C.triu(input, diagonal)
+
+
+def take_along_dim(input, indices, dim=None):
+    return _C.take_along_dim(input, indices, dim)
+
+
+def scatter(input, dim, index, src=None, value=None, reduce=None):
+    """A copy of input with src (a tensor, or the number value) written where index says along
+    dim; reduce='add' adds instead (as scatter_add)."""
+    if (src is None) == (value is None):
+        raise TypeError("scatter: pass exactly one of src (a tensor or number) and value")
+    if src is None:
+        src = value
+    if reduce is not None:
+        if reduce != "add":
+            raise NotImplementedError(f"scatter: reduce={reduce!r} is not supported (only 'add')")
+        if not isinstance(src, Tensor):
+            src = _C.full(list(index._shape), builtins.float(src), input.dtype, input.device)
+        return _C.scatter_add(input, dim, index, src)
+    if not isinstance(src, Tensor) and not isinstance(src, (builtins.int, builtins.float, builtins.bool)):
+        raise TypeError(f"scatter: src must be a tensor or a number, got {type(src).__name__}")
+    return _C.scatter(input, dim, index, src)
+
+
+def scatter_add(input, dim, index, src):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}")
+    return _C.scatter_add(input, dim, index, src)
+
+
+# ---------------------------------------------------------------- scans and sorting
+
+def cumsum(input, dim, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.cumsum(input, dim)
+
+
+def cumprod(input, dim, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.cumprod(input, dim)
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Always stable (stable=False allows any order of equal elements, this one included)."""
+    return _MinMax(_C.sort(input, dim, descending))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return _C.argsort(input, dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) elements along dim; they always come sorted, which
+    sorted=False allows."""
+    return _MinMax(_C.topk(input, _int(k, "topk", "k"), dim, largest, sorted))
+
+
+def _dims_or_all(dim, op):
+    if dim is None:
+        return []
+    return _int_list(dim, op, "dim")
+
+
+def all(input, dim=None, keepdim=False):
+    return _C.all(input, _dims_or_all(dim, "all"), keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    return _C.any(input, _dims_or_all(dim, "any"), keepdim)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median; with dim, (values, indices)."""
+    if dim is None:
+        return _C.median_all(input)
+    return _MinMax(_C.median(input, dim, keepdim))
+
+
+def mode(input, dim=-1, keepdim=False):
+    return _MinMax(_C.mode(input, dim, keepdim))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The unique values of a local tensor, sorted (sorted=False leaves the order unspecified;
+    it is sorted too), with the inverse indices and counts when asked."""
+    if dim is not None:
+        raise NotImplementedError("unique: dim= is not supported; flatten or call it per slice")
+    values, inverse, counts = _C.unique(input)
+    out = (values,)
+    if return_inverse:
+        out += (inverse,)
+    if return_counts:
+        out += (counts,)
+    return out[0] if len(out) == 1 else out
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    if generator is not None:
+        raise NotImplementedError("multinomial: generator= is not supported; seed the default "
+                                  "generator with oneflow.manual_seed")
+    return _C.multinomial(input, _int(num_samples, "multinomial", "num_samples"), replacement)
+
+
+# ---------------------------------------------------------------- matmul family
+
+def bmm(input, mat2):
+    return _C.bmm(input, mat2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _C.addmm(input, mat1, mat2, builtins.float(beta), builtins.float(alpha))
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _C.baddbmm(input, batch1, batch2, builtins.float(beta), builtins.float(alpha))
+
+
+def outer(input, vec2):
+    return _C.outer(input, vec2)
+
+
+ger = outer
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: the equation must be a string, got {type(equation).__name__}")
+    return _C.einsum(equation, list(operands))
+
+
+# ---------------------------------------------------------------- Tensor methods
+
+def _new(fill):
+    def method(self, *size, dtype=None, device=None, requires_grad=False):
+        shape = _size(size, "new")
+        t = _C.full(shape, 0.0 if fill is None else builtins.float(fill),
+                    self.dtype if dtype is None else dtype, self.device if device is None else device)
+        return _finish(t, requires_grad)
+    return method
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _new(fill_value)(self, size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    t = _C.empty(_size(size, "new_empty"), self.dtype if dtype is None else dtype,
+                 self.device if device is None else device)
+    return _finish(t, requires_grad)
+
+
+def _flip_method(self, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    return flip(self, list(dims))
+
+
+def _repeat_method(self, *sizes):
+    return _C.repeat(self, _size(sizes, "repeat"))
+
+
+def _scatter_method(self, dim, index, src=None, value=None, reduce=None):
+    return scatter(self, dim, index, src, value=value, reduce=reduce)
+
+
+def _setup():
+    T = Tensor
+    T.new_zeros = _new(0)
+    T.new_ones = _new(1)
+    T.new_full = _new_full
+    T.new_empty = _new_empty
+    T.diag = diag
+    T.diagonal = diagonal
+    T.split = split
+    T.chunk = chunk
+    T.unflatten = unflatten
+    T.narrow = narrow
+    T.flip = _flip_method
+    T.roll = roll
+    T.repeat = _repeat_method
+    T.repeat_interleave = repeat_interleave
+    T.tril = tril
+    T.triu = triu
+    T.tril_ = _inplace("tril_", tril)
+    T.triu_ = _inplace("triu_", triu)
+    T.take_along_dim = take_along_dim
+    T.scatter = _scatter_method
+    T.scatter_ = _inplace("scatter_", _scatter_method)
+    T.scatter_add = scatter_add
+    T.scatter_add_ = _inplace("scatter_add_", scatter_add)
+    T.cumsum = cumsum
+    T.cumprod = cumprod
+    T.sort = sort
+    T.argsort = argsort
+    T.topk = topk
+    T.all = all
+    T.any = any
+    T.median = median
+    T.mode = mode
+    T.unique = unique
+    T.multinomial = multinomial
+    T.bmm = bmm
+    T.addmm = addmm
+    T.baddbmm = baddbmm
+    T.outer = outer
+    T.ger = outer
+
+
+_setup()
