@@ -22,7 +22,7 @@ __all__ = list(_UNARY) + [
     "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan", "isinf", "isfinite",
     "isposinf", "isneginf", "nan_to_num", "logical_xor", "lerp", "addcmul", "addcdiv",
     "floor_divide", "true_divide", "var", "std", "var_mean", "std_mean", "prod", "amax", "amin",
-    "aminmax", "logsumexp", "norm", "all", "any", "count_nonzero", "xlogy", "hypot", "atan2",
+    "aminmax", "logsumexp", "norm", "count_nonzero", "xlogy", "hypot", "atan2",
     "sigmoid", "silu", "selu", "celu", "mish", "softplus", "logit",
 ]
 
@@ -306,20 +306,6 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return _C.pow(_C.sum(_C.pow(a, builtins.float(ord)), dims, keepdim), 1.0 / ord)
 
 
-def all(input, dim=None, keepdim=False):
-    b = input if input.dtype == _C.bool else _C.ne(input, 0)
-    if dim is None:
-        return _C.eq(_C.sum(_C.logical_not(b), [], False), 0)
-    return _C.eq(_C.sum(_C.logical_not(b), [dim], keepdim), 0)
-
-
-def any(input, dim=None, keepdim=False):
-    b = input if input.dtype == _C.bool else _C.ne(input, 0)
-    if dim is None:
-        return _C.gt(_C.sum(b, [], False), 0)
-    return _C.gt(_C.sum(b, [dim], keepdim), 0)
-
-
 def count_nonzero(input, dim=None):
     return _C.sum(_C.ne(input, 0), _dims(dim, input.ndim) if dim is not None else [], False)
 
@@ -333,7 +319,7 @@ def _install():
                           "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
                           "logical_xor", "lerp", "addcmul", "addcdiv", "floor_divide",
                           "true_divide", "var", "std", "prod", "amax", "amin", "aminmax",
-                          "logsumexp", "norm", "all", "any", "count_nonzero", "xlogy", "hypot",
+                          "logsumexp", "norm", "count_nonzero", "xlogy", "hypot",
                           "atan2", "sigmoid", "logit"):
         f = globals()[name]
         setattr(T, name, _method(f) if type(f).__name__ == "builtin_function_or_method" else f)
