@@ -32,7 +32,10 @@ def _dtype_from_name(name):
 
 
 from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
-from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+from oneflow._tensor_api import (  # noqa: E402,F401
+    Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+    is_inference_mode_enabled,
+)
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.serialization import save, load  # noqa: E402,F401
