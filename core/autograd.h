@@ -2,10 +2,13 @@
 //
 //   Tensor loss = fn::sum(fn::mul(w, x));
 //   RunBackward({loss}, {Tensor()}, /*retain_graph=*/false);  // fills w.grad()
+//   std::vector<Tensor> g = Grad({loss}, {w}, {}, std::nullopt, /*create_graph=*/true);
+//   // g[0] is d loss / d w with a graph of its own: differentiate it again.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,8 @@ class AccumulateGrad : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override;
+  // The gradient as the leaf gets it: after its hooks, laid out like the leaf (global).
+  Tensor PrepareGrad(Tensor g) const;
   std::string name() const override { return "AccumulateGrad"; }
   // The leaf's grad_buffer while its .grad is unset.
   Tensor GradBuffer() const override;
@@ -83,6 +88,30 @@ Edge GradientEdge(const Tensor& t);
 
 void RunBackward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                  bool retain_graph);
+
+// backward with PyTorch's options: create_graph records the backward pass itself (the
+// gradients get a history: second derivatives); inputs (when not empty) limits accumulation
+// to those tensors' .grad (non-leaves included) and runs only the part of the graph leading
+// to them.
+void Backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+              bool create_graph, const std::vector<Tensor>& inputs = {});
+
+// torch.autograd.grad: the gradients of outputs (seeded with grad_outputs; empty or undefined
+// entries mean ones for one-element outputs) with respect to inputs (leaves or not), returned
+// instead of accumulated: no .grad changes. retain_graph defaults to create_graph. An input
+// no gradient reached is an error unless allow_unused, which returns an undefined tensor for it.
+std::vector<Tensor> Grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {},
+                         std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                         bool allow_unused = false);
+
+// A differentiable view whose root's history was rebased by an in-place write gets a grad_fn
+// that views the root's new history (GradientEdge does this for every op call).
+void RefreshViewHistory(const Tensor& t);
+// Installed by the ops library: the node that takes a view's gradient to its root's (the
+// gradient scattered into zeros of the root's shape), pointing at the root's current history.
+using ViewHistoryMaker = std::shared_ptr<Node> (*)(const Tensor& view, const Tensor& root);
+void SetViewHistoryMaker(ViewHistoryMaker maker);
 
 // Runs cb once the backward pass that is running on this thread has finished every node (DDP
 // waits for its all-reduces there). Callbacks run in the order queued; a callback may queue

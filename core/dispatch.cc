@@ -10,6 +10,17 @@ namespace {
 
 GlobalInterpreter g_global_interpreter = nullptr;
 
+class OpNode;
+// The saved tensors of the gradient formula running on this thread: an op call that reads one
+// of them (passes it as an input) checks that no in-place write changed it since the forward.
+// Formulas that only look at a saved tensor's shape never trip the check.
+struct SavedScope {
+  const OpNode* node;
+  const std::vector<Tensor>* saved[2];  // inputs, outputs as the formula sees them
+  const std::vector<uint64_t>* versions[2];
+};
+thread_local const SavedScope* t_saved_scope = nullptr;
+
 // The node an op call records: the op's gradient formula over the saved call.
 class OpNode : public Node {
  public:
@@ -25,19 +36,47 @@ class OpNode : public Node {
   // Inputs map one to one to next edges.
   std::vector<Tensor> ApplyInto(std::vector<Tensor>&& grads,
                                 const std::vector<Tensor>& dests) override {
-    CheckVersions(inputs_, input_versions_, "input");
-    CheckVersions(outputs_, output_versions_, "output");
     if (released_) {
       throw Error(StrCat("backward: trying to backward through the graph a second time: the ",
                          "saved tensors of '", op_->name, "' were freed by the first backward; ",
                          "pass retain_graph=True to the first backward"));
+    }
+    if (op_->grad == &NoDoubleBackward) {
+      throw Error(StrCat("backward: '", op_->name, "' is part of another op's gradient and has no ",
+                         "gradient of its own; second derivatives (create_graph=True) through it ",
+                         "are not supported"));
     }
     for (size_t i = 0; i < grads.size(); ++i) {
       if (grads[i].defined()) continue;
       grads[i] = i < outputs_.size() && outputs_[i].defined() ? FullLike(outputs_[i], 0.0)
                                                               : Full(output_metas[i], 0.0);
     }
-    GradCtx ctx{inputs_, outputs_, attrs_, grads, needs_, dests.empty() ? nullptr : &dests};
+    // Building a graph of the backward pass (create_graph): the formula sees the outputs with
+    // this node as their history, so gradients through them (tanh's 1 - y^2) reach the inputs.
+    std::vector<Tensor> outputs_with_history;
+    const std::vector<Tensor>* outputs = &outputs_;
+    if (GradModeEnabled()) {
+      outputs_with_history.reserve(outputs_.size());
+      for (size_t i = 0; i < outputs_.size(); ++i) {
+        Tensor o = outputs_[i].detach();
+        if (IsFloating(o.dtype())) {
+          AutogradMeta& am = o.impl()->mutable_autograd();
+          am.requires_grad = true;
+          am.grad_fn = shared_from_this();
+          am.output_nr = static_cast<int>(i);
+        }
+        outputs_with_history.push_back(std::move(o));
+      }
+      outputs = &outputs_with_history;
+    }
+    SavedScope scope{this, {&inputs_, outputs}, {&input_versions_, &output_versions_}};
+    const SavedScope* outer = t_saved_scope;
+    t_saved_scope = &scope;
+    struct Restore {
+      const SavedScope* outer;
+      ~Restore() { t_saved_scope = outer; }
+    } restore{outer};
+    GradCtx ctx{inputs_, *outputs, attrs_, grads, needs_, dests.empty() ? nullptr : &dests};
     std::vector<Tensor> in_grads = op_->grad(ctx);
     ONEFLOW_CHECK(in_grads.size() == inputs_.size(), "autograd: gradient of '", op_->name,
                   "' returned ", in_grads.size(), " gradients for ", inputs_.size(), " inputs");
@@ -62,15 +101,22 @@ class OpNode : public Node {
     inputs_.clear();
     outputs_.clear();
   }
-  // A saved tensor written in place since the forward would give a wrong gradient.
-  void CheckVersions(const std::vector<Tensor>& saved, const std::vector<uint64_t>& versions,
-                     const char* what) const {
-    for (size_t i = 0; i < saved.size(); ++i) {
-      uint64_t now = saved[i].storage()->version();
-      if (now != versions[i]) {
-        throw Error(StrCat("backward: ", what, " ", i, " of '", op_->name,
-                           "', which its gradient needs, was modified by an in-place operation "
-                           "(version ", now, ", saved at version ", versions[i], ")"));
+  // A saved tensor the formula reads, written in place since the forward, would give a wrong
+  // gradient.
+  void CheckSavedRead(const Tensor& t, const SavedScope& scope) const {
+    static const char* const kWhat[2] = {"input", "output"};
+    for (int w = 0; w < 2; ++w) {
+      const std::vector<Tensor>& saved = *scope.saved[w];
+      for (size_t i = 0; i < saved.size(); ++i) {
+        if (saved[i].impl() != t.impl()) continue;
+        uint64_t then = (*scope.versions[w])[i];
+        uint64_t now = t.storage()->version();
+        if (now != then) {
+          throw Error(StrCat("backward: ", kWhat[w], " ", i, " of '", op_->name,
+                             "', which its gradient needs, was modified by an in-place operation "
+                             "(version ",
+                             now, ", saved at version ", then, ")"));
+        }
       }
     }
   }
@@ -151,6 +197,9 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
 
 std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   CheckArity(op, inputs);
+  if (t_saved_scope != nullptr) {
+    for (const Tensor& t : inputs) t_saved_scope->node->CheckSavedRead(t, *t_saved_scope);
+  }
   bool any_global = false;
   bool any_requires_grad = false;
   for (const Tensor& t : inputs) {
@@ -184,6 +233,17 @@ std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs, c
     am.requires_grad = true;
     am.grad_fn = node;
     am.output_nr = static_cast<int>(i);
+    // A view of an input that requires grad: its history follows its root's across in-place
+    // writes (see AutogradMeta::is_view).
+    const std::shared_ptr<TensorImpl>& root = outputs[i].impl()->view_base;
+    if (root && !outputs[i].is_global()) {
+      for (size_t j = 0; j < inputs.size(); ++j) {
+        if (!needs[j] || inputs[j].storage() != outputs[i].storage()) continue;
+        am.is_view = true;
+        am.root_generation = root->autograd ? root->autograd->generation : 0;
+        break;
+      }
+    }
   }
   return outputs;
 }

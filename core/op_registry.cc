@@ -19,6 +19,12 @@ const OpDef& OpRegistry::Get(const std::string& name) const {
   return it->second;
 }
 
+std::vector<Tensor> NoDoubleBackward(const GradCtx&) {
+  throw Error(
+      "backward: this op belongs to another op's gradient; second derivatives through it are "
+      "not supported");
+}
+
 std::vector<TensorMeta> SameAsInput0(const std::vector<TensorMeta>& in, const Attrs&) {
   return {in[0]};
 }

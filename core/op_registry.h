@@ -34,6 +34,10 @@ using KernelFn = std::vector<Tensor> (*)(const std::vector<Tensor>& inputs, cons
                                          const std::vector<TensorMeta>& outputs);
 // Returns one gradient per input (undefined for inputs that need none).
 using GradFn = std::vector<Tensor> (*)(const GradCtx& ctx);
+// Gradient formula for ops used only inside other ops' gradients: asking for a second
+// derivative through them is an error naming the op (the autograd node throws it), not a
+// silent zero.
+std::vector<Tensor> NoDoubleBackward(const GradCtx& ctx);
 
 struct OpDef {
   std::string name;

@@ -44,6 +44,14 @@ struct AutogradMeta {
   // to the one node that produces the whole gradient while .grad is unset, which may write the
   // gradient there and hand that tensor on; it then becomes .grad without a copy.
   std::shared_ptr<TensorImpl> grad_buffer;
+  // Bumped each time an in-place write rebases this tensor's history (a new grad_fn).
+  uint64_t generation = 0;
+  // A differentiable view (a view op's output of a tensor that required grad, or a view written
+  // in place): its history is a view of its root's (TensorImpl::view_base). root_generation is
+  // the root's generation that grad_fn was made against; once an in-place write rebased the
+  // root since, grad_fn is remade as a view of the root's new history (RefreshViewHistory).
+  bool is_view = false;
+  uint64_t root_generation = 0;
 };
 
 class TensorImpl {

@@ -292,6 +292,14 @@ std::vector<Tensor> ReluGrad(const GradCtx& c) {
   return {CallOp1(OP(relu_grad), {c.grad_outputs[0], c.outputs[0]})};
 }
 
+// relu_grad(g, y) = g where y > 0: linear in g (its gradient is relu_grad again) and flat in y,
+// so second derivatives through relu (gradient penalties) work.
+std::vector<Tensor> ReluGradGrad(const GradCtx& c) {
+  Tensor gg;
+  if (c.needs_input_grad[0]) gg = CallOp1(OP(relu_grad), {c.grad_outputs[0], c.inputs[1]});
+  return {gg, Tensor()};
+}
+
 std::vector<Tensor> ReluGradCpu(const std::vector<Tensor>& in, const Attrs&,
                                 const std::vector<TensorMeta>& out) {
   Tensor g = Contig(in[0]), y = Contig(in[1]);
@@ -444,7 +452,8 @@ ONEFLOW_REGISTER_OP(logical_not)
 ONEFLOW_REGISTER_OP(relu_grad)
     .Inputs(2)
     .Infer(InferGradLike)
-    .Grad(NoDoubleBackward)
+    .Grad(ReluGradGrad)
+    .NonDiffInputs({1})
     .Kernel(DeviceType::kCPU, ReluGradCpu);
 ONEFLOW_REGISTER_OP(gelu_grad)
     .Inputs(2)

@@ -4,12 +4,6 @@
 
 namespace oneflow {
 
-std::vector<Tensor> NoDoubleBackward(const GradCtx&) {
-  throw Error(
-      "backward: this op belongs to another op's gradient; second derivatives through it are "
-      "not supported");
-}
-
 void CheckNoIntegerZero(const Tensor& divisor, const char* op) {
   if (IsFloating(divisor.dtype())) return;
   NoGradGuard no_grad;

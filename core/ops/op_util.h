@@ -16,10 +16,6 @@
 
 namespace oneflow {
 
-// Gradient formula for ops used only inside other ops' gradients: asking for a second
-// derivative through them is an error, not a silent zero.
-std::vector<Tensor> NoDoubleBackward(const GradCtx& ctx);
-
 // Throws "<op>: integer division by zero" when an integer divisor holds a zero (read on the
 // host; the CPU and CUDA kernels of integer division-like ops call it before their loops).
 void CheckNoIntegerZero(const Tensor& divisor, const char* op);

@@ -361,9 +361,6 @@ def test_modifying_a_saved_tensor_in_place_is_detected():
         y.sum().backward()
 
 
-@pytest.mark.xfail(strict=True, reason="C++ bug: Tensor.__setitem__ writes outside autograd even on a "
-                   "non-leaf, so y[0] = 0 leaves dy/dx[0] at 1 instead of 0 (PyTorch records a copy-slices "
-                   "node)")
 def test_setitem_on_a_non_leaf_is_differentiable(torch):
     x = _leaf([1.0, 2.0, 3.0])
     y = x * 1
@@ -375,6 +372,276 @@ def test_setitem_on_a_non_leaf_is_differentiable(torch):
     u.sum().backward()
     assert t.grad.tolist() == [0.0, 1.0, 1.0]
     assert x.grad.tolist() == t.grad.tolist()
+
+
+def _same_in_place_grads(torch, fn, *arrays):
+    """fn(m, *leaves) with in-place writes on non-leaves: same values and gradients as torch."""
+    fx = [flow.tensor(a, requires_grad=True) for a in arrays]
+    tx = [torch.tensor(a, requires_grad=True) for a in arrays]
+    fy, ty = fn(flow, *fx), fn(torch, *tx)
+    np.testing.assert_allclose(fy.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-6)
+    weights = _rand(*ty.shape, seed=7)
+    (fy * flow.tensor(weights)).sum().backward()
+    (ty * torch.tensor(weights)).sum().backward()
+    for i, (a, b) in enumerate(zip(fx, tx)):
+        if b.grad is None:
+            assert a.grad is None, f"input {i}"
+            continue
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6,
+                                   err_msg=f"gradient of input {i}")
+
+
+def test_in_place_chain_on_a_non_leaf_matches_torch(torch):
+    def fn(m, x):
+        return (x * 1).mul_(2).add_(1)
+
+    _same_in_place_grads(torch, fn, _rand(3, 4))
+
+
+def test_setitem_into_a_column_of_a_non_leaf_matches_torch(torch):
+    def fn(m, x):
+        y = x * 2
+        y[:, 0] = 0
+        return y
+
+    _same_in_place_grads(torch, fn, _rand(3, 4))
+
+
+def test_in_place_writes_with_values_that_require_grad_match_torch(torch):
+    def fn(m, x, w, v):
+        y = x.tanh() + 1    # (tanh's own output is saved: writing into it would be an error)
+        y[1] = v            # a row from a tensor that requires grad
+        y[:, 1:3] *= w      # a view written in place with another input
+        y.masked_fill_(x > 1, 0.5)
+        y.clamp_(-0.8, 0.8)
+        y.sub_(w.sum(), alpha=2)
+        return y.exp()
+
+    _same_in_place_grads(torch, fn, _rand(3, 4), _rand(2, seed=1), _rand(4, seed=2))
+
+
+def test_copy_and_fill_on_non_leaves_match_torch(torch):
+    def fn(m, x, w):
+        y = x * 3
+        y[0].copy_(w)        # the gradient reaches w through copy_
+        z = (x + 1) * x
+        z[:, 2].fill_(1.5)   # and stops for the overwritten column
+        a = x * 4
+        a.zero_()            # x gets zeros through a
+        return y + z + a
+
+    _same_in_place_grads(torch, fn, _rand(2, 3), _rand(3, seed=1))
+
+
+def test_a_plain_tensor_written_with_a_value_that_requires_grad(torch):
+    def fn(m, w):
+        buf = m.zeros(2, 3)
+        buf[1] = w * 2
+        buf[0, 1:] += w[:2]
+        return buf
+
+    _same_in_place_grads(torch, fn, _rand(3))
+    buf = flow.zeros(2, 3)
+    buf[1] = flow.ones(3, requires_grad=True)
+    assert buf.requires_grad and not buf.is_leaf
+
+
+def test_a_view_taken_before_an_in_place_write_follows_it(torch):
+    def fn(m, x):
+        y = x * 2
+        row = y[0]
+        y.mul_(3)
+        return row * 1  # row sees y's new value and its new history
+
+    _same_in_place_grads(torch, fn, _rand(2, 3))
+
+
+def test_in_place_on_a_tensor_saved_by_another_op_is_caught_at_backward():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    z = y * y            # saves y
+    y[0] = 5.0
+    with pytest.raises(RuntimeError, match=r"backward: input [01] of 'mul', which its gradient needs, was "
+                       r"modified by an in-place operation \(version 1, saved at version 0\)"):
+        z.sum().backward()
+
+
+# =============================================================== autograd.grad, double backward
+
+
+def test_autograd_grad_returns_gradients_and_leaves_dot_grad_alone():
+    x = _leaf([1.0, 2.0, 3.0])
+    w = _leaf([0.5, 0.5, 0.5])
+    h = x * x
+    y = (h * w).sum()
+    gx, gh = flow.autograd.grad(y, [x, h], retain_graph=True)
+    assert gx.tolist() == [1.0, 2.0, 3.0]
+    assert gh.tolist() == [0.5, 0.5, 0.5]
+    assert x.grad is None and w.grad is None
+    (gw,) = flow.autograd.grad([y], w, grad_outputs=flow.tensor(2.0))
+    assert gw.tolist() == [2.0, 8.0, 18.0]
+    assert not gw.requires_grad
+
+
+def test_autograd_grad_errors_are_one_line():
+    x = _leaf([1.0, 2.0])
+    unused = _leaf([1.0])
+    y = (x * x).sum()
+    with pytest.raises(RuntimeError, match=r"grad: input 1 \(tensor\(shape=\(1,\), dtype=float32, device=cpu\)\) "
+                       r"was not used to compute the outputs \(no gradient reached it\); pass "
+                       r"allow_unused=True to get None for it"):
+        flow.autograd.grad(y, [x, unused], retain_graph=True)
+    gx, gu = flow.autograd.grad(y, [x, unused], allow_unused=True, retain_graph=True)
+    assert gx.tolist() == [2.0, 4.0] and gu is None
+    with pytest.raises(RuntimeError, match="grad: input 0 does not require grad"):
+        flow.autograd.grad(y, flow.ones(2), retain_graph=True)
+    with pytest.raises(RuntimeError, match="grad: got 2 grad_outputs for 1 outputs"):
+        flow.autograd.grad(y, x, grad_outputs=[None, None], retain_graph=True)
+    with pytest.raises(TypeError, match=r"grad: inputs\[0\] must be a tensor, got int"):
+        flow.autograd.grad(y, [1])
+    with pytest.raises(NotImplementedError, match="grad: is_grads_batched=True is not supported"):
+        flow.autograd.grad(y, x, is_grads_batched=True)
+
+
+def _same_second_derivative(torch, fn, *arrays):
+    """d/d inputs of sum(g * v) where g = d sum(fn(x) * r) / dx (create_graph), vs torch."""
+    results = []
+    for m in (flow, torch):
+        xs = [m.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(m, *xs)
+        r = m.tensor(_rand(*out.shape, seed=3))
+        (g,) = m.autograd.grad((out * r).sum(), xs[0], create_graph=True)
+        assert g.requires_grad
+        v = m.tensor(_rand(*g.shape, seed=4))
+        second = m.autograd.grad((g * v).sum(), xs, allow_unused=True)
+        results.append(([g.detach().numpy()], [None if s is None else s.numpy() for s in second]))
+    (fg, fs), (tg, ts) = results
+    np.testing.assert_allclose(fg[0], tg[0], rtol=1e-4, atol=1e-5)
+    for i, (a, b) in enumerate(zip(fs, ts)):
+        if b is None or a is None:
+            assert a is None or not np.any(a), f"input {i}: got {a}, torch None"
+            continue
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"second derivative, input {i}")
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("cube", lambda m, x: x ** 3),
+    ("tanh", lambda m, x: x.tanh()),
+    ("sigmoid", lambda m, x: x.sigmoid()),
+    ("exp_log", lambda m, x: (x.exp() + 1).log()),
+    ("softmax", lambda m, x: x.softmax(dim=1)),
+    ("div_sqrt", lambda m, x: x / (x * x + 1).sqrt()),
+])
+def test_second_derivatives_match_torch(torch, name, fn):
+    _same_second_derivative(torch, fn, _rand(3, 4))
+
+
+def test_second_derivative_of_matmul_matches_torch(torch):
+    _same_second_derivative(torch, lambda m, x, w: (x @ w).tanh() @ w.t(), _rand(3, 4), _rand(4, 5, seed=1))
+
+
+def test_gradient_penalty_of_an_mlp_matches_torch(torch):
+    """WGAN-GP style: the loss is the squared norm of d out / d input, trained for the weights."""
+    arrays = [_rand(6, 4), _rand(8, 4, seed=1), _rand(8, seed=2), _rand(1, 8, seed=3)]
+    grads = []
+    for m in (flow, torch):
+        x, w1, b1, w2 = [m.tensor(a, requires_grad=True) for a in arrays]
+        out = ((x @ w1.t() + b1).relu() @ w2.t()).tanh().sum()
+        (gx,) = m.autograd.grad(out, x, create_graph=True)
+        penalty = ((gx.pow(2).sum(dim=1) + 1e-6).sqrt() - 1).pow(2).mean()
+        penalty.backward()
+        grads.append([t.grad.numpy() for t in (x, w1, b1, w2)])
+    for i, (a, b) in enumerate(zip(*grads)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"gradient of input {i}")
+
+
+def test_backward_with_create_graph_and_inputs_matches_torch(torch):
+    grads = []
+    for m in (flow, torch):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        w = m.tensor([3.0], requires_grad=True)
+        y = (x * x * w).sum()
+        y.backward(create_graph=True, inputs=[x])
+        assert w.grad is None and x.grad.requires_grad
+        gx = x.grad
+        x.grad = None
+        gx.sum().backward(inputs=w)
+        grads.append((gx.detach().numpy(), w.grad.numpy(), x.grad))
+    (fgx, fw, fx), (tgx, tw, tx) = grads
+    np.testing.assert_allclose(fgx, tgx)
+    np.testing.assert_allclose(fw, tw)
+    assert fx is None and tx is None
+
+
+def test_autograd_backward_of_several_tensors():
+    x = _leaf([1.0, 2.0])
+    a, b = x * 2, x * x
+    flow.autograd.backward([a, b], [flow.ones(2), flow.tensor([1.0, 0.5])])
+    assert x.grad.tolist() == [4.0, 4.0]  # 2 + 2x * [1, 0.5]
+
+
+def test_second_derivative_through_an_op_without_one_names_it():
+    x = _leaf([0.3, -1.2])
+    (g,) = flow.autograd.grad(flow.nn.functional.gelu(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="backward: 'gelu_grad' is part of another op's gradient and "
+                       r"has no gradient of its own; second derivatives \(create_graph=True\) through "
+                       "it are not supported"):
+        g.sum().backward()
+
+
+# =============================================================== grad modes
+
+
+def test_inference_mode_as_context_and_decorator():
+    x = _leaf([1.0, 2.0])
+    with flow.inference_mode():
+        assert not flow.is_grad_enabled() and flow.is_inference_mode_enabled()
+        y = x * 2
+    assert flow.is_grad_enabled() and not flow.is_inference_mode_enabled()
+    assert not y.requires_grad
+
+    @flow.inference_mode()
+    def f(t):
+        return t * 2
+
+    @flow.inference_mode
+    def g(t):
+        return t * 3
+
+    assert not f(x).requires_grad and not g(x).requires_grad
+    assert f.__name__ == "f" and g.__name__ == "g"
+    with flow.inference_mode(False):
+        assert (x * 2).requires_grad
+    with pytest.raises(TypeError, match="inference_mode: mode must be a bool, got str"):
+        flow.inference_mode("yes")
+    assert flow.autograd.inference_mode is flow.inference_mode
+
+
+def test_set_grad_enabled_as_function_context_and_decorator():
+    x = _leaf([1.0])
+    flow.set_grad_enabled(False)
+    try:
+        assert not (x * 2).requires_grad
+    finally:
+        flow.set_grad_enabled(True)
+    with flow.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert flow.is_grad_enabled()
+
+    @flow.set_grad_enabled(False)
+    def no_graph(t):
+        return t * 2
+
+    assert flow.is_grad_enabled()  # decorating does not switch the mode
+    assert not no_graph(x).requires_grad
+    assert flow.is_grad_enabled()
+    with flow.no_grad():
+        @flow.set_grad_enabled(True)
+        def with_graph(t):
+            return t * 2
+
+        assert not flow.is_grad_enabled()
+        assert with_graph(x).requires_grad
 
 
 # =============================================================== against PyTorch

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "core/autograd.h"
+#include "core/inplace.h"
 #include "core/op_registry.h"
 #include "core/ops/nn/nn.h"
 #include "core/optim.h"
@@ -232,8 +233,6 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
 }
 Tensor ApplyIndex(const Tensor& x, py::handle index) { return ApplyIndex(x, IndexItems(index)); }
 
-void CheckInPlace(const Tensor& t, const char* op);
-
 // A Python callable held by C++ (autograd hooks), which may drop it on any thread: released
 // under the GIL, or left alone once the interpreter is gone.
 class PyCallable {
@@ -271,15 +270,19 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
   std::vector<py::object> items = IndexItems(index);
   bool advanced = false;
   for (const py::object& h : items) advanced |= IsTensorIndex(h);
-  if (GradModeEnabled() && py::isinstance<Tensor>(value) && value.cast<Tensor>().requires_grad()) {
-    throw Error("__setitem__: the value requires grad, but writes into a tensor are not "
-                "recorded by autograd; build the tensor out of place (oneflow.cat, oneflow.where) "
-                "or write value.detach()");
-  }
   if (!advanced) {
+    // A write into a view of t, which autograd follows (t's history is rebased).
     Tensor view = ApplyIndex(t, items);
-    fn::copy_(view, DropLeadingOnes(ScalarOrTensor(value, view).detach(), view.ndim()));
+    Tensor v = DropLeadingOnes(ScalarOrTensor(value, view), view.ndim());
+    InPlace(
+        view, [&](const Tensor&) { return v; }, "__setitem__");
     return;
+  }
+  if (GradModeEnabled() && py::isinstance<Tensor>(value) && value.cast<Tensor>().requires_grad()) {
+    throw Error(
+        "__setitem__: the value requires grad, but writes through an index tensor are "
+        "not recorded by autograd; use slices, masked_fill or oneflow.where, or write "
+        "value.detach()");
   }
   if (t.is_global()) {
     throw IndexError("__setitem__: index tensors on a global tensor are not supported; use "
@@ -324,32 +327,16 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
   }
 }
 
-void CheckInPlace(const Tensor& t, const char* op) {
-  if (!GradModeEnabled()) return;
-  Tensor base = t.view_base();
-  for (const Tensor& u : {t, base}) {
-    if (u.defined() && u.requires_grad() && u.is_leaf()) {
-      throw Error(StrCat(op, ": a leaf tensor that requires grad", u.is_same(t) ? "" : " (or a view of one)",
-                         " cannot be modified in place; wrap the update in `with oneflow.no_grad():`"));
-    }
-  }
-}
-
-// In-place op for autograd-free updates: compute out of place, write back into t's memory.
+// In-place op given as its out-of-place result (x.add_(y) writes add(x, y) into x); autograd
+// follows the write (core/inplace.h).
 Tensor& AssignInPlace(Tensor& t, const Tensor& value, const char* op) {
-  CheckInPlace(t, op);
-  if (value.shape() != t.shape()) {
-    Shape s = BroadcastShapes(t.shape(), value.shape(), op);
-    if (s != t.shape()) {
-      throw Error(StrCat(op, ": result of shape ", value.shape(),
-                         " does not fit the in-place tensor of shape ", t.shape()));
-    }
-  }
-  fn::copy_(t, value);
+  InPlace(
+      t, [&](const Tensor&) { return value; }, op);
   return t;
 }
 
 py::object NodeOrNone(const Tensor& t) {
+  RefreshViewHistory(t);
   if (!t.grad_fn()) return py::none();
   return py::cast(t.grad_fn());
 }
@@ -545,10 +532,28 @@ PYBIND11_MODULE(_oneflow_internal, m) {
            })
       .def(
           "backward",
-          [](const Tensor& t, py::object gradient, bool retain_graph) {
-            t.backward(OptTensor(gradient), retain_graph);
+          [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph,
+             py::object inputs) {
+            std::vector<Tensor> in;
+            if (!inputs.is_none()) {
+              if (py::isinstance<Tensor>(inputs)) {
+                in.push_back(inputs.cast<Tensor>());
+              } else {
+                for (py::handle h : inputs) {
+                  if (!py::isinstance<Tensor>(h)) {
+                    throw TypeError(StrCat("backward: inputs must be tensors, got ",
+                                           py::str(h.get_type()).cast<std::string>()));
+                  }
+                  in.push_back(h.cast<Tensor>());
+                }
+                if (in.empty()) throw Error("backward: inputs is an empty sequence");
+              }
+            }
+            bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
+            Backward({t}, {OptTensor(gradient)}, retain, create_graph, in);
           },
-          py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+          py::arg("create_graph") = false, py::arg("inputs") = py::none())
       .def("detach", &Tensor::detach)
       .def_property("data", &Tensor::detach,
                     [](Tensor& t, const Tensor& v) {
@@ -631,31 +636,47 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def("__gt__", [](const Tensor& a, py::handle b) { return fn::gt(a, ScalarOrTensor(b, a)); })
       .def("__ge__", [](const Tensor& a, py::handle b) { return fn::ge(a, ScalarOrTensor(b, a)); })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); })
-      // In-place updates (outside autograd, like PyTorch's under no_grad).
+      // In-place updates, which autograd follows (core/inplace.h).
       .def("_assign_",
            [](py::object self, const Tensor& v, const char* op) {
              AssignInPlace(self.cast<Tensor&>(), v, op);
              return self;
            })
+      .def("_inplace_",
+           [](py::object self, py::function f, const char* op) {
+             InPlace(
+                 self.cast<Tensor&>(),
+                 [&](const Tensor& src) {
+                   py::object r = f(src);
+                   if (!py::isinstance<Tensor>(r)) {
+                     throw TypeError(StrCat(op, ": expected a tensor result, got ",
+                                            py::str(r.get_type()).cast<std::string>()));
+                   }
+                   return r.cast<Tensor>();
+                 },
+                 op);
+             return self;
+           })
       .def("zero_",
            [](py::object self) {
              Tensor& t = self.cast<Tensor&>();
-             CheckInPlace(t, "zero_");
-             fn::fill_(t, 0.0);
+             InPlace(
+                 t, [](const Tensor& s) { return fn::scalar_like(0.0, s); }, "zero_");
              return self;
            })
       .def("fill_",
            [](py::object self, double v) {
              Tensor& t = self.cast<Tensor&>();
-             CheckInPlace(t, "fill_");
-             fn::fill_(t, v);
+             InPlace(
+                 t, [v](const Tensor& s) { return fn::scalar_like(v, s); }, "fill_");
              return self;
            })
       .def("copy_",
            [](py::object self, py::handle src) {
              Tensor& t = self.cast<Tensor&>();
-             CheckInPlace(t, "copy_");
-             fn::copy_(t, ScalarOrTensor(src, t).detach());
+             Tensor v = ScalarOrTensor(src, t);
+             InPlace(
+                 t, [&](const Tensor&) { return v; }, "copy_");
              return self;
            })
       .def("relu", &fn::relu)
@@ -718,13 +739,42 @@ PYBIND11_MODULE(_oneflow_internal, m) {
         });
   m.def("randperm", [](int64_t n, py::handle device) { return fn::randperm(n, ToDevice(device)); });
   m.def("uniform_", [](Tensor& t, double lo, double hi) {
-    CheckInPlace(t, "uniform_");
-    fn::copy_(t, fn::uniform(t.shape(), lo, hi, t.dtype(), t.device()));
+    InPlace(
+        t, [&](const Tensor&) { return fn::uniform(t.shape(), lo, hi, t.dtype(), t.device()); },
+        "uniform_");
   });
   m.def("normal_", [](Tensor& t, double mean, double std) {
-    CheckInPlace(t, "normal_");
-    fn::copy_(t, fn::normal(t.shape(), mean, std, t.dtype(), t.device()));
+    InPlace(
+        t, [&](const Tensor&) { return fn::normal(t.shape(), mean, std, t.dtype(), t.device()); },
+        "normal_");
   });
+  m.def(
+      "_backward",
+      [](const std::vector<Tensor>& tensors, const std::vector<py::object>& grads,
+         py::object retain_graph, bool create_graph, const std::vector<Tensor>& inputs) {
+        std::vector<Tensor> gs;
+        for (const py::object& g : grads) gs.push_back(OptTensor(g));
+        bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
+        Backward(tensors, gs, retain, create_graph, inputs);
+      },
+      py::arg("tensors"), py::arg("grads"), py::arg("retain_graph"), py::arg("create_graph"),
+      py::arg("inputs"));
+  m.def(
+      "_grad",
+      [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+         const std::vector<py::object>& grad_outputs, py::object retain_graph, bool create_graph,
+         bool allow_unused) {
+        std::vector<Tensor> gos;
+        for (const py::object& g : grad_outputs) gos.push_back(OptTensor(g));
+        std::optional<bool> retain;
+        if (!retain_graph.is_none()) retain = retain_graph.cast<bool>();
+        std::vector<Tensor> r = Grad(outputs, inputs, gos, retain, create_graph, allow_unused);
+        py::tuple out(r.size());
+        for (size_t i = 0; i < r.size(); ++i) out[i] = TensorOrNone(r[i]);
+        return out;
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs"), py::arg("retain_graph"),
+      py::arg("create_graph"), py::arg("allow_unused"));
 
   m.def("add", [](const Tensor& a, py::handle b) { return fn::add(a, ScalarOrTensor(b, a)); });
   m.def("sub", [](const Tensor& a, py::handle b) { return fn::sub(a, ScalarOrTensor(b, a)); });

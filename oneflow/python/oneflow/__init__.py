@@ -33,7 +33,10 @@ def _dtype_from_name(name):
 
 from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
 from oneflow._math_api import *  # noqa: E402,F401,F403  (math, activations, reductions)
-from oneflow._tensor_api import Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402,F401
+from oneflow._tensor_api import (  # noqa: E402,F401
+    Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+    is_inference_mode_enabled,
+)
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)

@@ -239,7 +239,9 @@ class enable_grad(no_grad):
 
 
 class set_grad_enabled(no_grad):
-    """set_grad_enabled(False) switches at once; as a context manager it restores on exit."""
+    """set_grad_enabled(mode) switches at once (a function call); as a context manager it
+    restores the previous mode on exit; as a decorator (@set_grad_enabled(False)) it runs each
+    call of the function in that mode and leaves the mode around the decoration alone."""
 
     def __init__(self, mode):
         self.prev = _C.is_grad_enabled()
@@ -250,6 +252,7 @@ class set_grad_enabled(no_grad):
         pass
 
     def __call__(self, func):
+        _C.set_grad_enabled(self.prev)  # decorating only: undo the switch __init__ made
         mode = self.mode
 
         @functools.wraps(func)
@@ -257,6 +260,51 @@ class set_grad_enabled(no_grad):
             with set_grad_enabled(mode):
                 return func(*args, **kwargs)
         return wrapper
+
+
+_inference_mode = [False]
+
+
+class inference_mode(no_grad):
+    """Context manager and decorator (@inference_mode() or @inference_mode) for code that
+    never needs gradients: graph recording is off inside, as under no_grad.
+    inference_mode(False) leaves the grad mode as it is. Unlike PyTorch, tensors made inside
+    are ordinary tensors (no 'inference tensor' restrictions afterwards)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, builtins.bool):
+            return cls()(mode)  # bare @inference_mode
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        if not isinstance(mode, builtins.bool):
+            raise TypeError(f"inference_mode: mode must be a bool, got {type(mode).__name__}")
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        self.prev_inference = _inference_mode[0]
+        if self.mode:
+            _C.set_grad_enabled(False)
+            _inference_mode[0] = True
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self.prev)
+        _inference_mode[0] = self.prev_inference
+        return False
+
+    def __call__(self, func):
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+def is_inference_mode_enabled():
+    return _inference_mode[0]
 
 
 is_grad_enabled = _C.is_grad_enabled
@@ -520,8 +568,10 @@ def _method(fn):
 
 
 def _inplace(op_name, fn):
+    """x.op_(...) writes fn(x, ...) into x; autograd follows the write (x's history becomes
+    fn's, as PyTorch's in-place ops)."""
     def method(self, *args, **kwargs):
-        return self._assign_(fn(self, *args, **kwargs).detach(), op_name)
+        return self._inplace_(lambda s: fn(s, *args, **kwargs), op_name)
     method.__name__ = op_name
     return method
 
@@ -611,10 +661,6 @@ def _setup_tensor():
     _c_setitem = T.__setitem__
 
     def __setitem__(self, index, value):
-        if isinstance(value, Tensor) and value.requires_grad and _C.is_grad_enabled():
-            raise RuntimeError("__setitem__: the value requires grad, but writes into a tensor are not "
-                               "recorded by autograd; build the tensor out of place (oneflow.cat, "
-                               "oneflow.where) or write value.detach()")
         # The binding writes through x[index] as a view, but an int index on a strided view (a
         # column, x[:, 1]) yields a copy: the write would be lost. Write through length-1
         # slices instead, which are always views, reshaping the value to match.
@@ -660,15 +706,13 @@ def _setup_tensor():
                         target.append(view_shape[dim])
                     dim += 1
             target.extend(view_shape[dim:])
-            with no_grad():
-                v = value.detach()
-                lead = 0
-                while v.ndim - lead > len(target) and v._shape[lead] == 1:
-                    lead += 1  # PyTorch drops leading size-1 dims of the value
-                if lead:
-                    v = _C.reshape(v, list(v._shape[lead:]))
-                v = _C.reshape(_C.expand(v, target), list(view_shape))
-            value = v
+            v = value  # reshaped with autograd: the write is followed when value requires grad
+            lead = 0
+            while v.ndim - lead > len(target) and v._shape[lead] == 1:
+                lead += 1  # PyTorch drops leading size-1 dims of the value
+            if lead:
+                v = _C.reshape(v, list(v._shape[lead:]))
+            value = _C.reshape(_C.expand(v, target), list(view_shape))
         return _c_setitem(self, write_index, value)
     T.__setitem__ = __setitem__
 

@@ -17,12 +17,60 @@ forward runs without recording a graph; backward gets one gradient per output (z
 none flowed) and returns one per forward argument (None for non-tensors or no gradient).
 """
 
+import builtins
+
 import oneflow as flow
 from oneflow import _C
-from oneflow._tensor_api import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from oneflow._tensor_api import (  # noqa: F401
+    enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+)
 
 __all__ = ["Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "queue_callback"]
+           "is_grad_enabled", "inference_mode", "queue_callback", "grad", "backward"]
+
+
+def _tensors(arg, what, api, allow_none=False):
+    if isinstance(arg, flow.Tensor) or (allow_none and arg is None):
+        return [arg]
+    if isinstance(arg, (list, tuple)):
+        for i, t in enumerate(arg):
+            if not (isinstance(t, flow.Tensor) or (allow_none and t is None)):
+                raise TypeError(f"{api}: {what}[{i}] must be a tensor{' or None' if allow_none else ''}, "
+                                f"got {type(t).__name__}")
+        return list(arg)
+    raise TypeError(f"{api}: {what} must be a tensor or a sequence of tensors, got {type(arg).__name__}")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, is_grads_batched=False):
+    """The gradients of outputs with respect to inputs (leaves or not), as a tuple; no .grad
+    changes. create_graph=True records the backward pass, so the result can be differentiated
+    again. retain_graph defaults to create_graph. An input that no gradient reached raises
+    unless allow_unused=True (then its entry is None)."""
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not supported")
+    outs = _tensors(outputs, "outputs", "grad")
+    ins = _tensors(inputs, "inputs", "grad")
+    if grad_outputs is None:
+        gos = [None] * len(outs)
+    else:
+        gos = _tensors(grad_outputs, "grad_outputs", "grad", allow_none=True)
+    return _C._grad(outs, ins, gos, retain_graph, builtins.bool(create_graph),
+                    builtins.bool(allow_unused))
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates the gradients of tensors (seeded with grad_tensors) into the leaves' .grad
+    (only into inputs' .grad when given)."""
+    ts = _tensors(tensors, "tensors", "backward")
+    gs = [None] * len(ts) if grad_tensors is None else _tensors(grad_tensors, "grad_tensors", "backward",
+                                                                allow_none=True)
+    if len(gs) != len(ts):
+        raise RuntimeError(f"backward: got {len(gs)} grad_tensors for {len(ts)} tensors")
+    ins = [] if inputs is None else _tensors(inputs, "inputs", "backward")
+    if inputs is not None and not ins:
+        raise RuntimeError("backward: inputs is an empty sequence")
+    _C._backward(ts, gs, retain_graph, builtins.bool(create_graph), ins)
 
 
 class FunctionCtx:
