@@ -25,11 +25,15 @@ Device Device::Parse(const std::string& s) {
     throw Error(StrCat("device: expected 'cpu' or 'cuda[:index]', got '", s, "'"));
   }
   if (s.find(':') != std::string::npos) {
+    int index = 0;
     try {
-      d.index = std::stoi(s.substr(s.find(':') + 1));
+      index = std::stoi(s.substr(s.find(':') + 1));
     } catch (const std::exception&) {
       throw Error(StrCat("device: bad device index in '", s, "'"));
     }
+    if (index < 0) throw Error(StrCat("device: the index in '", s, "' must be >= 0"));
+    // A process has one CPU memory: "cpu:N" (OneFlow's name for rank N's CPU) is that memory.
+    if (d.type == DeviceType::kCUDA) d.index = index;
   }
   return d;
 }

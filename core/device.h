@@ -13,11 +13,11 @@ constexpr int kNumDeviceTypes = 2;
 
 struct Device {
   DeviceType type = DeviceType::kCPU;
-  int index = 0;
+  int index = 0;  // always 0 for the CPU: a process has one CPU memory, whatever "cpu:N" says
 
   static Device CPU() { return Device{}; }
   static Device CUDA(int index) { return Device{DeviceType::kCUDA, index}; }
-  // Accepts "cpu", "cuda", "cuda:N", "gpu" (OneFlow's old name).
+  // Accepts "cpu", "cpu:N" (the same), "cuda", "cuda:N", "gpu" (OneFlow's old name).
   static Device Parse(const std::string& s);
 
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }

@@ -39,6 +39,10 @@ Tensor from_blob_copy(const void* data, const Shape& shape, DType dtype,
 // ---- random (core/ops/random.cc): one generator per process, same seed -> same numbers ----
 void manual_seed(uint64_t seed);
 uint64_t initial_seed();
+// The generator's (seed, counter offset), and setting both: what a Python flow.Generator swaps
+// in around its draws (each generator is such a pair on the same counter-based stream).
+std::pair<uint64_t, uint64_t> generator_state();
+void set_generator_state(uint64_t seed, uint64_t offset);
 // Reserves n draws from the generator and returns the counter offset to start at.
 uint64_t generator_advance(uint64_t n);
 Tensor rand(const Shape& shape, DType dtype = DType::kFloat32, const Device& device = Device());

@@ -49,6 +49,7 @@ Tensor Tensor::MakeView(const Tensor& base, Shape shape, std::vector<int64_t> st
 int64_t Tensor::size(int64_t dim) const { return shape()[WrapDim(dim, ndim(), "size")]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // as PyTorch: no element is out of place (a 0-size shard)
   int64_t expected = 1;
   for (int64_t i = ndim() - 1; i >= 0; --i) {
     if (shape()[i] != 1 && strides()[i] != expected) return false;

@@ -190,6 +190,19 @@ uint64_t initial_seed() {
   return g.seed;
 }
 
+std::pair<uint64_t, uint64_t> generator_state() {
+  Generator& g = DefaultGenerator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return {g.seed, g.offset};
+}
+
+void set_generator_state(uint64_t seed, uint64_t offset) {
+  Generator& g = DefaultGenerator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.seed = seed;
+  g.offset = offset;
+}
+
 uint64_t generator_advance(uint64_t n) {
   Generator& g = DefaultGenerator();
   std::lock_guard<std::mutex> lock(g.mu);

@@ -13,6 +13,7 @@
 #include "core/optim.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/global/global_tensor.h"
+#include "runtime/env.h"
 
 namespace oneflow {
 namespace python {
@@ -425,7 +426,12 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   py::class_<Device>(m, "device")
       .def(py::init([](py::object spec, py::object index) {
              Device d = ToDevice(spec);
-             if (!index.is_none()) d.index = index.cast<int>();
+             if (!index.is_none()) {
+               int i = index.cast<int>();
+               if (i < 0) throw Error(StrCat("device: index must be >= 0, got ", i));
+               // flow.device("cpu", rank) is this process's CPU memory, as "cpu:N" is
+               if (d.type == DeviceType::kCUDA) d.index = i;
+             }
              return d;
            }),
            py::arg("type"), py::arg("index") = py::none())
@@ -438,8 +444,10 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def("__str__", &Device::ToString)
       .def("__repr__",
            [](const Device& d) {
-             return d.type == DeviceType::kCPU ? std::string("device(type='cpu', index=0)")
-                                               : StrCat("device(type='cuda', index=", d.index, ")");
+             // OneFlow names a process's CPU by its local rank (rank 1 of a node: cpu:1)
+             return d.type == DeviceType::kCPU
+                        ? StrCat("device(type='cpu', index=", comm::GetLocalRank(), ")")
+                        : StrCat("device(type='cuda', index=", d.index, ")");
            })
       .def("__eq__",
            [](const Device& a, py::handle b) {
@@ -691,6 +699,9 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   m.def("set_grad_enabled", &SetGradMode);
   m.def("is_grad_enabled", &GradModeEnabled);
   m.def("manual_seed", [](uint64_t s) { fn::manual_seed(s); });
+  m.def("generator_state", []() { return fn::generator_state(); });
+  m.def("set_generator_state",
+        [](uint64_t seed, uint64_t offset) { fn::set_generator_state(seed, offset); });
   m.def("initial_seed", &fn::initial_seed);
   m.def(
       "tensor",

@@ -277,9 +277,16 @@ def _build_global(fn, args, kwargs, layout):
     return out
 
 
+# oneflow.utils.global_view.global_mode: (placement, sbp) while enabled, else None
+_mode = [None]
+
+
 def _creation(fn):
     @functools.wraps(fn)
     def wrapper(*args, placement=None, sbp=None, **kwargs):
+        if placement is None and sbp is None and _mode[0] is not None \
+                and kwargs.get("device") is None:
+            placement, sbp = _mode[0]  # global_mode: source ops build global tensors
         if placement is None and sbp is None:
             return fn(*args, **kwargs)
         if placement is None or sbp is None:
@@ -324,10 +331,32 @@ def _install():
         conv.__name__ = name
         setattr(T, name, conv)
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
-                 "arange", "eye"):
+                 "randperm", "normal", "arange", "eye", "logspace", "hann_window"):
         setattr(flow, name, _creation(getattr(flow, name)))
-    for name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like"):
+    for name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+                 "randint_like"):
         setattr(flow, name, _like_global(getattr(flow, name)))
+    # A global tensor has a placement, not a device (OneFlow raises); global_mode lifts that.
+    local_device = T.device
+    T._device = local_device  # what the package itself reads (a global tensor's device type)
+
+    def device(self):
+        if _info(self) is None:
+            return local_device.__get__(self)
+        if _mode[0] is not None:
+            return flow.device(_info(self)[0])
+        raise RuntimeError(f"device: a global tensor has no device but a placement "
+                           f"({_placement_of(self)}); read .placement (its .type is the device "
+                           f"type), or use oneflow.utils.global_view.global_mode")
+    T.device = property(device)
+
+    def tensor_buffer_meta(self):
+        if _info(self) is not None:
+            raise RuntimeError("_tensor_buffer_shapes_and_dtypes: only local tensor buffers have "
+                               "it; this tensor is global")
+        raise NotImplementedError("_tensor_buffer_shapes_and_dtypes: the tensor_buffer dtype is "
+                                  "not supported")
+    T._tensor_buffer_shapes_and_dtypes = property(tensor_buffer_meta)
 
 
 def _like_global(fn):

@@ -2,7 +2,13 @@
 that need PyTorch's flexible arguments (x.sum(dim=1, keepdim=True), x.view(2, -1), ...)."""
 
 import builtins
+import contextlib
 import functools
+import math
+import os
+import threading
+
+import numpy as np
 
 import oneflow._oneflow_internal as _C
 
@@ -18,7 +24,8 @@ __all__ = [
     "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute", "transpose",
     "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select", "gather",
     "softmax", "log_softmax", "numel", "is_tensor", "is_floating_point", "nonzero",
-    "argwhere", "remainder", "masked_fill", "masked_select",
+    "argwhere", "remainder", "masked_fill", "masked_select", "Generator", "default_generator",
+    "normal", "randint_like", "logspace", "hann_window",
 ]
 
 
@@ -126,7 +133,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def _like(x, dtype, device):
-    return (dtype if dtype is not None else x.dtype), (device if device is not None else x.device)
+    return (dtype if dtype is not None else x.dtype), (device if device is not None else x._device)
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
@@ -149,22 +156,133 @@ def empty_like(x, dtype=None, device=None, requires_grad=False):
     return _finish(_C.empty(list(x._shape), d, dev), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _finish(_C.rand(_size(size, "rand"), _floating_default(dtype), device), requires_grad)
+class Generator:
+    """A random stream of its own: flow.randn(..., generator=g) draws from g and leaves the
+    default stream (flow.manual_seed's) where it was. Every stream is a (seed, counter) pair of
+    the same counter-based generator, so g.manual_seed(s) then a draw gives the numbers that
+    flow.manual_seed(s) then the same draw gives (also for global tensors: every rank draws the
+    logical value and keeps its own part)."""
+
+    _DEFAULT_SEED = 67280421310721  # OneFlow's and PyTorch's default seed
+
+    def __init__(self, device="cpu"):
+        self.device = device if isinstance(device, _C.device) else _C.device(device)
+        if self.device.type != "cpu":
+            raise NotImplementedError(f"Generator: only CPU generators are supported, got device "
+                                      f"{self.device}")
+        self._seed, self._offset = self._DEFAULT_SEED, 0
+
+    def manual_seed(self, seed):
+        self._seed, self._offset = builtins.int(seed) & 0xFFFFFFFFFFFFFFFF, 0
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        """Seeds from the operating system's entropy and returns the seed."""
+        s = builtins.int.from_bytes(os.urandom(8), "little") >> 1
+        self.manual_seed(s)
+        return s
+
+    def get_state(self):
+        """The state as a uint8 tensor (seed and counter, 8 bytes each, little-endian)."""
+        raw = self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little")
+        return tensor(list(raw), dtype=_C.uint8)
+
+    def set_state(self, state):
+        raw = bytes(builtins.int(v) for v in state.tolist()) if isinstance(state, Tensor) else None
+        if raw is None or len(raw) != 16:
+            raise ValueError(f"Generator.set_state: expected a uint8 tensor of 16 bytes from "
+                             f"get_state(), got {state!r}"[:300])
+        self._seed = builtins.int.from_bytes(raw[:8], "little")
+        self._offset = builtins.int.from_bytes(raw[8:], "little")
+        return self
+
+    def __repr__(self):
+        return f"<oneflow.Generator device={self.device} seed={self._seed}>"
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _finish(_C.randn(_size(size, "randn"), _floating_default(dtype), device), requires_grad)
+class _DefaultGenerator(Generator):
+    """flow.default_generator: the default stream itself (flow.manual_seed's)."""
+
+    def __init__(self):
+        self.device = _C.device("cpu")
+
+    @property
+    def _seed(self):
+        return _C.generator_state()[0]
+
+    @property
+    def _offset(self):
+        return _C.generator_state()[1]
+
+    def manual_seed(self, seed):
+        manual_seed(seed)
+        return self
+
+    def set_state(self, state):
+        g = Generator().set_state(state)
+        _C.set_generator_state(g._seed, g._offset)
+        return self
 
 
-def rand_like(x, dtype=None, device=None, requires_grad=False):
+default_generator = _DefaultGenerator()
+_generator_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def _drawing_from(generator, op):
+    """Runs the draws inside on generator's stream (the default one when None)."""
+    if generator is None or isinstance(generator, _DefaultGenerator):
+        yield
+        return
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{op}: generator must be a oneflow.Generator, got "
+                        f"{type(generator).__name__}")
+    with _generator_lock:
+        saved = _C.generator_state()
+        _C.set_generator_state(generator._seed, generator._offset)
+        try:
+            yield
+        finally:
+            generator._offset = _C.generator_state()[1]
+            _C.set_generator_state(*saved)
+
+
+def _size_arg(args, kw, op):
+    """The shape of f(2, 3), f((2, 3)) or f(size=(2, 3)) (OneFlow's keyword form)."""
+    if "size" in kw:
+        if args:
+            raise TypeError(f"{op}: got the size both as arguments and as size=")
+        args = (kw.pop("size"),)
+    if kw:
+        raise TypeError(f"{op}() got an unexpected keyword argument {next(iter(kw))!r}")
+    return _size(args, op)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None, **kw):
+    size = _size_arg(size, kw, "rand")
+    with _drawing_from(generator, "rand"):
+        return _finish(_C.rand(size, _floating_default(dtype), device), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None, **kw):
+    size = _size_arg(size, kw, "randn")
+    with _drawing_from(generator, "randn"):
+        return _finish(_C.randn(size, _floating_default(dtype), device), requires_grad)
+
+
+def rand_like(x, dtype=None, device=None, requires_grad=False, generator=None):
     d, dev = _like(x, dtype, device)
-    return _finish(_C.rand(list(x._shape), d, dev), requires_grad)
+    with _drawing_from(generator, "rand_like"):
+        return _finish(_C.rand(list(x._shape), d, dev), requires_grad)
 
 
-def randn_like(x, dtype=None, device=None, requires_grad=False):
+def randn_like(x, dtype=None, device=None, requires_grad=False, generator=None):
     d, dev = _like(x, dtype, device)
-    return _finish(_C.randn(list(x._shape), d, dev), requires_grad)
+    with _drawing_from(generator, "randn_like"):
+        return _finish(_C.randn(list(x._shape), d, dev), requires_grad)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None):
@@ -172,12 +290,81 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
         if high is None:
             raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
         low, high, size = 0, low, high
-    return _C.randint(builtins.int(low), builtins.int(high), _size((size,), "randint"), dtype, device)
+    with _drawing_from(generator, "randint"):
+        t = _C.randint(builtins.int(low), builtins.int(high), _size((size,), "randint"), dtype, device)
+    return _finish(t, requires_grad)
 
 
-def randperm(n, generator=None, dtype=None, device=None):
-    t = _C.randperm(builtins.int(n), device)
-    return t if dtype is None else t.to(dtype)
+def randint_like(input, low, high=None, *, dtype=None, device=None, requires_grad=False,
+                 generator=None):
+    """Random integers in [low, high) (or [0, low)) with input's shape."""
+    if high is None:
+        low, high = 0, low
+    d, dev = _like(input, dtype, device)
+    return randint(low, high, list(input._shape), dtype=d, device=dev, requires_grad=requires_grad,
+                   generator=generator)
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    with _drawing_from(generator, "randperm"):
+        t = _C.randperm(builtins.int(n), device)
+    return _finish(t if dtype is None else t.to(dtype), requires_grad)
+
+
+def normal(mean, std, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Draws from N(mean, std^2): numbers mean and std with size, or tensors (broadcast to one
+    shape, each element its own mean and std)."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if size is not None:
+            raise TypeError("normal: give size only with number mean and std; tensor mean or std "
+                            "give the shape")
+        like = mean if isinstance(mean, Tensor) else std
+        shape = [builtins.int(d) for d in np.broadcast_shapes(
+            tuple(mean._shape) if isinstance(mean, Tensor) else (),
+            tuple(std._shape) if isinstance(std, Tensor) else ())]
+        with _drawing_from(generator, "normal"):
+            z = _C.randn(shape, dtype or like.dtype, device or like._device)
+        return _finish(z * std + mean, requires_grad)
+    if size is None:
+        raise TypeError("normal: with number mean and std, size is required, e.g. "
+                        "normal(0.0, 1.0, (2, 3))")
+    with _drawing_from(generator, "normal"):
+        z = _C.randn(_size((size,), "normal"), dtype, device)
+    if std != 1 or mean != 0:
+        z = z * builtins.float(std) + builtins.float(mean)
+    return _finish(z, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """steps values base ** e for e evenly spaced from start to end (both included)."""
+    steps = builtins.int(steps)
+    if steps < 0:
+        raise ValueError(f"logspace: steps must be non-negative, got {steps}")
+    start, end, base = builtins.float(start), builtins.float(end), builtins.float(base)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    # the exponents as linspace gives them: the second half counted back from end
+    exps = [start + i * step if i < steps // 2 else end - (steps - 1 - i) * step
+            for i in range(steps)]
+    values = [base ** e for e in exps]
+    return _finish(_C.tensor(values, dtype or _C.float32, device, False), requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
+    """0.5 - 0.5 cos(2 pi n / N), n < window_length, N = window_length (periodic) or
+    window_length - 1."""
+    n = builtins.int(window_length)
+    if n < 0:
+        raise ValueError(f"hann_window: window_length must be non-negative, got {n}")
+    dtype = dtype or _C.float32
+    if not dtype.is_floating_point:
+        raise TypeError(f"hann_window: dtype must be a floating point dtype, got {dtype}")
+    if n <= 1:
+        values = [1.0] * n
+    else:
+        denom = n if periodic else n - 1
+        values = [0.5 - 0.5 * math.cos(2 * math.pi * i / denom) for i in range(n)]
+    return _finish(_C.tensor(values, dtype, device, False), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -370,7 +557,7 @@ def nonzero(input, *, as_tuple=False):
     if not as_tuple:
         return coords
     if input.ndim == 0:  # one coordinate per nonzero element: 0 when it is nonzero
-        return (zeros(coords._shape[0], dtype=_C.int64, device=coords.device),)
+        return (zeros(coords._shape[0], dtype=_C.int64, device=coords._device),)
     return tuple(coords[:, d] for d in range(input.ndim))
 
 
@@ -394,7 +581,7 @@ def masked_fill(input, mask, value):
             raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got shape {tuple(value.shape)}")
         value = value.to(input.dtype)
     else:
-        value = _C.tensor(value, input.dtype, None, False).to(input.device)
+        value = _C.tensor(value, input.dtype, None, False).to(input._device)
     shape = list(input._shape)
     return _C.where(_C.expand(mask, shape) if list(mask._shape) != shape else mask, value, input)
 
@@ -546,7 +733,7 @@ def _to(self, *args, **kwargs):
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
+            dtype, device = a.dtype, a._device
         elif a is not None:
             device = a
     t = self
@@ -593,7 +780,19 @@ def _setup_tensor():
     T.long = lambda self: self._to_dtype(_C.int64)
     T.int = lambda self: self._to_dtype(_C.int32)
     T.bool = lambda self: self._to_dtype(_C.bool)
-    T.type_as = lambda self, other: self._to_dtype(other.dtype)
+    def type_as(self, other):
+        """self in other's dtype; with a global other, global on other's placement as OneFlow
+        does (a local self becomes broadcast there, a global one keeps its sbp)."""
+        if other.is_global:
+            from oneflow import sbp as flow_sbp
+            if self.is_global:
+                t = self.to_global(placement=other.placement)
+            else:
+                t = self.to_global(placement=other.placement,
+                                   sbp=[flow_sbp.broadcast] * len(other.placement.hierarchy))
+            return t._to_dtype(other.dtype)
+        return self._to_dtype(other.dtype)
+    T.type_as = type_as
     T.is_floating_point = lambda self: self.dtype.is_floating_point
     T.reshape = reshape
     T.view = view
@@ -648,12 +847,14 @@ def _setup_tensor():
     T.__imul__ = T.mul_
     T.__itruediv__ = T.div_
 
-    def uniform_(self, a=0.0, b=1.0):
-        _C.uniform_(self, builtins.float(a), builtins.float(b))
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        with _drawing_from(generator, "uniform_"):
+            _C.uniform_(self, builtins.float(a), builtins.float(b))
         return self
 
-    def normal_(self, mean=0.0, std=1.0):
-        _C.normal_(self, builtins.float(mean), builtins.float(std))
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        with _drawing_from(generator, "normal_"):
+            _C.normal_(self, builtins.float(mean), builtins.float(std))
         return self
     T.uniform_ = uniform_
     T.normal_ = normal_
@@ -788,16 +989,32 @@ def _setup_tensor():
             raise ValueError("Tensor: placement and sbp go together (got only one of them)")
         if placement is not None and device is not None:
             raise ValueError("Tensor: give device or placement, not both")
-        if is_shape:
-            t = zeros(*sizes, dtype=_floating_default(dtype))
-        elif len(args) == 1:
-            t = tensor(args[0], dtype=_floating_default(dtype))
-        else:
+        if not is_shape and len(args) != 1:
             raise TypeError(f"Tensor: expected sizes (ints) or one data argument, got {args!r}")
-        if placement is not None:
-            t = t.to_global(placement=placement, sbp=sbp)
-        elif device is not None:
-            t = t.to(device)
+        data = None if is_shape else args[0]
+        if isinstance(data, T) and data.is_global:
+            # OneFlow: a global tensor with device= gives this rank's local tensor there, with
+            # placement= / sbp= the tensor laid out anew
+            if placement is not None:
+                t = data.to_global(placement=placement, sbp=sbp)
+            else:
+                t = data.to_local()
+                t = t.to(device) if device is not None else t
+            t = t._to_dtype(_floating_default(dtype))
+        elif placement is not None:
+            # the sizes or data are the logical (global) tensor's, as in flow.zeros / flow.tensor
+            import oneflow as flow
+            if is_shape:
+                t = flow.zeros(*sizes, dtype=_floating_default(dtype), placement=placement, sbp=sbp)
+            else:
+                t = flow.tensor(data, dtype=_floating_default(dtype), placement=placement, sbp=sbp)
+        else:
+            if is_shape:
+                t = zeros(*sizes, dtype=_floating_default(dtype))
+            else:
+                t = tensor(data, dtype=_floating_default(dtype))
+            if device is not None:
+                t = t.to(device)
         _wrap(self, t.detach())
         if requires_grad:
             self.requires_grad_(True)

@@ -160,7 +160,7 @@ def _repr(t):
         suffixes.append("placement=" + str(t.placement))
         suffixes.append("sbp=" + str(t.sbp))
     else:
-        device = str(t.device)
+        device = str(t._device)
         if device != "cpu":
             suffixes.append("device='" + device + "'")
 

@@ -50,7 +50,7 @@ def _whole_bytes(t):
     data = t.detach()
     if data.is_global:
         data = data.to_global(sbp=[flow.sbp.broadcast] * len(data.sbp)).to_local()
-    if str(data.device) != "cpu":
+    if str(data._device) != "cpu":
         data = data.to("cpu")
     return data._raw_bytes()
 

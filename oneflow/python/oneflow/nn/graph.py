@@ -19,3 +19,12 @@ class Graph:
         raise NotImplementedError(
             f"nn.Graph: compile mode is not supported yet (running {self._graph_name}); call "
             f"the module eagerly instead")
+
+    def __getattr__(self, name):
+        # Every other Graph API (state_dict, load_state_dict, debug, ...) belongs to compile
+        # mode too: one line naming it, not an AttributeError that reads like a typo.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotImplementedError(
+            f"nn.Graph: compile mode is not supported yet ({self._graph_name}.{name}); call the "
+            f"module eagerly instead")

@@ -227,7 +227,7 @@ class Optimizer:
                 value = value.detach().clone()
                 if is_floating(value.dtype) and is_floating(param.dtype):
                     value = value.to(param.dtype)
-                return value.to(param.device)
+                return value.to(param._device)
             if isinstance(value, dict):
                 return {k: cast(param, v) for k, v in value.items()}
             if isinstance(value, (list, tuple)):

@@ -1,6 +1,7 @@
 """oneflow.utils: data loading (``oneflow.utils.data``), vision datasets
 (``oneflow.utils.vision``), as in ``torch.utils.data`` and torchvision, and safetensors files
-(``oneflow.utils.safetensors``, the names of ``safetensors.torch``).
+(``oneflow.utils.safetensors``, the names of ``safetensors.torch``), and global views of whole
+structures (``oneflow.utils.global_view``: to_global / to_local of state dicts, global_mode).
 
 They import only the standard library at import time, so
 ``import oneflow`` stays fast; numpy and gzip are imported inside functions.
@@ -9,4 +10,11 @@ from oneflow.utils import data
 from oneflow.utils import safetensors
 from oneflow.utils import vision
 
-__all__ = ["data", "safetensors", "vision"]
+__all__ = ["data", "safetensors", "vision", "global_view"]
+
+
+def __getattr__(name):  # global_view imports the global-tensor layer, which loads after utils
+    if name == "global_view":
+        import importlib
+        return importlib.import_module("oneflow.utils.global_view")
+    raise AttributeError(f"module 'oneflow.utils' has no attribute {name!r}")

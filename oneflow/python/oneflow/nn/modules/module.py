@@ -533,7 +533,7 @@ def _parse_to_args(name, args, kwargs):
         raise TypeError(f"{name}.to: unexpected keyword arguments {sorted(kwargs)}")
     for arg in args:
         if isinstance(arg, flow.Tensor):
-            device, dtype = arg.device, arg.dtype
+            device, dtype = arg._device, arg.dtype
         elif isinstance(arg, flow.dtype):
             dtype = arg
         elif _is_device(arg):
