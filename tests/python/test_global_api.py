@@ -196,3 +196,10 @@ def test_placement_change_in_a_fresh_job(relation, shape):
                env=env_with(ONEFLOW_TIMEOUT_SECONDS="10"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} relation ok" for k in range(4))
+
+
+def test_to_global_grad_sbp_is_applied_to_the_gradient():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "grad_sbp.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok grad_sbp") == 2, r.stdout

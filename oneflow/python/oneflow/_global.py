@@ -195,6 +195,16 @@ def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True
     out = _C.to_global(self, device, flat, hierarchy, pairs, bool(check_meta or sync_data))
     if copy and out is self:
         out = out.clone()
+    if grad_sbp is not None:
+        # OneFlow: the gradient of the result takes grad_sbp in the backward pass (before it is
+        # boxed back to the input's layout), e.g. split(0) to reduce-scatter instead of reduce.
+        grad_sbp = _sbp_tuple(grad_sbp, len(placement.hierarchy))
+        if not out.requires_grad:
+            raise ValueError("to_global: grad_sbp was given but the result does not require grad "
+                             "(there is no backward pass for it to apply to)")
+        if out is self:
+            out = out.clone()  # the hook belongs to this conversion, not to the input
+        out.register_hook(lambda g: g.to_global(placement=placement, sbp=grad_sbp))
     return out
 
 
