@@ -21,15 +21,21 @@ int64_t ReducedAxis(int64_t a, const std::vector<bool>& mask, bool keepdim) {
   return k;
 }
 
-std::vector<Signature> SumRule(const RuleContext& c) {
+// The axes a reduction over attrs "dims" (empty: all) removes.
+std::vector<bool> ReducedDims(const RuleContext& c) {
   const int64_t n = c.in[0].shape.ndim();
   std::vector<bool> mask(n, false);
   const auto& dims = c.attrs.Get<std::vector<int64_t>>("dims");
   if (dims.empty()) mask.assign(n, true);
   for (int64_t d : dims) mask[Wrap(d, n)] = true;
+  return mask;
+}
+
+std::vector<Signature> SumRule(const RuleContext& c) {
+  const std::vector<bool> mask = ReducedDims(c);
   const bool keepdim = c.attrs.Get<bool>("keepdim");
   std::vector<Signature> out{AllBroadcast(c)};
-  for (int64_t a = 0; a < n; ++a) {
+  for (int64_t a = 0; a < static_cast<int64_t>(mask.size()); ++a) {
     int64_t o = ReducedAxis(a, mask, keepdim);
     out.push_back({{S(a)}, {o < 0 ? P : S(o)}});
   }
@@ -41,14 +47,10 @@ std::vector<Signature> SumRule(const RuleContext& c) {
 // prod over dims: a split of a kept axis stays split; the reduced axes must be whole (a product
 // of parts is not a sum of anything).
 std::vector<Signature> ProdRule(const RuleContext& c) {
-  const int64_t n = c.in[0].shape.ndim();
-  std::vector<bool> mask(n, false);
-  const auto& dims = c.attrs.Get<std::vector<int64_t>>("dims");
-  if (dims.empty()) mask.assign(n, true);
-  for (int64_t d : dims) mask[Wrap(d, n)] = true;
+  const std::vector<bool> mask = ReducedDims(c);
   const bool keepdim = c.attrs.Get<bool>("keepdim");
   std::vector<Signature> out{AllBroadcast(c)};
-  for (int64_t a = 0; a < n; ++a) {
+  for (int64_t a = 0; a < static_cast<int64_t>(mask.size()); ++a) {
     int64_t o = ReducedAxis(a, mask, keepdim);
     if (o >= 0) out.push_back({{S(a)}, {S(o)}});
   }

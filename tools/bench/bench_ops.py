@@ -49,6 +49,32 @@ OPS = {
     "cross_entropy 64x10": ((randn(64, 10), rng.integers(0, 10, 64)), lambda F, x, y: F.cross_entropy(x, y)),
 }
 
+
+
+def _attention(F, q, k, v):
+    """Causal attention: scaled_dot_product_attention where the library has it (ours; torch >=
+    2.0), else the same math written out (Debian's torch 1.13)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    lib = torch if F is torch.nn.functional else flow
+    t = q.shape[-2]
+    s = (q @ k.transpose(-2, -1)) * (1.0 / q.shape[-1] ** 0.5)
+    s = s.masked_fill(lib.ones(t, t, dtype=lib.bool).tril().logical_not(), float("-inf"))
+    return F.softmax(s, -1) @ v
+
+
+# GPT-small shapes (issue 15's targets): batch 8, sequence 256, 12 heads x 64 = 768.
+OPS.update({
+    "gpt layer_norm 2048x768": ((randn(2048, 768), randn(768), randn(768)),
+                                lambda F, x, w, b: F.layer_norm(x, (768,), w, b)),
+    "gpt softmax 8x12x256x256": ((randn(8, 12, 256, 256),), lambda F, x: F.softmax(x, -1)),
+    "gpt embedding 8x256 of 50257x768": ((rng.integers(0, 50257, (8, 256)), randn(50257, 768)),
+                                         lambda F, i, w: F.embedding(i, w)),
+    "gpt attention 8x12x256x64": ((randn(8, 12, 256, 64), randn(8, 12, 256, 64), randn(8, 12, 256, 64)),
+                                  _attention),
+    "gpt gelu 2048x3072": ((randn(2048, 3072),), lambda F, x: F.gelu(x)),
+})
+
 OPTIMIZERS = {
     "SGD step 512x784": ((512, 784), lambda lib, ps: lib.optim.SGD(ps, lr=0.01)),
     "SGD step 512x512": ((512, 512), lambda lib, ps: lib.optim.SGD(ps, lr=0.01)),

@@ -182,3 +182,14 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
         values = (_normal_quantile(u) * float(std) + float(mean)).clamp(min=float(a), max=float(b))
         tensor.copy_(values.to(tensor.dtype))
     return tensor
+
+
+def _reset_weight_and_bias_(weight, bias):
+    """PyTorch's default initialisation of Linear and convolution layers: kaiming_uniform with
+    a=sqrt(5) for the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        if fan_in != 0:
+            bound = 1 / math.sqrt(fan_in)
+            uniform_(bias, -bound, bound)

@@ -3,7 +3,6 @@
     conv = nn.Conv2d(3, 16, kernel_size=3, padding=1)   # (N, 3, H, W) -> (N, 16, H, W)
 """
 
-import math
 
 import oneflow as flow
 from oneflow.nn import functional as F
@@ -63,13 +62,7 @@ class Conv2d(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # PyTorch's defaults (see Linear).
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._reset_weight_and_bias_(self.weight, self.bias)  # PyTorch's defaults
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

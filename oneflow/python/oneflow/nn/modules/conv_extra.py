@@ -4,7 +4,6 @@
     up = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)      # (N, 8, H, W) -> (N, 4, 2H, 2W)
 """
 
-import math
 
 import oneflow as flow
 from oneflow.nn import functional as F
@@ -67,13 +66,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # PyTorch's defaults (see Linear).
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._reset_weight_and_bias_(self.weight, self.bias)  # PyTorch's defaults
 
     def extra_repr(self):
         n = self._dims
@@ -141,39 +134,29 @@ def _output_padding(name, input, output_size, stride, padding, kernel_size, dila
     return result
 
 
-class ConvTranspose1d(_ConvNd):
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, output_padding, device=device, dtype=dtype)
+
+    def forward(self, input, output_size=None):
+        op = self.output_padding
+        if output_size is not None:
+            op = _output_padding(self._name, input, output_size, self.stride, self.padding,
+                                 self.kernel_size, self.dilation, self._dims)
+        conv = getattr(F, f"conv_transpose{self._dims}d")
+        return conv(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                    self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
     _name = "ConvTranspose1d"
     _dims = 1
-    _transposed = True
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, output_padding, device=device, dtype=dtype)
-
-    def forward(self, input, output_size=None):
-        op = self.output_padding
-        if output_size is not None:
-            op = _output_padding(self._name, input, output_size, self.stride, self.padding,
-                                 self.kernel_size, self.dilation, 1)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op,
-                                  self.groups, self.dilation)
 
 
-class ConvTranspose2d(_ConvNd):
+class ConvTranspose2d(_ConvTransposeNd):
     _name = "ConvTranspose2d"
     _dims = 2
-    _transposed = True
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, output_padding, device=device, dtype=dtype)
-
-    def forward(self, input, output_size=None):
-        op = self.output_padding
-        if output_size is not None:
-            op = _output_padding(self._name, input, output_size, self.stride, self.padding,
-                                 self.kernel_size, self.dilation, 2)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
-                                  self.groups, self.dilation)

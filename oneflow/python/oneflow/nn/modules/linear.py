@@ -3,7 +3,6 @@
     fc = nn.Linear(784, 10)     # y = x @ weight.T + bias, weight (10, 784)
 """
 
-import math
 
 import oneflow as flow
 from oneflow.nn import functional as F
@@ -34,11 +33,7 @@ class Linear(Module):
 
     def reset_parameters(self):
         # PyTorch's defaults, so that models train the same as their PyTorch originals.
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._reset_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
