@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/kernels/cpu/onednn_eltwise.h"
 #include "core/ops/binary_functors.h"
 #include "core/ops/op_util.h"
 
@@ -314,10 +315,27 @@ std::vector<Tensor> ReluGradCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
+// gelu and its gradient: float32 tensors of some size through oneDNN's vectorised erf
+// (core/kernels/cpu/onednn_eltwise.h), the rest through the scalar loops.
+std::vector<Tensor> GeluCpu(const std::vector<Tensor>& in, const Attrs& a,
+                            const std::vector<TensorMeta>& out) {
+  if (in[0].dtype() != DType::kFloat32 || !cpu::UseOneDnn(in[0].numel())) {
+    return FloatUnaryCpu<GeluF>(in, a, out);
+  }
+  Tensor x = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  cpu::GeluForward(x.data<float>(), o.data<float>(), x.numel());
+  return {o};
+}
+
 std::vector<Tensor> GeluGradCpu(const std::vector<Tensor>& in, const Attrs&,
                                 const std::vector<TensorMeta>& out) {
   Tensor g = Contig(in[0]), x = Contig(in[1]);
   Tensor o = Tensor::Empty(out[0]);
+  if (g.dtype() == DType::kFloat32 && cpu::UseOneDnn(g.numel())) {
+    cpu::GeluBackward(g.data<float>(), x.data<float>(), o.data<float>(), g.numel());
+    return {o};
+  }
   DispatchFloating(g.dtype(), "gelu_grad", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pg = g.data<T>();
@@ -441,7 +459,7 @@ REGISTER_UNARY(square, UnaryCpu<SquareF>, SquareGrad);
 REGISTER_UNARY(relu, UnaryCpu<ReluF>, ReluGrad);
 REGISTER_UNARY(sigmoid, FloatUnaryCpu<SigmoidF>, SigmoidGrad);
 REGISTER_UNARY(tanh, FloatUnaryCpu<TanhF>, TanhGrad);
-REGISTER_UNARY(gelu, FloatUnaryCpu<GeluF>, GeluGrad);
+REGISTER_UNARY(gelu, GeluCpu, GeluGrad);
 REGISTER_UNARY(clamp, ClampCpu, ClampGrad);
 #undef REGISTER_UNARY
 ONEFLOW_REGISTER_OP(logical_not)

@@ -295,3 +295,17 @@ def test_losses_and_similarity_match_torch():
     _check(lambda x: F.normalize(x, p=1, dim=0), lambda x: torch.nn.functional.normalize(x, p=1, dim=0))
     _check(nn.L1Loss().__call__ if False else (lambda x: nn.L1Loss()(x, flow.tensor(t))),
            lambda x: torch.nn.L1Loss()(x, torch.tensor(t)))
+
+
+@pytest.mark.parametrize("shape", [(64, 128), (2, 3, 40, 50)])
+def test_large_float32_gelu_softmax_take_onednn_and_match_torch(shape):
+    # >= 4096 float32 elements go through oneDNN's primitives (core/kernels/cpu/onednn_eltwise.h)
+    _check(F.gelu, torch.nn.functional.gelu, shape=shape, lo=-4, hi=4)
+    for dim in (-1, 1):
+        _check(lambda t: F.softmax(t, dim), lambda t: torch.softmax(t, dim), shape=shape, lo=-8, hi=8)
+        _check(lambda t: F.log_softmax(t, dim), lambda t: torch.log_softmax(t, dim), shape=shape,
+               lo=-8, hi=8)
+    x = np.full(shape, -np.inf, np.float32)
+    x[..., 0] = 1.0  # rows of one finite value among -inf
+    np.testing.assert_array_equal(F.softmax(flow.tensor(x), -1).numpy(),
+                                  torch.softmax(torch.tensor(x), -1).numpy())

@@ -1,5 +1,5 @@
 // CUDA kernels of layer_norm and its backward (core/ops/nn/layer_norm.cc): a block per row for
-// the statistics and dx (statistics in double, as on the CPU), and a thread per column for
+// the statistics and dx (statistics in double), and a thread per column for
 // dweight and dbias (summed over the rows in order: deterministic).
 #include <cmath>
 

@@ -3,7 +3,8 @@
 //   layer_norm(x, weight, bias) -> (y, mean, rstd)        mean, rstd: x's leading shape
 //   layer_norm_grad(dy, x, mean, rstd, weight) -> (dx, dweight, dbias)
 //
-// Statistics accumulate in double; var is the biased variance (PyTorch's). The CUDA kernels
+// Statistics accumulate in eight lanes of x's type per row, summed in double (the variance
+// around the mean, two passes); var is the biased variance (PyTorch's). The CUDA kernels
 // are in core/kernels/cuda/layer_norm.cu, the SBP rule in sbp/rules/nn.cc.
 #include <cmath>
 
@@ -22,6 +23,20 @@ Rows RowsOf(const Shape& x, int64_t normalized_ndim) {
   Rows r;
   for (int64_t i = 0; i < x.ndim(); ++i) (i < x.ndim() - normalized_ndim ? r.n : r.d) *= x[i];
   return r;
+}
+
+// sum of f(x[j]) over a row: eight independent lanes in x's type (vectorised), summed in double.
+template <typename T, typename F>
+double LaneSum(const T* x, int64_t d, F f) {
+  T lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] += f(x[j + k]);
+  }
+  double s = 0;
+  for (int k = 0; k < 8; ++k) s += lane[k];
+  for (; j < d; ++j) s += f(x[j]);
+  return s;
 }
 
 std::vector<TensorMeta> InferLayerNorm(const std::vector<TensorMeta>& in, const Attrs& a) {
@@ -58,11 +73,9 @@ std::vector<Tensor> LayerNormCpu(const std::vector<Tensor>& in, const Attrs& a,
     T* py = y.data<T>();
     for (int64_t i = 0; i < r.n; ++i) {
       const T* xr = px + i * r.d;
-      double s = 0;
-      for (int64_t j = 0; j < r.d; ++j) s += xr[j];
-      const double m = s / r.d;
-      double v = 0;
-      for (int64_t j = 0; j < r.d; ++j) v += (xr[j] - m) * (xr[j] - m);
+      const double m = LaneSum(xr, r.d, [](T v) { return v; }) / r.d;
+      const T tm0 = static_cast<T>(m);
+      const double v = LaneSum(xr, r.d, [tm0](T e) { return (e - tm0) * (e - tm0); });
       const double rs = 1.0 / std::sqrt(v / r.d + eps);
       mean.data<T>()[i] = static_cast<T>(m);
       rstd.data<T>()[i] = static_cast<T>(rs);

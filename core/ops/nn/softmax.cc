@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/kernels/cpu/onednn_eltwise.h"
 #include "core/ops/op_util.h"
 
 namespace oneflow {
@@ -90,6 +91,11 @@ std::vector<Tensor> SoftmaxCpu(const std::vector<Tensor>& in, const Attrs& attrs
   Tensor x = Contig(in[0]);
   Tensor y = Tensor::Empty(out[0]);
   DimLayout l = MakeDimLayout(x.shape(), attrs.Get<int64_t>("dim"), op);
+  if (x.dtype() == DType::kFloat32 && cpu::UseOneDnn(x.numel()) && l.d > 0) {
+    // oneDNN's vectorised exp (core/kernels/cpu/onednn_eltwise.h)
+    cpu::Softmax(x.data<float>(), y.data<float>(), l.outer, l.d, l.inner, kLog);
+    return {y};
+  }
   DispatchFloating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     SoftmaxForward<T, kLog>(l, x.data<T>(), y.data<T>());

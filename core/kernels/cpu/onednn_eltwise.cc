@@ -1,0 +1,94 @@
+#include "core/kernels/cpu/onednn_eltwise.h"
+
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace oneflow {
+namespace cpu {
+
+namespace {
+
+using dnnl::memory;
+
+struct Runtime {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::mutex mu;
+  std::map<std::tuple<int, int64_t>, dnnl::primitive> eltwise;  // (0 fwd / 1 bwd, n)
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, dnnl::primitive> softmax;
+};
+Runtime& Rt() {
+  static Runtime* rt = new Runtime();  // never destroyed: primitives outlive static teardown
+  return *rt;
+}
+
+memory::desc Flat(int64_t n) {
+  return memory::desc({n}, memory::data_type::f32, memory::format_tag::a);
+}
+
+memory Mem(const memory::desc& md, const void* p) {
+  return memory(md, Rt().eng, const_cast<void*>(p));
+}
+
+dnnl::eltwise_forward::primitive_desc GeluPd(const memory::desc& md) {
+  return dnnl::eltwise_forward::primitive_desc(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training,
+                                  dnnl::algorithm::eltwise_gelu_erf, md, 0.f, 0.f),
+      Rt().eng);
+}
+
+}  // namespace
+
+void GeluForward(const float* x, float* y, int64_t n) {
+  Runtime& rt = Rt();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  const memory::desc md = Flat(n);
+  auto it = rt.eltwise.find({0, n});
+  if (it == rt.eltwise.end()) {
+    it = rt.eltwise.emplace(std::make_tuple(0, n), dnnl::eltwise_forward(GeluPd(md))).first;
+  }
+  it->second.execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)}, {DNNL_ARG_DST, Mem(md, y)}});
+  rt.strm.wait();
+}
+
+void GeluBackward(const float* dy, const float* x, float* dx, int64_t n) {
+  Runtime& rt = Rt();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  const memory::desc md = Flat(n);
+  auto it = rt.eltwise.find({1, n});
+  if (it == rt.eltwise.end()) {
+    dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_gelu_erf, md, md, 0.f, 0.f);
+    dnnl::eltwise_backward::primitive_desc pd(d, rt.eng, GeluPd(md));
+    it = rt.eltwise.emplace(std::make_tuple(1, n), dnnl::eltwise_backward(pd)).first;
+  }
+  it->second.execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)},
+                               {DNNL_ARG_DIFF_DST, Mem(md, dy)},
+                               {DNNL_ARG_DIFF_SRC, Mem(md, dx)}});
+  rt.strm.wait();
+}
+
+void Softmax(const float* x, float* y, int64_t outer, int64_t d, int64_t inner, bool log) {
+  Runtime& rt = Rt();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  const memory::desc md({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
+  auto key = std::make_tuple(outer, d, inner, log);
+  auto it = rt.softmax.find(key);
+  if (it == rt.softmax.end()) {
+    dnnl::primitive p;
+    if (log) {
+      dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
+      p = dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(desc, rt.eng));
+    } else {
+      dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
+      p = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, rt.eng));
+    }
+    it = rt.softmax.emplace(key, p).first;
+  }
+  it->second.execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)}, {DNNL_ARG_DST, Mem(md, y)}});
+  rt.strm.wait();
+}
+
+}  // namespace cpu
+}  // namespace oneflow
