@@ -47,6 +47,15 @@ void RegisterSbpRule(const std::string& op, SbpRule rule);
 const SbpRule* FindSbpRule(const std::string& op);  // null when the op has none
 std::vector<std::string> SbpRuleNames();
 
+// Shorthands for the rule files (`using namespace shorthand;` in their anonymous namespace):
+// S(axis), B, P, and Wrap(d, n) for a negative axis d of n.
+namespace shorthand {
+inline Sbp S(int64_t axis) { return Sbp::Split(static_cast<int>(axis)); }
+inline const Sbp B = Sbp::Broadcast();
+inline const Sbp P = Sbp::PartialSum();
+inline int64_t Wrap(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+}  // namespace shorthand
+
 // Building blocks shared by the rule files.
 Signature AllBroadcast(const RuleContext& c);
 // Every input and output B: valid for any deterministic op (each rank computes everything).
@@ -72,7 +81,7 @@ struct RuleRegistrar {
 #define ONEFLOW_SBP_CONCAT(a, b) ONEFLOW_SBP_CONCAT_(a, b)
 #define ONEFLOW_SBP_STR_(x) #x
 #define ONEFLOW_SBP_STR(x) ONEFLOW_SBP_STR_(x)
-#define ONEFLOW_REGISTER_SBP_RULE(op, ...)                                                 \
+#define ONEFLOW_REGISTER_SBP_RULE(op, ...)                                                   \
   static ::oneflow::sbp::RuleRegistrar ONEFLOW_SBP_CONCAT(sbp_rule_registrar_, __COUNTER__)( \
       __FILE__ ":" ONEFLOW_SBP_STR(__LINE__), #op, __VA_ARGS__)
 

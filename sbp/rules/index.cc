@@ -8,11 +8,7 @@ namespace oneflow {
 namespace sbp {
 namespace {
 
-Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
-const Sbp B = Sbp::Broadcast();
-const Sbp P = Sbp::PartialSum();
-
-int64_t Wrap(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+using namespace shorthand;  // NOLINT: S(axis), B, P, Wrap (sbp/rules.h)
 
 // Every input and output split along the same axis a, for each axis but `dim`; `linear` adds
 // P -> P (not for bool, whose partial sum is an OR).

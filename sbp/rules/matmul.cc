@@ -5,9 +5,7 @@ namespace oneflow {
 namespace sbp {
 namespace {
 
-Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
-const Sbp B = Sbp::Broadcast();
-const Sbp P = Sbp::PartialSum();
+using namespace shorthand;  // NOLINT: S(axis), B, P, Wrap (sbp/rules.h)
 
 std::vector<Signature> MatmulRule(const RuleContext& c) {
   const int64_t na = c.in[0].shape.ndim(), nb = c.in[1].shape.ndim(), no = c.out[0].shape.ndim();

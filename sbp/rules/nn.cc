@@ -5,9 +5,7 @@ namespace oneflow {
 namespace sbp {
 namespace {
 
-Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
-const Sbp B = Sbp::Broadcast();
-const Sbp P = Sbp::PartialSum();
+using namespace shorthand;  // NOLINT: S(axis), B, P, Wrap (sbp/rules.h)
 
 Signature Uniform(const RuleContext& c, Sbp in, Sbp out) {
   return Signature{std::vector<Sbp>(c.in.size(), in), std::vector<Sbp>(c.out.size(), out)};

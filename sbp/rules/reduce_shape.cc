@@ -6,11 +6,7 @@ namespace oneflow {
 namespace sbp {
 namespace {
 
-Sbp S(int64_t a) { return Sbp::Split(static_cast<int>(a)); }
-const Sbp B = Sbp::Broadcast();
-const Sbp P = Sbp::PartialSum();
-
-int64_t Wrap(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+using namespace shorthand;  // NOLINT: S(axis), B, P, Wrap (sbp/rules.h)
 
 // Where input axis a lands after reducing `mask` (-1 when reduced).
 int64_t ReducedAxis(int64_t a, const std::vector<bool>& mask, bool keepdim) {

@@ -203,3 +203,10 @@ def test_to_global_grad_sbp_is_applied_to_the_gradient():
                os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "grad_sbp.py"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok grad_sbp") == 2, r.stdout
+
+
+def test_new_zeros_new_empty_and_linspace_make_global_tensors():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "new_tensor_ops.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok new") == 2, r.stdout

@@ -1,5 +1,7 @@
 #include "core/kernels/cpu/conv.h"
 
+#include "core/kernels/cpu/onednn_eltwise.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -329,14 +331,12 @@ namespace dnn {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
+// The process's oneDNN engine and stream (core/kernels/cpu/onednn_eltwise.h).
 struct Runtime {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+  dnnl::engine& eng = cpu::OneDnnEngine();
+  dnnl::stream& strm = cpu::OneDnnStream();
 };
-Runtime& Rt() {
-  static Runtime* rt = new Runtime();  // never destroyed: outlives the static primitive cache
-  return *rt;
-}
+Runtime Rt() { return Runtime(); }
 
 // One primitive argument: the user's plain memory (its handle set per call) and, when oneDNN
 // wants another layout, an internal buffer with the reorder between the two.

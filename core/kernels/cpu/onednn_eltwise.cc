@@ -1,20 +1,30 @@
 #include "core/kernels/cpu/onednn_eltwise.h"
 
-#include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
 namespace oneflow {
 namespace cpu {
+
+dnnl::engine& OneDnnEngine() {
+  static auto* eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *eng;
+}
+
+dnnl::stream& OneDnnStream() {
+  static auto* strm = new dnnl::stream(OneDnnEngine());
+  return *strm;
+}
 
 namespace {
 
 using dnnl::memory;
 
 struct Runtime {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream strm{eng};
+  dnnl::engine& eng = OneDnnEngine();
+  dnnl::stream& strm = OneDnnStream();
   std::mutex mu;
   std::map<std::tuple<int, int64_t>, dnnl::primitive> eltwise;  // (0 fwd / 1 bwd, n)
   std::map<std::tuple<int64_t, int64_t, int64_t, bool>, dnnl::primitive> softmax;

@@ -5,9 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
 
 namespace oneflow {
 namespace cpu {
+
+// The process's oneDNN CPU engine and stream (also the convolutions'), made once and never
+// destroyed: cached primitives outlive static teardown.
+dnnl::engine& OneDnnEngine();
+dnnl::stream& OneDnnStream();
 
 // Worth a primitive call: below this many elements the scalar loop is as fast.
 inline bool UseOneDnn(int64_t n) { return n >= 4096; }

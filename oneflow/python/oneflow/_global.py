@@ -341,11 +341,15 @@ def _install():
         conv.__name__ = name
         setattr(T, name, conv)
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
-                 "randperm", "normal", "arange", "eye", "logspace", "hann_window"):
+                 "randperm", "normal", "arange", "eye", "logspace", "hann_window", "linspace"):
         setattr(flow, name, _creation(getattr(flow, name)))
+    flow.new_zeros = _new_tensor_op("new_zeros", flow.zeros)
+    flow.new_empty = _new_tensor_op("new_empty", flow.empty)
+    flow.new_ones = _new_tensor_op("new_ones", flow.ones)
     for name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
                  "randint_like"):
         setattr(flow, name, _like_global(getattr(flow, name)))
+    flow.empty_like.__name__ = "empty_like_op"  # OneFlow's name (its tests read it)
     # A global tensor has a placement, not a device (OneFlow raises); global_mode lifts that.
     local_device = T.device
     T._device = local_device  # what the package itself reads (a global tensor's device type)
@@ -367,6 +371,26 @@ def _install():
         raise NotImplementedError("_tensor_buffer_shapes_and_dtypes: the tensor_buffer dtype is "
                                   "not supported")
     T._tensor_buffer_shapes_and_dtypes = property(tensor_buffer_meta)
+
+
+def _new_tensor_op(name, make):
+    """OneFlow's flow.new_zeros(input, size=None, dtype=None, device=None, placement=None,
+    sbp=None, requires_grad=False): input's size and dtype unless given; a global input's
+    placement and sbp unless given (a device makes it local)."""
+    def op(input, size=None, dtype=None, device=None, placement=None, sbp=None,
+           requires_grad=False):
+        size = tuple(input.shape) if size is None else tuple(size)
+        dtype = input.dtype if dtype is None else dtype
+        if _info(input) is not None and device is None:
+            placement = _placement_of(input) if placement is None else placement
+            sbp = _sbp_of(input) if sbp is None else sbp
+        if placement is not None or sbp is not None:
+            return make(*size, dtype=dtype, placement=placement, sbp=sbp,
+                        requires_grad=requires_grad)
+        device = input.device if device is None else device
+        return make(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    op.__name__ = op.__qualname__ = name + "_op"  # OneFlow's names (its tests read them)
+    return op
 
 
 def _like_global(fn):
