@@ -1521,3 +1521,12 @@ def test_python_floats_keep_their_digits_in_float64():
     assert flow.tensor([0.1, 1e-300, 1.0 / 3], dtype=flow.float64).tolist() == [0.1, 1e-300, 1.0 / 3]
     assert flow.tensor([0.1]).dtype == flow.float32  # the default stays float32
     assert flow.tensor([0.1], dtype=flow.float16).tolist() == [np.float16(0.1).item()]
+
+
+def test_numpy_functions_read_tensors_as_arrays():
+    # numpy.asarray and friends go through __array__ (OneFlow's tests call np.allclose(-t, a)
+    # on tensors that require grad); without it numpy made object arrays.
+    a = flow.tensor([1.0, -2.0], requires_grad=True)
+    assert np.asarray(-a).dtype == np.float32
+    assert np.allclose(-a, np.array([-1.0, 2.0]))
+    assert np.asarray(flow.tensor([1, 2]), dtype=np.float64).dtype == np.float64

@@ -794,6 +794,13 @@ def _setup_tensor():
         return self._to_dtype(other.dtype)
     T.type_as = type_as
     T.is_floating_point = lambda self: self.dtype.is_floating_point
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(t), np.allclose(t, ...): the values, also of a tensor that requires grad
+        (OneFlow's numpy() does the same)."""
+        a = (self.detach() if self.requires_grad else self).numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+    T.__array__ = __array__
     T.reshape = reshape
     T.view = view
     T.view_as = lambda self, other: _C.view(self, list(other._shape))
