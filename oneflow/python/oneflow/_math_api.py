@@ -57,9 +57,7 @@ def _scalar(v, like):
 
 
 def isnan(input):
-    if not _is_float(input):
-        return _C.ne(input, input)  # all False, in input's shape
-    return _C.ne(input, input)
+    return _C.ne(input, input)  # only NaN differs from itself (all False for integers)
 
 
 def isinf(input):
@@ -112,7 +110,8 @@ def lerp(input, end, weight):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    return input + value * (tensor1 * tensor2) if value != 1 else input + tensor1 * tensor2
+    prod = tensor1 * tensor2
+    return input + (prod if value == 1 else value * prod)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -120,7 +119,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
         raise RuntimeError("addcdiv: integer division of tensors is not supported; "
                            "use floating point tensor1 or tensor2 (got "
                            f"{tensor1.dtype} and {tensor2.dtype})")
-    return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
+    quot = tensor1 / tensor2
+    return input + (quot if value == 1 else value * quot)
 
 
 def floor_divide(input, other):
@@ -149,8 +149,7 @@ def _div(input, other, *, rounding_mode=None):
             q = floor_divide(input, other)
             # floor and trunc differ where the exact quotient is negative and not whole
             r = _C.remainder(input, other)
-            neg = _C.logical_and(_C.ne(r, 0), _C.lt(_C.mul(input, other) if isinstance(other, Tensor)
-                                                   else _C.mul(input, other), 0))
+            neg = _C.logical_and(_C.ne(r, 0), _C.lt(_C.mul(input, other), 0))
             return _C.where(neg, q + 1, q)
         return _C.trunc(_C.div(input, other))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
