@@ -209,4 +209,4 @@ def test_new_zeros_new_empty_and_linspace_make_global_tensors():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "new_tensor_ops.py"))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("ok new") == 2, r.stdout
+    assert r.stdout.count("ok new\n") == 2 and r.stdout.count("ok new methods\n") == 2, r.stdout

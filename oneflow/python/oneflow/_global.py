@@ -343,6 +343,8 @@ def _install():
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
                  "randperm", "normal", "arange", "eye", "logspace", "hann_window", "linspace"):
         setattr(flow, name, _creation(getattr(flow, name)))
+    for name in ("new_zeros", "new_ones", "new_empty", "new_full"):
+        setattr(T, name, _new_method(name, getattr(T, name)))
     flow.new_zeros = _new_tensor_op("new_zeros", flow.zeros)
     flow.new_empty = _new_tensor_op("new_empty", flow.empty)
     flow.new_ones = _new_tensor_op("new_ones", flow.ones)
@@ -371,6 +373,27 @@ def _install():
         raise NotImplementedError("_tensor_buffer_shapes_and_dtypes: the tensor_buffer dtype is "
                                   "not supported")
     T._tensor_buffer_shapes_and_dtypes = property(tensor_buffer_meta)
+
+
+def _new_method(name, local_method):
+    """x.new_full(size, v, placement=, sbp=) and friends: a global result for a global x (its
+    placement and sbp unless given) or when placement and sbp are given; else the local method."""
+    def method(self, *args, placement=None, sbp=None, **kwargs):
+        info = _info(self)
+        if info is not None and kwargs.get("device") is None:
+            placement = _placement_of(self) if placement is None else placement
+            sbp = _sbp_of(self) if sbp is None else sbp
+        # a global x is read only for its dtype: a local stand-in of that dtype builds the value
+        stand_in = self if info is None else _C.full([0], 0.0, self.dtype, None)
+        if placement is None and sbp is None:
+            return local_method(stand_in, *args, **kwargs)
+        if placement is None or sbp is None:
+            raise ValueError(f"{name}: placement and sbp go together")
+        s = _sbp_tuple(sbp, len(placement.hierarchy), name)
+        return _build_global(lambda *a, **k: local_method(stand_in, *a, **k), args, kwargs,
+                             placement._args() + ([x._pair() for x in s],))
+    method.__name__ = name
+    return method
 
 
 def _new_tensor_op(name, make):
