@@ -345,9 +345,9 @@ def _install():
         setattr(flow, name, _creation(getattr(flow, name)))
     for name in ("new_zeros", "new_ones", "new_empty", "new_full"):
         setattr(T, name, _new_method(name, getattr(T, name)))
-    flow.new_zeros = _new_tensor_op("new_zeros", flow.zeros)
-    flow.new_empty = _new_tensor_op("new_empty", flow.empty)
-    flow.new_ones = _new_tensor_op("new_ones", flow.ones)
+    flow.new_zeros = _new_tensor_op("new_zeros")
+    flow.new_empty = _new_tensor_op("new_empty")
+    flow.new_ones = _new_tensor_op("new_ones")
     for name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
                  "randint_like"):
         setattr(flow, name, _like_global(getattr(flow, name)))
@@ -396,22 +396,15 @@ def _new_method(name, local_method):
     return method
 
 
-def _new_tensor_op(name, make):
+def _new_tensor_op(name):
     """OneFlow's flow.new_zeros(input, size=None, dtype=None, device=None, placement=None,
-    sbp=None, requires_grad=False): input's size and dtype unless given; a global input's
-    placement and sbp unless given (a device makes it local)."""
+    sbp=None, requires_grad=False): the Tensor method (_new_method) with input's size by
+    default."""
     def op(input, size=None, dtype=None, device=None, placement=None, sbp=None,
            requires_grad=False):
         size = tuple(input.shape) if size is None else tuple(size)
-        dtype = input.dtype if dtype is None else dtype
-        if _info(input) is not None and device is None:
-            placement = _placement_of(input) if placement is None else placement
-            sbp = _sbp_of(input) if sbp is None else sbp
-        if placement is not None or sbp is not None:
-            return make(*size, dtype=dtype, placement=placement, sbp=sbp,
-                        requires_grad=requires_grad)
-        device = input.device if device is None else device
-        return make(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+        return getattr(input, name)(size, dtype=dtype, device=device, placement=placement,
+                                    sbp=sbp, requires_grad=requires_grad)
     op.__name__ = op.__qualname__ = name + "_op"  # OneFlow's names (its tests read them)
     return op
 
