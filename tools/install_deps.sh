@@ -16,6 +16,7 @@ PACKAGES=(
   python3-torch               # reference results in tests, and the benchmarks
   python3-torchvision         # reference datasets, transforms and models in tests
   python3-sklearn             # ships the UCI digits data the main job trains on
+  fortunes                    # English text (fortune-cookie databases) examples/gpt.py trains on
   iproute2 util-linux         # two hosts in network namespaces (tests/python/test_multihost.py)
   openmpi-bin                 # mpirun starting the ranks (tests/python/test_other_launchers.py)
   slurmctld slurmd munge      # a one-node Slurm cluster started by the same tests
