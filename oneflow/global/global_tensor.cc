@@ -239,7 +239,8 @@ Tensor LeafGrad(const Tensor& leaf, const Tensor& grad) {
   const GlobalMeta& l = Meta(leaf);
   const GlobalMeta& g = Meta(grad);
   if (l.placement == g.placement && l.nd_sbp == g.nd_sbp) return grad;
-  return ToGlobalImpl(grad, l.placement, l.nd_sbp);
+  // Differentiable: under create_graph the boxed gradient keeps its history (double backward).
+  return ToGlobal(grad, l.placement, l.nd_sbp);
 }
 
 Tensor GlobalFullLike(const Tensor& like, double value) {

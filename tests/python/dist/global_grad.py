@@ -57,3 +57,16 @@ assert np.allclose(xg.grad.numpy(), xl.grad.numpy(), atol=1e-5)
 assert np.allclose(glob.weight.grad.numpy(), ref.weight.grad.numpy(), atol=1e-4)
 assert np.allclose(glob.running_var.numpy(), ref.running_var.numpy(), atol=1e-6)
 print("batch_norm_split ok")
+
+# Double backward where the gradient changes layout on its way to the leaf (a broadcast seed
+# for a split output): with create_graph the boxed gradient keeps its history (OneFlow's
+# test_global_neg_grad_grad on a (1, 2) mesh is this case).
+x = flow.randn(2 * world, 3, placement=P, sbp=S0, requires_grad=True)
+seed = flow.randn(2 * world, 3, placement=P, sbp=B, requires_grad=True)
+seed2 = flow.randn(2 * world, 3, placement=P, sbp=B)
+(gx,) = flow.autograd.grad(x.neg(), x, seed, create_graph=True)
+assert gx.requires_grad and gx.sbp == (S0,), (gx.requires_grad, gx.sbp)
+(gseed,) = flow.autograd.grad(gx, seed, seed2)
+assert gseed.sbp == (B,), gseed.sbp
+assert np.allclose(gseed.numpy(), -seed2.numpy())
+print("double_backward_boxed ok")
