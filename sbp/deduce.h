@@ -23,6 +23,14 @@ struct Deduction {
   std::string ToString() const;  // "((S(0)), (B)) -> ((S(0)))"
 };
 
+// The rule's candidates for hierarchy dimension prefix.size(), judged on the shards the chosen
+// signatures of the earlier dimensions (prefix) leave: (8, 4) split over rows on a first
+// dimension of 2 is judged as (4, 4) on the second. An uneven earlier split keeps the logical
+// shapes (its ranks' shards differ) and tells the rule no part count.
+std::vector<Signature> CandidatesAt(const SbpRule& rule, const RuleContext& logical,
+                                    const std::vector<int64_t>& hierarchy,
+                                    const std::vector<Signature>& prefix);
+
 Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& ctx,
                  const Placement& placement, const std::vector<NdSbp>& in_sbps);
 

@@ -28,10 +28,14 @@ struct Signature {
   std::string ToString() const;  // "(S(0), B) -> S(0)"
 };
 
+// What a rule sees for one hierarchy dimension: the shapes each rank's piece has there (the
+// logical shapes on the first dimension; the shards left by the earlier dimensions' choices on
+// the later ones) and how many ranks that dimension splits over (0: unknown).
 struct RuleContext {
   const std::vector<TensorMeta>& in;
   const std::vector<TensorMeta>& out;
   const Attrs& attrs;
+  int64_t parts = 0;
 };
 
 using RuleFn = std::function<std::vector<Signature>(const RuleContext&)>;

@@ -178,6 +178,10 @@ std::vector<Sample> MakeSamples() {
   add("reshape", "[6, 5] -> [-1]", {r.Floats({6, 5})}, Attrs().Set("shape", IntList{-1}));
   add("reshape", "[5, 6] -> [5, -1, 2]", {r.Floats({5, 6})},
       Attrs().Set("shape", IntList{5, -1, 2}));
+  // Rows split evenly become a split of a smaller leading axis, and on a 2x2 mesh (S(0), S(0))
+  // becomes (S(0), S(1)) (OneFlow's test_reshape_nd_sbp).
+  add("reshape", "[8, 4] -> [2, 4, 4]", {r.Floats({8, 4})}, Attrs().Set("shape", IntList{2, 4, 4}));
+  add("reshape", "[2, 6, 3] -> [4, 9]", {r.Floats({2, 6, 3})}, Attrs().Set("shape", IntList{4, 9}));
   add("reshape", "[3, 1, 5] -> [3, 5]", {r.Floats({3, 1, 5})}, Attrs().Set("shape", IntList{3, 5}));
   add("reshape", "[4, 6] -> [24] bool", {r.Bools({4, 6})}, Attrs().Set("shape", IntList{24}));
   add("permute", "[3, 5, 7] (2, 0, 1)", {r.Floats({3, 5, 7})},

@@ -68,7 +68,10 @@ std::vector<Signature> ArgReduceRule(const RuleContext& c) {
   return out;
 }
 
-// reshape keeps a split when the axis survives whole with the same elements before it.
+// reshape keeps a split of input axis a as a split of output axis b when the elements before
+// them agree and the pieces are the same runs of memory: the axis survives whole (any split,
+// even or not), or both divide evenly into the c.parts pieces ((8, 4) -> (2, 4, 4): rows split
+// in two are the first output axis split in two).
 std::vector<Signature> ReshapeRule(const RuleContext& c) {
   const Shape& in = c.in[0].shape;
   const Shape& o = c.out[0].shape;
@@ -77,12 +80,14 @@ std::vector<Signature> ReshapeRule(const RuleContext& c) {
     int64_t before = 1;
     for (int64_t i = 0; i < a; ++i) before *= in[i];
     int64_t ob = 1;
-    for (int64_t b = 0; b < o.ndim(); ++b) {
-      if (ob == before && o[b] == in[a]) {
+    for (int64_t b = 0; b < o.ndim() && ob <= before; ob *= o[b], ++b) {
+      if (ob != before) continue;
+      const bool whole = o[b] == in[a];
+      const bool even = c.parts > 1 && in[a] % c.parts == 0 && o[b] % c.parts == 0;
+      if (whole || even) {
         out.push_back({{S(a)}, {S(b)}});
         break;
       }
-      ob *= o[b];
     }
   }
   out.push_back({{P}, {P}});

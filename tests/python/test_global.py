@@ -45,7 +45,7 @@ def test_oneflow_global_contract_on_four_ranks():
                os.path.join(DIST, "oneflow_semantics.py"), timeout=120,
                env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    names = ["broadcast sync", "meta check", "s to p pieces", "ids and placements"]
+    names = ["broadcast sync", "meta check", "s to p pieces", "ids and placements", "nd view"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(4) for n in names)
 
 

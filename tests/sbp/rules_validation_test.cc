@@ -54,6 +54,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_registry.h"
+#include "sbp/deduce.h"
 #include "sbp/rules.h"
 #include "sbp/sbp.h"
 #include "tests/op_samples.h"
@@ -227,25 +228,32 @@ std::string ToString(const NdSignature& s) {
   return r + ")";
 }
 
-// One 1-D candidate per hierarchy dimension, as sbp::Deduce picks them: every combination.
-std::vector<NdSignature> Combine(const std::vector<sbp::Signature>& cands, size_t ndim) {
+// One 1-D candidate per hierarchy dimension, each judged on the shards the earlier ones leave,
+// as sbp::Deduce picks them (sbp::CandidatesAt): every combination.
+std::vector<NdSignature> Combine(const sbp::SbpRule& rule, const sbp::RuleContext& ctx,
+                                 const IntList& hierarchy) {
   std::vector<NdSignature> out;
-  std::vector<size_t> pick(ndim, 0);
-  if (cands.empty()) return out;
-  while (true) {
-    NdSignature s;
-    s.in.assign(cands[0].in.size(), NdSbp());
-    s.out.assign(cands[0].out.size(), NdSbp());
-    for (size_t d = 0; d < ndim; ++d) {
-      const sbp::Signature& c = cands[pick[d]];
-      for (size_t i = 0; i < s.in.size() && i < c.in.size(); ++i) s.in[i].push_back(c.in[i]);
-      for (size_t i = 0; i < s.out.size() && i < c.out.size(); ++i) s.out[i].push_back(c.out[i]);
+  std::vector<sbp::Signature> prefix;
+  std::function<void()> extend = [&] {
+    if (prefix.size() == hierarchy.size()) {
+      NdSignature s;
+      s.in.assign(ctx.in.size(), NdSbp());
+      s.out.assign(ctx.out.size(), NdSbp());
+      for (const sbp::Signature& c : prefix) {
+        for (size_t i = 0; i < s.in.size() && i < c.in.size(); ++i) s.in[i].push_back(c.in[i]);
+        for (size_t i = 0; i < s.out.size() && i < c.out.size(); ++i) s.out[i].push_back(c.out[i]);
+      }
+      out.push_back(std::move(s));
+      return;
     }
-    out.push_back(std::move(s));
-    size_t d = 0;
-    while (d < ndim && ++pick[d] == cands.size()) pick[d++] = 0;
-    if (d == ndim) return out;
-  }
+    for (const sbp::Signature& c : sbp::CandidatesAt(rule, ctx, hierarchy, prefix)) {
+      prefix.push_back(c);
+      extend();
+      prefix.pop_back();
+    }
+  };
+  extend();
+  return out;
 }
 
 bool AllBroadcast(const std::vector<NdSbp>& sbps) {
@@ -454,11 +462,11 @@ TEST_CASE("dropout_mask: each rank's mask is its slice of the one-process mask, 
     INFO("the one-process mask: " << e.value_or("ok"));
     REQUIRE(!e);
   }
-  sbp::RuleContext ctx{{sample.in[0].meta()}, call.out_metas, attrs};
-  const std::vector<sbp::Signature> cands = rule->candidates(ctx);
+  const std::vector<TensorMeta> in_metas{sample.in[0].meta()};
+  sbp::RuleContext ctx{in_metas, call.out_metas, attrs};
   int64_t split_signatures = 0;
   for (const Mesh& mesh : kMeshes) {
-    for (const NdSignature& sig : Combine(cands, mesh.hierarchy.size())) {
+    for (const NdSignature& sig : Combine(*rule, ctx, mesh.hierarchy)) {
       const bool all_b = AllBroadcast(sig.in);
       INFO(ToString(sig) << " on " << mesh.name);
       std::optional<std::string> err =
@@ -524,14 +532,14 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
     const bool nll_mean = (sample.op == "nll_loss" || sample.op == "nll_loss_grad") &&
                           sample.attrs.Get<std::string>("reduction") == "mean";
     sbp::RuleContext ctx{in_metas, call.out_metas, sample.attrs};
-    const std::vector<sbp::Signature> cands = rule->candidates(ctx);
-    std::vector<sbp::Signature> sum_cands;
+    std::optional<sbp::RuleContext> sum_ctx;
+    Attrs sum_attrs;
+    std::vector<TensorMeta> sum_out;
     if (nll_mean) {
-      Attrs sum_attrs = sample.attrs;
+      sum_attrs = sample.attrs;
       sum_attrs.Set("reduction", std::string("sum"));
-      std::vector<TensorMeta> sum_out = op->infer(in_metas, sum_attrs);
-      sbp::RuleContext sum_ctx{in_metas, sum_out, sum_attrs};
-      sum_cands = rule->candidates(sum_ctx);
+      sum_out = op->infer(in_metas, sum_attrs);
+      sum_ctx.emplace(sbp::RuleContext{in_metas, sum_out, sum_attrs});
       std::vector<double> t = testing::ToVector(sample.in[1]);
       const double ignore = static_cast<double>(sample.attrs.Get<int64_t>("ignore_index"));
       call.mean_count = static_cast<double>(
@@ -540,15 +548,17 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
 
     for (const Mesh& mesh : kMeshes) {
       std::vector<std::pair<NdSignature, Path>> runs;
-      for (NdSignature& s : Combine(cands, mesh.hierarchy.size())) {
+      for (NdSignature& s : Combine(*rule, ctx, mesh.hierarchy)) {
         const bool all_b = AllBroadcast(s.in);
         // Non-broadcast inputs of a 'mean' loss never reach its own rule (Special path).
         if (nll_mean && !all_b) continue;
         Path p = sample.op == "dropout_mask" && !all_b ? Path::kWholeMask : Path::kKernel;
         runs.emplace_back(std::move(s), p);
       }
-      for (NdSignature& s : Combine(sum_cands, mesh.hierarchy.size())) {
-        if (!AllBroadcast(s.in)) runs.emplace_back(std::move(s), Path::kMeanAsSum);
+      if (sum_ctx) {
+        for (NdSignature& s : Combine(*rule, *sum_ctx, mesh.hierarchy)) {
+          if (!AllBroadcast(s.in)) runs.emplace_back(std::move(s), Path::kMeanAsSum);
+        }
       }
       for (const auto& [sig, path] : runs) {
         ++checks;

@@ -74,3 +74,14 @@ assert c.global_id() != a.global_id()
 a.check_meta_consistency()
 assert flow.placement("cpu", ranks=np.arange(4).reshape(2, 2)).ranks.tolist() == [[0, 1], [2, 3]]
 ok("ids and placements")
+
+# 5. view under a 2-D sbp: (8, 4) as (S(0), S(0)) on a 2x2 mesh viewed as (2, 4, 4) is
+# (S(0), S(1)) with no boxing (each rank's rows are its piece of the view), and its values are
+# the whole tensor's view.
+mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+rows = np.arange(32, dtype=np.float32).reshape(8, 4)
+v = flow.tensor(rows, placement=mesh, sbp=[S(0), S(0)]).view(2, 4, 4)
+assert v.sbp == (S(0), S(1)), v.sbp
+assert np.array_equal(v.to_local().numpy(), rows[2 * rank:2 * rank + 2].reshape(1, 2, 4))
+assert np.array_equal(v.numpy(), rows.reshape(2, 4, 4))
+ok("nd view")
