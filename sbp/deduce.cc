@@ -77,6 +77,7 @@ Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& 
     const std::vector<Signature> cands = CandidatesAt(rule, ctx, placement.hierarchy(), chosen);
     const Signature* best = nullptr;
     double best_cost = std::numeric_limits<double>::infinity();
+    int best_changes = 0;
     for (const Signature& s : cands) {
       if (s.in.size() != ctx.in.size() || s.out.size() != ctx.out.size()) {
         throw Error(StrCat(op, ": SBP rule gave signature ", s.ToString(), " for ", ctx.in.size(),
@@ -88,11 +89,16 @@ Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& 
       }
       if (!keeps_inplace) continue;
       double cost = 0;
+      int changes = 0;  // inputs boxed at all: among equal costs, the fewest (a dimension of
+                        // one rank costs nothing to change, but keeps what the user gave)
       for (size_t i = 0; i < s.in.size(); ++i) {
         const double bytes = static_cast<double>(ctx.in[i].shape.numel()) * SizeOf(ctx.in[i].dtype);
         cost += BoxingCost(in_sbps[i][h], s.in[i], bytes, placement.hierarchy()[h]);
+        changes += in_sbps[i][h] != s.in[i];
       }
-      if (cost < best_cost) best = &s, best_cost = cost;
+      if (cost < best_cost || (cost == best_cost && changes < best_changes)) {
+        best = &s, best_cost = cost, best_changes = changes;
+      }
     }
     if (!best) {
       std::string have;

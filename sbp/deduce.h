@@ -1,6 +1,7 @@
 // Signature deduction: for an op on global inputs, the NdSbp every input must be boxed to and
 // the NdSbp of every output. One 1-D candidate per hierarchy dimension, the one whose boxing of
-// the inputs moves the fewest bytes; ties go to the candidate declared first.
+// the inputs moves the fewest bytes; among equal costs, the one that boxes the fewest inputs, then
+// the candidate declared first.
 //
 //   Deduction d = Deduce("matmul", rule, ctx, placement, {{S(0)}, {B}});   // d.out = {{S(0)}}
 #pragma once

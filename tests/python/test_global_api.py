@@ -210,3 +210,12 @@ def test_new_zeros_new_empty_and_linspace_make_global_tensors():
                os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "new_tensor_ops.py"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok new\n") == 2 and r.stdout.count("ok new methods\n") == 2, r.stdout
+
+
+def test_oneflow_only_ops_on_global_tensors():
+    # Issue 20: OneFlow's test_global_scatter_nd / coin_flip / partical_fc, as our own cases.
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "oneflow_only_ops.py"), timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    names = ["scatter_nd", "coin_flip", "partial_fc"]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in names)

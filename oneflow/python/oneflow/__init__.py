@@ -42,6 +42,7 @@ from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, s
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
+from oneflow.nn.modules.sampling import distributed_partial_fc_sample  # noqa: E402,F401
 from oneflow.serialization import save, load  # noqa: E402,F401
 from oneflow import _global  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401

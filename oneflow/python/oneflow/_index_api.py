@@ -13,6 +13,7 @@ Tensor = _C.Tensor
 __all__ = [
     "linspace", "meshgrid", "diag", "diagonal", "split", "chunk", "unflatten", "narrow", "flip",
     "roll", "repeat_interleave", "tril", "triu", "take_along_dim", "scatter", "scatter_add",
+    "scatter_nd", "gather_nd",
     "cumsum", "cumprod", "sort", "argsort", "topk", "all", "any", "median", "mode", "unique",
     "multinomial", "bmm", "addmm", "baddbmm", "outer", "ger", "einsum",
 ]
@@ -130,6 +131,60 @@ def scatter_add(input, dim, index, src):
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add: src must be a tensor, got {type(src).__name__}")
     return _C.scatter_add(input, dim, index, src)
+
+
+def _nd_rows(index, shape, op):
+    """index's last axis (k coordinates into shape[:k]) as row numbers of shape viewed as
+    (prod(shape[:k]), rest), flattened; and k."""
+    if index.dtype not in (_C.int32, _C.int64):
+        raise TypeError(f"{op}: index must be an int32 or int64 tensor, got {index.dtype}")
+    if index.ndim < 1 or index.shape[-1] < 1 or index.shape[-1] > len(shape):
+        raise ValueError(f"{op}: index of shape {tuple(index.shape)} needs a last dimension of 1 to "
+                         f"{len(shape)} coordinates into shape {tuple(shape)}")
+    k = index.shape[-1]
+    index = index.to(_C.int64)
+    rows, stride = None, 1
+    for j in range(k - 1, -1, -1):
+        term = index[..., j] * stride
+        rows = term if rows is None else rows + term
+        stride *= shape[j]
+    return rows.reshape(-1), k
+
+
+def scatter_nd(index, update, shape):
+    """A zeros tensor of shape with update's slices added at index's coordinates (OneFlow's and
+    TensorFlow's scatter_nd; repeated coordinates add up): update has shape
+    index.shape[:-1] + shape[index.shape[-1]:]."""
+    shape = _int_list(shape, "scatter_nd", "shape")
+    rows, k = _nd_rows(index, shape, "scatter_nd")
+    want = tuple(index.shape[:-1]) + tuple(shape[k:])
+    if tuple(update.shape) != want:
+        raise ValueError(f"scatter_nd: update has shape {tuple(update.shape)}; index of shape "
+                         f"{tuple(index.shape)} into shape {tuple(shape)} needs {want}")
+    rest = 1
+    for d in shape[k:]:
+        rest *= d
+    count = 1
+    for d in shape[:k]:
+        count *= d
+    n = rows.shape[0]
+    out = update.new_zeros((count, rest))
+    spread = rows.reshape(n, 1).expand(n, rest)
+    return out.scatter_add(0, spread, update.reshape(n, rest)).reshape(shape)
+
+
+def gather_nd(params, index):
+    """params' slices at index's coordinates: shape index.shape[:-1] + params.shape[k:] for k =
+    index.shape[-1] (the inverse of scatter_nd)."""
+    shape = list(params.shape)
+    rows, k = _nd_rows(index, shape, "gather_nd")
+    rest = 1
+    for d in shape[k:]:
+        rest *= d
+    n = rows.shape[0]
+    flat = params.reshape(-1, rest)
+    out = flat.gather(0, rows.reshape(n, 1).expand(n, rest))
+    return out.reshape(tuple(index.shape[:-1]) + tuple(shape[k:]))
 
 
 # ---------------------------------------------------------------- scans and sorting
