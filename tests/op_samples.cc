@@ -303,6 +303,11 @@ std::vector<Sample> MakeSamples() {
     add(op, "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})}, Attrs().Set("dim", 1));
     add(op, "[5, 7] dim -1", {r.Floats({5, 7})}, Attrs().Set("dim", -1));
   }
+  for (const char* op : {"softmax_grad", "log_softmax_grad"}) {
+    add(op, "y [5, 6, 4] dy, dim 1", {r.Floats({5, 6, 4}), r.Floats({5, 6, 4})},
+        Attrs().Set("dim", 1));
+    add(op, "y [5, 7] dy, dim -1", {r.Floats({5, 7}), r.Floats({5, 7})}, Attrs().Set("dim", -1));
+  }
   {
     Attrs ls;
     ls.Set("dim", 1);

@@ -51,6 +51,13 @@ std::vector<Signature> SoftmaxRule(const RuleContext& c) {
   return out;
 }
 
+// softmax_grad/log_softmax_grad(y, dy): as softmax; and linear in dy, so (B, P) -> P.
+std::vector<Signature> SoftmaxGradRule(const RuleContext& c) {
+  std::vector<Signature> out = SoftmaxRule(c);
+  out.push_back({{B, P}, {P}});
+  return out;
+}
+
 // nll_loss(log_probs [N, C, ...], target [N, ...]): split the batch. 'none' keeps it split,
 // 'sum' leaves partial sums; 'mean' is split by the interpreter into a sum and a global count.
 std::vector<Signature> NllLossRule(const RuleContext& c) {
@@ -109,6 +116,8 @@ ONEFLOW_REGISTER_SBP_RULE(adaptive_avg_pool2d, PlaneRule);
 ONEFLOW_REGISTER_SBP_RULE(adaptive_avg_pool2d_grad, PlaneRule);
 ONEFLOW_REGISTER_SBP_RULE(softmax, SoftmaxRule);
 ONEFLOW_REGISTER_SBP_RULE(log_softmax, SoftmaxRule);
+ONEFLOW_REGISTER_SBP_RULE(softmax_grad, SoftmaxGradRule);
+ONEFLOW_REGISTER_SBP_RULE(log_softmax_grad, SoftmaxGradRule);
 ONEFLOW_REGISTER_SBP_RULE(nll_loss, NllLossRule);
 ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, NllLossGradRule);
 // The fused training kernel needs statistics over the whole batch: broadcast. nn.BatchNorm on a

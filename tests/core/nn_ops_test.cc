@@ -742,6 +742,47 @@ TEST_CASE("softmax and log_softmax gradients", "[nn][softmax][grad]") {
   }
 }
 
+TEST_CASE("softmax_grad and log_softmax_grad: one pass against the formula, and differentiable",
+          "[nn][softmax][grad]") {
+  for (bool log : {false, true}) {
+    const OpDef& op = OpRegistry::Global().Get(log ? "log_softmax_grad" : "softmax_grad");
+    for (int64_t dim : {0, 2, -1}) {
+      INFO((log ? "log_softmax_grad" : "softmax_grad") << " dim " << dim);
+      Attrs attrs;
+      attrs.Set("dim", dim);
+      Tensor x = Leaf({2, 3, 4}, 7);
+      Tensor y = log ? fn::log_softmax(x, dim) : fn::softmax(x, dim);
+      Tensor dy = Leaf({2, 3, 4}, 8);
+      const int64_t d = dim < 0 ? dim + 3 : dim;
+      Tensor want = log ? fn::sub(dy, fn::mul(fn::exp(y), fn::sum(dy, {d}, true)))
+                        : fn::mul(y, fn::sub(dy, fn::sum(fn::mul(dy, y), {d}, true)));
+      CheckClose(CallOp1(op, {y, dy}, attrs), ToVector(want), 1e-12);
+      Tensor yl = y.detach();
+      yl.set_requires_grad(true);
+      CheckGradients([&](const Inputs& in) { return CallOp1(op, {in[0], in[1]}, attrs); },
+                     {yl, dy});
+    }
+  }
+  // The float32 path large enough for oneDNN's primitives, rows and columns, against float64.
+  for (int64_t dim : {1, 0}) {
+    Tensor x = Random({64, 96}, 3, DType::kFloat32);
+    Tensor dy = Random({64, 96}, 4, DType::kFloat32);
+    for (bool log : {false, true}) {
+      INFO((log ? "log_softmax_grad" : "softmax_grad") << " float32 dim " << dim);
+      Attrs attrs;
+      attrs.Set("dim", dim);
+      const OpDef& op = OpRegistry::Global().Get(log ? "log_softmax_grad" : "softmax_grad");
+      Tensor y = log ? fn::log_softmax(x, dim) : fn::softmax(x, dim);
+      Tensor y64 = fn::to_dtype(y, DType::kFloat64), dy64 = fn::to_dtype(dy, DType::kFloat64);
+      CheckClose(CallOp1(op, {y, dy}, attrs), ToVector(CallOp1(op, {y64, dy64}, attrs)), 1e-5);
+    }
+  }
+  REQUIRE_THROWS_WITH(
+      CallOp1(OpRegistry::Global().Get("softmax_grad"), {Random({2, 3}, 1), Random({3, 2}, 1)},
+              Attrs().Set("dim", int64_t{1})),
+      Contains("softmax_grad: y and dy must have one shape and dtype, got (2, 3) float64 and (3, 2)"));
+}
+
 TEST_CASE("softmax errors", "[nn][softmax][errors]") {
   REQUIRE_THROWS_WITH(fn::softmax(Random({2, 3}, 1), 2),
                       Contains("softmax: dim 2 out of range for a tensor of 2 dims"));

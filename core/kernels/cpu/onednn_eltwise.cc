@@ -27,7 +27,8 @@ struct Runtime {
   dnnl::stream& strm = OneDnnStream();
   std::mutex mu;
   std::map<std::tuple<int, int64_t>, dnnl::primitive> eltwise;  // (0 fwd / 1 bwd, n)
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, dnnl::primitive> softmax;
+  // (outer, d, inner, log, backward)
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, dnnl::primitive> softmax;
 };
 Runtime& Rt() {
   static Runtime* rt = new Runtime();  // never destroyed: primitives outlive static teardown
@@ -83,7 +84,7 @@ void Softmax(const float* x, float* y, int64_t outer, int64_t d, int64_t inner, 
   Runtime& rt = Rt();
   std::lock_guard<std::mutex> lock(rt.mu);
   const memory::desc md({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
-  auto key = std::make_tuple(outer, d, inner, log);
+  auto key = std::make_tuple(outer, d, inner, log, false);
   auto it = rt.softmax.find(key);
   if (it == rt.softmax.end()) {
     dnnl::primitive p;
@@ -97,6 +98,33 @@ void Softmax(const float* x, float* y, int64_t outer, int64_t d, int64_t inner, 
     it = rt.softmax.emplace(key, p).first;
   }
   it->second.execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)}, {DNNL_ARG_DST, Mem(md, y)}});
+  rt.strm.wait();
+}
+
+void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t outer, int64_t d,
+                     int64_t inner, bool log) {
+  Runtime& rt = Rt();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  const memory::desc md({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
+  auto key = std::make_tuple(outer, d, inner, log, true);
+  auto it = rt.softmax.find(key);
+  if (it == rt.softmax.end()) {
+    dnnl::primitive p;
+    if (log) {
+      dnnl::logsoftmax_forward::primitive_desc hint(
+          {dnnl::prop_kind::forward_training, md, 1}, rt.eng);
+      p = dnnl::logsoftmax_backward(
+          dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, rt.eng, hint));
+    } else {
+      dnnl::softmax_forward::primitive_desc hint({dnnl::prop_kind::forward_training, md, 1},
+                                                 rt.eng);
+      p = dnnl::softmax_backward(dnnl::softmax_backward::primitive_desc({md, md, 1}, rt.eng, hint));
+    }
+    it = rt.softmax.emplace(key, p).first;
+  }
+  it->second.execute(rt.strm, {{DNNL_ARG_DST, Mem(md, y)},
+                               {DNNL_ARG_DIFF_DST, Mem(md, dy)},
+                               {DNNL_ARG_DIFF_SRC, Mem(md, dx)}});
   rt.strm.wait();
 }
 

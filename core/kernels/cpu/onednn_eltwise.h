@@ -24,6 +24,9 @@ void GeluBackward(const float* dy, const float* x, float* dx, int64_t n);
 
 // Softmax (or log-softmax) of x seen as (outer, d, inner) over d.
 void Softmax(const float* x, float* y, int64_t outer, int64_t d, int64_t inner, bool log);
+// Its gradient from the output y: dx = y * (dy - sum(dy * y)), or dy - exp(y) * sum(dy).
+void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t outer, int64_t d,
+                     int64_t inner, bool log);
 
 }  // namespace cpu
 }  // namespace oneflow

@@ -1,8 +1,8 @@
-// CUDA kernels of softmax and log_softmax (core/ops/nn/softmax.cc): x is seen as (outer, d,
-// inner) around its dim: rows (inner == 1) take a warp each, or a block when longer than
-// kWarpRowMax; columns (inner > 1) take a block of 32 columns by kColRows threads down the dim.
-// Both follow the CPU's recipe: the max ignores NaN, an infinite max shifts by 0 (a row of -inf
-// stays -inf / 0 rather than nan), and the math is in the input's type.
+// CUDA kernels of softmax, log_softmax and their gradient ops (core/ops/nn/softmax.cc): x is
+// seen as (outer, d, inner) around its dim: rows (inner == 1) take a warp each, or a block when
+// longer than kWarpRowMax; columns (inner > 1) take a block of 32 columns by kColRows threads
+// down the dim. Both follow the CPU's recipe: the max ignores NaN, an infinite max shifts by 0
+// (a row of -inf stays -inf / 0 rather than nan), and the math is in the input's type.
 
 #include <algorithm>
 #include <cstdint>
@@ -165,9 +165,112 @@ std::vector<Tensor> SoftmaxCuda(const std::vector<Tensor>& in, const Attrs& attr
   return {y};
 }
 
+// ---------------------------------------------------------------- softmax_grad, log_softmax_grad
+// s = sum over the row of dy * y (softmax) or dy (log_softmax); dx = y * (dy - s) or
+// dy - exp(y) * s, in the same geometry as the forward kernels.
+
+template <typename T, bool kLog>
+__device__ __forceinline__ T GradTerm(T y, T dy) {
+  return kLog ? dy : dy * y;
+}
+template <typename T, bool kLog>
+__device__ __forceinline__ T GradOut(T y, T dy, T s) {
+  return kLog ? dy - Exp(y) * s : y * (dy - s);
+}
+
+template <typename T, bool kLog, bool kBlockPerRow>
+__global__ void SoftmaxGradRowsKernel(const T* y, const T* dy, T* dx, int64_t rows, int64_t d) {
+  __shared__ T smem[cuda::kWarpSize];
+  const int group = kBlockPerRow ? blockDim.x : cuda::kWarpSize;
+  const int64_t groups_per_block = blockDim.x / group;
+  const int t = threadIdx.x % group;
+  auto sum_of = [](T a, T b) { return SumOf(a, b); };
+  for (int64_t row = blockIdx.x * groups_per_block + threadIdx.x / group; row < rows;
+       row += gridDim.x * groups_per_block) {
+    const T* yr = y + row * d;
+    const T* dyr = dy + row * d;
+    T* dxr = dx + row * d;
+    T s = 0;
+    for (int64_t k = t; k < d; k += group) s += GradTerm<T, kLog>(yr[k], dyr[k]);
+    if constexpr (kBlockPerRow) {
+      s = cuda::BlockReduce(s, sum_of, T(0), smem);
+    } else {
+      s = cuda::WarpReduce(s, sum_of);
+    }
+    for (int64_t k = t; k < d; k += group) dxr[k] = GradOut<T, kLog>(yr[k], dyr[k], s);
+  }
+}
+
+template <typename T, bool kLog>
+__global__ void SoftmaxGradColsKernel(const T* y, const T* dy, T* dx, int64_t outer, int64_t d,
+                                      int64_t inner) {
+  __shared__ T part[kColRows][cuda::kWarpSize];
+  const int64_t tiles = CeilDiv(inner, cuda::kWarpSize);
+  const int ty = threadIdx.y;
+  auto sum_of = [](T a, T b) { return SumOf(a, b); };
+  for (int64_t item = blockIdx.x; item < outer * tiles; item += gridDim.x) {
+    const int64_t i = item % tiles * cuda::kWarpSize + threadIdx.x;
+    const bool active = i < inner;
+    const int64_t base = item / tiles * d * inner + i;
+    T s = 0;
+    if (active) {
+      for (int64_t k = ty; k < d; k += kColRows) {
+        s += GradTerm<T, kLog>(y[base + k * inner], dy[base + k * inner]);
+      }
+    }
+    s = ColumnReduce(s, sum_of, part);
+    if (!active) continue;
+    for (int64_t k = ty; k < d; k += kColRows) {
+      const int64_t j = base + k * inner;
+      dx[j] = GradOut<T, kLog>(y[j], dy[j], s);
+    }
+  }
+}
+
+template <bool kLog>
+std::vector<Tensor> SoftmaxGradCuda(const std::vector<Tensor>& in, const Attrs& attrs,
+                                    const std::vector<TensorMeta>& out) {
+  const char* op = kLog ? "log_softmax_grad" : "softmax_grad";
+  Tensor dx = Tensor::Empty(out[0]);
+  DispatchFloating(in[0].dtype(), op, [](auto) {});
+  if (dx.numel() == 0) return {dx};
+  Tensor y = fn::contiguous(in[0]);
+  Tensor dy = fn::contiguous(in[1]);
+  int64_t outer = 1, d = 1, inner = 1;
+  if (y.ndim() > 0) {
+    const int64_t dim = WrapDim(attrs.Get<int64_t>("dim"), y.ndim(), op);
+    for (int64_t i = 0; i < dim; ++i) outer *= y.shape()[i];
+    d = y.shape()[dim];
+    for (int64_t i = dim + 1; i < y.ndim(); ++i) inner *= y.shape()[i];
+  }
+  cudaStream_t stream = cuda::StreamFor(y.device());
+  DispatchFloating(y.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* py = y.data<T>();
+    const T* pdy = dy.data<T>();
+    T* pdx = dx.data<T>();
+    if (inner > 1) {
+      const int64_t items = outer * CeilDiv(inner, cuda::kWarpSize);
+      SoftmaxGradColsKernel<T, kLog><<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0,
+                                       stream>>>(py, pdy, pdx, outer, d, inner);
+    } else if (d <= kWarpRowMax) {
+      SoftmaxGradRowsKernel<T, kLog, false>
+          <<<cuda::Blocks(outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(py, pdy, pdx,
+                                                                                  outer, d);
+    } else {
+      SoftmaxGradRowsKernel<T, kLog, true>
+          <<<cuda::Blocks(outer, 1), cuda::kThreads, 0, stream>>>(py, pdy, pdx, outer, d);
+    }
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+  });
+  return {dx};
+}
+
 }  // namespace
 
 ONEFLOW_REGISTER_KERNEL(softmax, kCUDA, SoftmaxCuda</*kLog=*/false>);
 ONEFLOW_REGISTER_KERNEL(log_softmax, kCUDA, SoftmaxCuda</*kLog=*/true>);
+ONEFLOW_REGISTER_KERNEL(softmax_grad, kCUDA, SoftmaxGradCuda</*kLog=*/false>);
+ONEFLOW_REGISTER_KERNEL(log_softmax_grad, kCUDA, SoftmaxGradCuda</*kLog=*/true>);
 
 }  // namespace oneflow

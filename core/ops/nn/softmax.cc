@@ -1,8 +1,9 @@
-// softmax and log_softmax over one dim. The kernels subtract the max before exp, so large
-// logits do not overflow; the gradients are compositions of other ops (so they differentiate
-// again):
-//   softmax:      dx = y * (dy - sum(dy * y, dim))
-//   log_softmax:  dx = dy - exp(y) * sum(dy, dim)
+// softmax and log_softmax over one dim, and their gradients as ops of their own (one pass over
+// y and dy instead of four ops). The kernels subtract the max before exp, so large logits do
+// not overflow:
+//   softmax_grad(y, dy):      dx = y * (dy - sum(dy * y, dim))
+//   log_softmax_grad(y, dy):  dx = dy - exp(y) * sum(dy, dim)
+// The gradient ops' own gradients are compositions (so they differentiate again).
 
 #include <algorithm>
 #include <cmath>
@@ -103,25 +104,111 @@ std::vector<Tensor> SoftmaxCpu(const std::vector<Tensor>& in, const Attrs& attrs
   return {y};
 }
 
-// The dim to reduce over in the gradients: sum() wants a real dim even for 0-dim x.
-fn::IntList GradDims(const GradCtx& ctx) {
-  const Tensor& y = ctx.outputs[0];
-  if (y.ndim() == 0) return {};
-  return {WrapDim(ctx.attrs.Get<int64_t>("dim"), y.ndim(), "softmax")};
+// ---------------------------------------------------------------- gradients
+
+template <bool kLog>
+std::vector<TensorMeta> InferSoftmaxGrad(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* op = kLog ? "log_softmax_grad" : "softmax_grad";
+  if (in[0].shape != in[1].shape || in[0].dtype != in[1].dtype) {
+    throw Error(StrCat(op, ": y and dy must have one shape and dtype, got ", in[0].shape, " ",
+                       DTypeName(in[0].dtype), " and ", in[1].shape, " ", DTypeName(in[1].dtype)));
+  }
+  return InferSoftmaxFor(in, attrs, op);
+}
+
+// s = sum over dim of dy * y (softmax) or of dy (log_softmax), one per (outer, inner); then dx.
+template <typename T, bool kLog>
+void SoftmaxBackward(const DimLayout& l, const T* y, const T* dy, T* dx) {
+  std::vector<T> s(l.inner);
+  for (int64_t o = 0; o < l.outer; ++o) {
+    const int64_t base = o * l.d * l.inner;
+    std::fill(s.begin(), s.end(), T(0));
+    for (int64_t k = 0; k < l.d; ++k) {
+      for (int64_t i = 0; i < l.inner; ++i) {
+        const int64_t j = base + k * l.inner + i;
+        s[i] += kLog ? dy[j] : dy[j] * y[j];
+      }
+    }
+    for (int64_t k = 0; k < l.d; ++k) {
+      for (int64_t i = 0; i < l.inner; ++i) {
+        const int64_t j = base + k * l.inner + i;
+        dx[j] = kLog ? dy[j] - std::exp(y[j]) * s[i] : y[j] * (dy[j] - s[i]);
+      }
+    }
+  }
+}
+
+template <bool kLog>
+std::vector<Tensor> SoftmaxGradCpu(const std::vector<Tensor>& in, const Attrs& attrs,
+                                   const std::vector<TensorMeta>& out) {
+  const char* op = kLog ? "log_softmax_grad" : "softmax_grad";
+  Tensor y = Contig(in[0]);
+  Tensor dy = Contig(in[1]);
+  Tensor dx = Tensor::Empty(out[0]);
+  DimLayout l = MakeDimLayout(y.shape(), attrs.Get<int64_t>("dim"), op);
+  if (y.dtype() == DType::kFloat32 && cpu::UseOneDnn(y.numel()) && l.d > 0) {
+    cpu::SoftmaxBackward(y.data<float>(), dy.data<float>(), dx.data<float>(), l.outer, l.d,
+                         l.inner, kLog);
+    return {dx};
+  }
+  DispatchFloating(y.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    SoftmaxBackward<T, kLog>(l, y.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+  return {dx};
+}
+
+Tensor CallSoftmaxGrad(bool log, const Tensor& y, const Tensor& dy, const Attrs& attrs) {
+  return log ? CallOp1(OP(log_softmax_grad), {y, dy}, attrs)
+             : CallOp1(OP(softmax_grad), {y, dy}, attrs);
 }
 
 std::vector<Tensor> SoftmaxGrad(const GradCtx& ctx) {
-  const Tensor& y = ctx.outputs[0];
-  const Tensor& dy = ctx.grad_outputs[0];
-  Tensor dot = fn::sum(fn::mul(dy, y), GradDims(ctx), /*keepdim=*/true);
-  return {fn::mul(y, fn::sub(dy, dot))};
+  return {CallSoftmaxGrad(false, ctx.outputs[0], ctx.grad_outputs[0], ctx.attrs)};
 }
 
 std::vector<Tensor> LogSoftmaxGrad(const GradCtx& ctx) {
-  const Tensor& y = ctx.outputs[0];
-  const Tensor& dy = ctx.grad_outputs[0];
-  Tensor total = fn::sum(dy, GradDims(ctx), /*keepdim=*/true);
-  return {fn::sub(dy, fn::mul(fn::exp(y), total))};
+  return {CallSoftmaxGrad(true, ctx.outputs[0], ctx.grad_outputs[0], ctx.attrs)};
+}
+
+// The dim to reduce over: sum() wants a real dim even for 0-dim y.
+fn::IntList GradDims(const GradCtx& ctx) {
+  const Tensor& y = ctx.inputs[0];
+  if (y.ndim() == 0) return {};
+  return {WrapDim(ctx.attrs.Get<int64_t>("dim"), y.ndim(), "softmax_grad")};
+}
+
+// Second derivatives, g the gradient of dx:
+//   softmax:      d/d dy = softmax_grad(y, g);  d/dy = g * (dy - s) - dy * sum(g * y),
+//                 s = sum(dy * y)
+//   log_softmax:  d/d dy = g - sum(g * exp(y));  d/dy = -g * exp(y) * sum(dy)
+std::vector<Tensor> SoftmaxGradGrad(const GradCtx& ctx) {
+  const Tensor& y = ctx.inputs[0];
+  const Tensor& dy = ctx.inputs[1];
+  const Tensor& g = ctx.grad_outputs[0];
+  const fn::IntList dims = GradDims(ctx);
+  Tensor gy, gdy;
+  if (ctx.needs_input_grad[0]) {
+    Tensor s = fn::sum(fn::mul(dy, y), dims, /*keepdim=*/true);
+    Tensor gs = fn::sum(fn::mul(g, y), dims, /*keepdim=*/true);
+    gy = fn::sub(fn::mul(g, fn::sub(dy, s)), fn::mul(dy, gs));
+  }
+  if (ctx.needs_input_grad[1]) gdy = CallSoftmaxGrad(false, y, g, ctx.attrs);
+  return {gy, gdy};
+}
+
+std::vector<Tensor> LogSoftmaxGradGrad(const GradCtx& ctx) {
+  const Tensor& y = ctx.inputs[0];
+  const Tensor& dy = ctx.inputs[1];
+  const Tensor& g = ctx.grad_outputs[0];
+  const fn::IntList dims = GradDims(ctx);
+  Tensor e = fn::exp(y);
+  Tensor gy, gdy;
+  if (ctx.needs_input_grad[0]) {
+    gy = fn::neg(fn::mul(fn::mul(g, e), fn::sum(dy, dims, /*keepdim=*/true)));
+  }
+  if (ctx.needs_input_grad[1]) gdy = fn::sub(g, fn::sum(fn::mul(g, e), dims, /*keepdim=*/true));
+  return {gy, gdy};
 }
 
 }  // namespace
@@ -130,6 +217,13 @@ ONEFLOW_REGISTER_OP(softmax).Inputs(1).Infer(InferSoftmax).Grad(SoftmaxGrad);
 ONEFLOW_REGISTER_KERNEL(softmax, kCPU, SoftmaxCpu</*kLog=*/false>);
 ONEFLOW_REGISTER_OP(log_softmax).Inputs(1).Infer(InferLogSoftmax).Grad(LogSoftmaxGrad);
 ONEFLOW_REGISTER_KERNEL(log_softmax, kCPU, SoftmaxCpu</*kLog=*/true>);
+ONEFLOW_REGISTER_OP(softmax_grad).Inputs(2).Infer(InferSoftmaxGrad<false>).Grad(SoftmaxGradGrad);
+ONEFLOW_REGISTER_KERNEL(softmax_grad, kCPU, SoftmaxGradCpu</*kLog=*/false>);
+ONEFLOW_REGISTER_OP(log_softmax_grad)
+    .Inputs(2)
+    .Infer(InferSoftmaxGrad<true>)
+    .Grad(LogSoftmaxGradGrad);
+ONEFLOW_REGISTER_KERNEL(log_softmax_grad, kCPU, SoftmaxGradCpu</*kLog=*/true>);
 
 namespace fn {
 
