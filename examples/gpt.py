@@ -219,6 +219,17 @@ def _row_max(logits):
     return logits.max(-1, keepdim=True).values
 
 
+def _whole(reduced, x):
+    """A reduction of x over its last axis, made whole where that axis was split (each rank's
+    sum was partial). Left partial, deduction would reduce-scatter it over the batch for the
+    log that follows, and the backward would then meet the vocabulary-split logits with a
+    batch-split gradient and swap the whole (B, T, V) tensor between the ranks."""
+    last = S(x.dim() - 1)
+    if _split_axis_of(x, x.dim() - 1):
+        return reduced.to_global(sbp=[B if s == last else s for s in x.sbp])
+    return reduced
+
+
 class Head(nn.Module):
     def __init__(self, vocab_size, n_embd):
         super().__init__()
@@ -236,7 +247,7 @@ class Head(nn.Module):
         with flow.no_grad():
             m = _row_max(logits)
         shifted = logits - m
-        sum_exp = shifted.exp().sum(-1)
+        sum_exp = _whole(shifted.exp().sum(-1), logits)
         picked = (shifted * (targets.unsqueeze(-1) == self.ids).to(logits.dtype)).sum(-1)
         return (sum_exp.log() - picked).mean()
 
@@ -348,6 +359,11 @@ class Layout:
                                  f"divisible by the tensor-parallel size {self.tp} (pad it with "
                                  "--vocab_multiple)")
 
+    def activation_sbp(self):
+        """The layout of the activations that enter a LayerNorm: whole features on each rank
+        (tensor parallel), the batch split over the data-parallel axis."""
+        return {"dp": (S(0),), "tp": (B,), "dp_tp": (S(0), B)}[self.kind]
+
     def sbp_of(self, name):
         if self.kind in ("dp", "none"):
             return (B,)
@@ -360,6 +376,17 @@ class Layout:
         identity, so an optimizer built afterwards or before sees the same objects)."""
         if self.kind in ("none", "pp"):
             return model  # pp: the Pipeline moves each stage to its placement
+        # Deduction is greedy, one op at a time, and a partial sum costs it nothing to make
+        # (S -> P and B -> P are local), so left alone it keeps the residual stream partial and
+        # reduce-scatters it into each LayerNorm (a batch split), and then gathers weights
+        # rather than activations. Megatron's plan pins the LayerNorm input whole, as OneFlow's
+        # LiBai layers do with to_global: the layout says so here (the model code does not
+        # change) and boxing inserts the all-reduce that this cast needs.
+        act = self.activation_sbp()
+        for mod in model.modules():
+            if isinstance(mod, nn.LayerNorm):
+                mod.register_forward_pre_hook(
+                    lambda m, inputs: (inputs[0].to_global(sbp=act),) + tuple(inputs[1:]))
         whole = (B,) * len(self.placement.hierarchy)
         seen = set()
         with flow.no_grad():
