@@ -43,17 +43,18 @@ def expected(nproc, specs, extra=()):
 
 @pytest.fixture(scope="module")
 def tp4(tmp_path_factory):
-    """Tensor parallel on 4 ranks (activation checkpointing on) and the 2 x 2 mesh, each against
+    """Tensor parallel on 4 ranks (activation checkpointing on) and the 2 x 2 mesh (without and
+    with activation checkpointing), each against
     one process; the tensor-parallel model saved sharded."""
     folder = str(tmp_path_factory.mktemp("gpt") / "tp4")
-    r = run(4, "tp:ckpt,dp_tp", "--save", folder)
+    r = run(4, "tp:ckpt,dp_tp,dp_tp:ckpt", "--save", folder)
     return r, folder
 
 
 def test_tensor_parallel_on_4_ranks_and_the_2x2_mesh_train_like_one_process(tp4):
     r, _ = tp4
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert ok_lines(r.stdout) == expected(4, ["tp:ckpt", "dp_tp"], ["saved"])
+    assert ok_lines(r.stdout) == expected(4, ["tp:ckpt", "dp_tp", "dp_tp:ckpt"], ["saved"])
 
 
 def _state_bytes(out, spec):
@@ -63,9 +64,9 @@ def _state_bytes(out, spec):
 
 def test_dp_zero_and_pipeline_on_2_ranks_train_like_one_process_and_load_the_tp_checkpoint(tp4):
     _, folder = tp4
-    r = run(2, "pp:ckpt,zero:ckpt,dp", "--load", folder)
+    r = run(2, "pp,pp:ckpt,zero:ckpt,dp", "--load", folder)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert ok_lines(r.stdout) == expected(2, ["pp:ckpt", "zero:ckpt", "dp"], ["loaded"])
+    assert ok_lines(r.stdout) == expected(2, ["pp", "pp:ckpt", "zero:ckpt", "dp"], ["loaded"])
     # ZeRO: every rank holds half of the AdamW state that data parallel holds whole.
     dp, zero = _state_bytes(r.stdout, "dp"), _state_bytes(r.stdout, "zero:ckpt")
     assert sorted(dp) == sorted(zero) == [0, 1]
