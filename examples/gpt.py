@@ -101,32 +101,6 @@ def _split_axis_of(x, axis):
     return x.is_global and any(s == S(axis) for s in x.sbp)
 
 
-def view_heads(x, n_head):
-    """(B, T, C) -> (B, T, n_head, C // n_head).
-
-    When C is split (tensor parallel) each rank's shard holds whole heads and the reshape is
-    local: its shard (B, T, C / n) is viewed as (B, T, n_head / n, C // n_head), the same
-    split, now of the heads axis. The reshape SBP rule cannot say this yet (it keeps a split
-    only of an axis that survives whole), so this does the local reshape and states the
-    layout; the values are what the rule would give."""
-    b, t, c = x.shape
-    if _split_axis_of(x, 2):
-        local = x.to_local()
-        local = local.reshape(local.shape[0], local.shape[1], -1, c // n_head)
-        return local.to_global(placement=x.placement, sbp=x.sbp)
-    return x.view(b, t, n_head, c // n_head)
-
-
-def merge_heads(y):
-    """(B, T, n_head, hs) -> (B, T, n_head * hs), a split heads axis staying a split of C."""
-    b, t, nh, hs = y.shape
-    if _split_axis_of(y, 2):
-        local = y.to_local()
-        local = local.reshape(local.shape[0], local.shape[1], -1)
-        return local.to_global(placement=y.placement, sbp=y.sbp)
-    return y.contiguous().view(b, t, nh * hs)
-
-
 class CausalSelfAttention(nn.Module):
     def __init__(self, n_embd, n_head, block_size):
         super().__init__()
@@ -140,14 +114,16 @@ class CausalSelfAttention(nn.Module):
                              .view(1, 1, block_size, block_size), persistent=False)
 
     def forward(self, x):
-        T = x.size(1)
-        q = view_heads(self.query(x), self.n_head).transpose(1, 2)  # (B, nh, T, hs)
-        k = view_heads(self.key(x), self.n_head).transpose(1, 2)
-        v = view_heads(self.value(x), self.n_head).transpose(1, 2)
+        B, T, C = x.size()
+        # Under tensor parallelism C is split with whole heads on each rank: the view keeps
+        # that split as a split of the heads axis, with no communication.
+        q = self.query(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = self.key(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = self.value(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
-        y = merge_heads((att @ v).transpose(1, 2))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 
 
@@ -181,24 +157,12 @@ class Block(nn.Module):
         return self._forward(x)
 
 
-class TokenEmbedding(nn.Module):
-    """nn.Embedding's table, looked up as one_hot(idx) @ weight: with the table split over the
-    vocabulary each rank's product is a partial sum (no gather of the table; index_select has
-    no SBP rule for a split table yet)."""
-
-    def __init__(self, num_embeddings, embedding_dim):
-        super().__init__()
-        self.weight = nn.Parameter(flow.randn(num_embeddings, embedding_dim) * 0.02)
-        self.register_buffer("ids", flow.arange(num_embeddings), persistent=False)
-
-    def forward(self, idx):
-        return (idx.unsqueeze(-1) == self.ids).to(self.weight.dtype) @ self.weight
-
-
 class Embeddings(nn.Module):
     def __init__(self, vocab_size, block_size, n_embd):
         super().__init__()
-        self.wte = TokenEmbedding(vocab_size, n_embd)
+        # With the table split over the vocabulary (tensor parallel), each rank looks up the
+        # rows it holds and leaves zeros for the others: the embedding is a partial sum.
+        self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
         self.register_buffer("pos", flow.arange(block_size), persistent=False)
 
@@ -302,7 +266,7 @@ def tp_sbp(name):
         return S(0)  # column parallel: output rows (and bias) split
     if name.endswith("c_proj.weight"):
         return S(1)  # row parallel: input columns split, the output a partial sum
-    if name in ("embed.wte.weight", "embed.wte.ids", "head.lm_head.weight", "head.ids"):
+    if name in ("embed.wte.weight", "head.lm_head.weight", "head.ids"):
         return S(0)  # vocabulary split
     return B
 
