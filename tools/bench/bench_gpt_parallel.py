@@ -20,8 +20,8 @@ ideal. A benchmark, not a test: it prints the figures and the targets.
              stages are not equal (the first holds the embeddings, the second the head and the
              loss), so the lighter stage also waits for the heavier one.
 Timed figures are medians over windows; the best window is printed too (the machine may be
-shared), and for the tp layer each rank's CPU time per step (process_time; waits in
-collectives included), which other load on the machine does not inflate.
+shared), and each rank's CPU time per step (process_time, all threads of the process; waits
+in collectives included), which other load on the machine does not inflate.
 Every process runs one thread (OMP_NUM_THREADS=1): on a 2-core machine two ranks take both
 cores, so anything else running on the machine shows up in the 2-rank figures.
 """
@@ -178,25 +178,31 @@ def dp(quick, torch_port):
     tbatches = [(torch.tensor(x[rank * BATCH:(rank + 1) * BATCH]),
                  torch.tensor(y[rank * BATCH:(rank + 1) * BATCH])) for x, y in batches]
 
+    cpu = {"ours": [], "torch": []}
+
     def ours_window(n):
         flow.comm.barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(n):
             loss = ours.step(*batches[i % len(batches)])
         float(layout.whole(loss))
+        cpu["ours"].append((time.process_time() - c0) / n)
         return (time.perf_counter() - t0) / n
 
     def torch_window(n):
         dist.barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(n):
             topt.zero_grad(set_to_none=True)
             tmodel(*tbatches[i % len(tbatches)]).backward()
             topt.step()
+        cpu["torch"].append((time.process_time() - c0) / n)
         return (time.perf_counter() - t0) / n
 
     ours_window(3)
     torch_window(3)
+    cpu["ours"].clear()
+    cpu["torch"].clear()
     steps, windows = (4, 3) if quick else (8, 7)
     o, t = [], []
     for _ in range(windows):
@@ -205,7 +211,8 @@ def dp(quick, torch_port):
     tokens = world * BATCH * T
     dist.destroy_process_group()
     return {"ours_tokens_s": tokens / median(o), "torch_tokens_s": tokens / median(t),
-            "ours_best": tokens / min(o), "torch_best": tokens / min(t)}
+            "ours_best": tokens / min(o), "torch_best": tokens / min(t),
+            "ours_cpu_s": median(cpu["ours"]), "torch_cpu_s": median(cpu["torch"])}
 
 
 def pp(quick):
@@ -265,7 +272,9 @@ def main():
     print(f"dp GPT 2 ranks: ours {dpr['ours_tokens_s']:.0f} tokens/s, PyTorch DDP "
           f"{dpr['torch_tokens_s']:.0f} tokens/s, {dpr['ours_tokens_s'] / dpr['torch_tokens_s']:.2f}x "
           f"(best windows: {dpr['ours_best']:.0f} and {dpr['torch_best']:.0f}, "
-          f"{dpr['ours_best'] / dpr['torch_best']:.2f}x)")
+          f"{dpr['ours_best'] / dpr['torch_best']:.2f}x); CPU time per step per rank ours "
+          f"{dpr['ours_cpu_s'] * 1e3:.1f} ms, PyTorch {dpr['torch_cpu_s'] * 1e3:.1f} ms, "
+          f"{dpr['torch_cpu_s'] / dpr['ours_cpu_s']:.2f}x")
     print(f"pp 2 stages, 8 micro-batches, 1F1B: bubble {ppr['bubble']:.3f}, ideal {ppr['ideal']:.3f}")
     rows = [
         {"metric": "GPT layer hidden 2048 step, TP 2 ranks", "unit": "s",
