@@ -220,3 +220,20 @@ def test_activation_checkpointing_gives_the_gradients_of_the_plain_forward():
         checkpoint(lin, flow.randn(3, 2))
     with pytest.raises(NotImplementedError, match="checkpoint: only use_reentrant=True"):
         checkpoint(lin, flow.randn(3, 2, requires_grad=True), use_reentrant=False)
+
+
+def test_checkpoint_sequential_gives_the_gradients_of_the_plain_forward():
+    from oneflow.utils.checkpoint import checkpoint_sequential
+    flow.manual_seed(3)
+    seq = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 2))
+    x = flow.randn(5, 4, requires_grad=True)
+    (checkpoint_sequential(seq, 2, x) ** 2).sum().backward()
+    got = [p.grad.numpy().copy() for p in seq.parameters()] + [x.grad.numpy().copy()]
+    seq.zero_grad()
+    x.grad = None
+    (seq(x) ** 2).sum().backward()
+    want = [p.grad.numpy() for p in seq.parameters()] + [x.grad.numpy()]
+    assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(got, want))
+    with pytest.raises(ValueError, match=r"checkpoint_sequential: segments must be an int in "
+                                         r"\[1, 5\], got 0"):
+        checkpoint_sequential(seq, 0, x)
