@@ -31,7 +31,6 @@ any number of ranks) before training.
 import argparse
 import math
 import os
-import sys
 import time
 
 import numpy as np
