@@ -152,7 +152,6 @@ class _TorchGPT:
 
 
 def dp(quick, torch_port):
-    import numpy as np
     import torch
     import torch.distributed as dist
     import oneflow as flow
