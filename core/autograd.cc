@@ -76,14 +76,14 @@ void RetainGrad(const Tensor& t) {
   am.grad_fn->retained.emplace_back(am.output_nr, t.impl_ptr());
 }
 
-Tensor AccumulateGrad::PrepareGrad(Tensor g) const {
+Tensor AccumulateGrad::PrepareGrad(Tensor g, bool accumulating) const {
   Tensor leaf(leaf_);
   if (leaf_->autograd) {
     // A copy: a hook may remove itself (or add another) while running.
     auto hooks = leaf_->autograd->grad_hooks;
     for (const auto& hook : hooks) g = RunHook(hook.second, g);
   }
-  if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g);
+  if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g, accumulating);
   if (g.shape() != leaf.shape()) {
     throw Error(
         StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ", leaf.shape()));
@@ -93,7 +93,7 @@ Tensor AccumulateGrad::PrepareGrad(Tensor g) const {
 
 std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
   Tensor leaf(leaf_);
-  Tensor g = PrepareGrad(std::move(grads[0]));
+  Tensor g = PrepareGrad(std::move(grads[0]), /*accumulating=*/true);
   AutogradMeta& am = leaf_->mutable_autograd();
   if (!am.grad && am.grad_buffer && g.impl_ptr() == am.grad_buffer) {
     // Computed in place by the node that produced it. .grad gets its own handle on the buffer:
@@ -334,7 +334,7 @@ std::vector<Tensor> RunEngine(const std::vector<Tensor>& roots, const std::vecto
         const Tensor& g = in[c.input_nr];
         if (!g.defined()) continue;
         if (!options.accumulate) {
-          captured[c.slot] = accumulator ? accumulator->PrepareGrad(g) : g;
+          captured[c.slot] = accumulator ? accumulator->PrepareGrad(g, /*accumulating=*/false) : g;
         } else if (!accumulator) {
           // backward(inputs=[non-leaf]): its .grad, as retain_grad would keep it.
           AutogradMeta& am = options.inputs[c.slot].impl()->mutable_autograd();

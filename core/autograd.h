@@ -62,7 +62,7 @@ class AccumulateGrad : public Node {
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override;
   // The gradient as the leaf gets it: after its hooks, laid out like the leaf (global).
-  Tensor PrepareGrad(Tensor g) const;
+  Tensor PrepareGrad(Tensor g, bool accumulating) const;
   std::string name() const override { return "AccumulateGrad"; }
   // The leaf's grad_buffer while its .grad is unset.
   Tensor GradBuffer() const override;
@@ -79,8 +79,11 @@ void RemoveGradHook(const Tensor& t, int64_t id);
 void RetainGrad(const Tensor& t);
 
 // Hook a layer above core installs to adapt a gradient before it reaches a leaf (global
-// tensors box it to the leaf's nd_sbp).
-using LeafGradHook = Tensor (*)(const Tensor& leaf, const Tensor& grad);
+// tensors box it to the leaf's nd_sbp). `accumulating`: the gradient goes into leaf's .grad
+// (backward), not back to a caller (autograd.grad); the hook may then leave .grad to be
+// finished by a callback it queues for the end of the pass (QueueBackwardCallback), as
+// bucketed gradient all-reduces do.
+using LeafGradHook = Tensor (*)(const Tensor& leaf, const Tensor& grad, bool accumulating);
 void SetLeafGradHook(LeafGradHook hook);
 
 // The edge a new node should point at for this input.

@@ -34,11 +34,12 @@ def test_two_stages_train_like_one_process_on_the_full_batch(nproc, schedule, op
 
 
 def _intervals(out):
+    """{step: {(kind, stage, micro-batch): (start, end)}}"""
     got = {}
     for line in out.splitlines():
         if "interval " in line:
-            kind, s, k, a, b = line.split("interval ", 1)[1].split()
-            got[(kind, int(s), int(k))] = (float(a), float(b))
+            step, kind, s, k, a, b = line.split("interval ", 1)[1].split()
+            got.setdefault(int(step), {})[(kind, int(s), int(k))] = (float(a), float(b))
     return got
 
 
@@ -48,14 +49,19 @@ def test_the_stages_compute_at_the_same_time(schedule):
     # rank executes only its own stage's ops, and nothing waits for the other stage's compute.
     r = run(2, "pipeline_overlap.py", schedule)
     assert r.returncode == 0, r.stdout + r.stderr
-    iv = _intervals(r.stdout)
-    assert len(iv) == 16, sorted(iv)
-    overlapping = 0
-    for k in range(3):
-        a0, b0 = iv[("F", 0, k + 1)]
-        a1, b1 = iv[("F", 1, k)]
-        overlapping += min(b0, b1) - max(a0, a1) > 0
-    assert overlapping >= 2, iv
+    steps = _intervals(r.stdout)
+    assert sorted(steps) == [0, 1, 2] and all(len(iv) == 16 for iv in steps.values()), steps
+
+    def overlapping(iv):
+        n = 0
+        for k in range(3):
+            a0, b0 = iv[("F", 0, k + 1)]
+            a1, b1 = iv[("F", 1, k)]
+            n += min(b0, b1) - max(a0, a1) > 0
+        return n
+
+    # A serialising pipeline never overlaps; a busy machine may serialise one step of three.
+    assert max(overlapping(iv) for iv in steps.values()) >= 2, steps
 
 
 def _per_stage(prog, s):
