@@ -288,7 +288,7 @@ def test_gradients_flow_through_to_global_and_to_local():
                os.path.join(DIST, "global_grad.py"), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local",
-                 "batch_norm_split", "double_backward_boxed"):
+                 "batch_norm_split", "double_backward_boxed", "bucketed_grads"):
         assert r.stdout.count(f"{case} ok") == 2, r.stdout
 
 

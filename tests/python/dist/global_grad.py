@@ -70,3 +70,24 @@ assert gx.requires_grad and gx.sbp == (S0,), (gx.requires_grad, gx.sbp)
 assert gseed.sbp == (B,), gseed.sbp
 assert np.allclose(gseed.numpy(), -seed2.numpy())
 print("double_backward_boxed ok")
+
+# Data parallel: the partial gradients of broadcast parameters are reduced in one bucket when
+# the pass ends; two backward passes accumulate; autograd.grad still returns them reduced.
+flow.manual_seed(11)
+w1_np, w2_np = np.random.RandomState(1).randn(3, 4), np.random.RandomState(2).randn(4)
+xs_np = np.random.RandomState(3).randn(2 * world, 3)
+w1 = flow.tensor(w1_np, dtype=flow.float32, placement=P, sbp=B, requires_grad=True)
+w2 = flow.tensor(w2_np, dtype=flow.float32, placement=P, sbp=B, requires_grad=True)
+xg = flow.tensor(xs_np, dtype=flow.float32, placement=P, sbp=B).to_global(sbp=S0)
+for _ in range(2):
+    ((xg @ w1).tanh() @ w2).square().sum().backward()
+l1 = flow.tensor(w1_np, dtype=flow.float32, requires_grad=True)
+l2 = flow.tensor(w2_np, dtype=flow.float32, requires_grad=True)
+for _ in range(2):
+    ((flow.tensor(xs_np, dtype=flow.float32) @ l1).tanh() @ l2).square().sum().backward()
+assert w1.grad.sbp == (B,) and w2.grad.sbp == (B,), (w1.grad.sbp, w2.grad.sbp)
+assert np.allclose(w1.grad.numpy(), l1.grad.numpy(), atol=1e-5)
+assert np.allclose(w2.grad.numpy(), l2.grad.numpy(), atol=1e-5)
+g1, g2 = flow.autograd.grad(((xg @ w1).tanh() @ w2).square().sum(), [w1, w2])
+assert g1.sbp == (B,) and np.allclose(2 * g1.numpy(), l1.grad.numpy(), atol=1e-5)
+print("bucketed_grads ok")
