@@ -16,8 +16,6 @@ struct State {
 };
 thread_local State t_state;
 
-bool IsHalf(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
-
 // PyTorch's autocast lists (aten/src/ATen/autocast_mode.cpp, the CUDA table, which the CPU one
 // approaches), by the names of the ops here: the composite functions (bmm, addmm, conv1d,
 // conv_transpose2d, cross_entropy, mean, ...) reach these.

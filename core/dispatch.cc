@@ -176,8 +176,6 @@ Tensor FullLike(const Tensor& like, double value) {
 
 namespace {
 
-bool IsHalf(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
-
 Tensor CastTo(const Tensor& t, DType dtype) {
   static const OpDef& cast = OpRegistry::Global().Get("cast");
   Attrs a;

@@ -45,6 +45,7 @@ const char* DTypeName(DType dtype);
 DType DTypeFromName(const std::string& name);  // REQUIRES: a name DTypeName returns
 bool IsFloating(DType dtype);
 bool IsIntegral(DType dtype);  // bool is not integral here
+bool IsHalf(DType dtype);      // float16 or bfloat16
 // The dtype a binary op computes in (PyTorch's rules for tensors of equal rank).
 DType PromoteTypes(DType a, DType b);
 
