@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "core/autocast.h"
+#include "core/kernels/cpu/blas.h"
 #include "core/autograd.h"
 #include "core/inplace.h"
 #include "core/op_registry.h"
@@ -711,6 +712,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
     return py::cast(&DTypeObject(AutocastDType(Device::Parse(device_type).type)),
                     py::return_value_policy::reference);
   });
+  m.def("has_bf16_gemm", &cpu::HasBf16Gemm);  // bfloat16 matmul on oneDNN's bf16 kernels
   m.def("set_grad_enabled", &SetGradMode);
   m.def("is_grad_enabled", &GradModeEnabled);
   m.def("manual_seed", [](uint64_t s) { fn::manual_seed(s); });
