@@ -98,13 +98,14 @@ AutocastSuspendGuard::AutocastSuspendGuard() : prev_(t_state.suspended) {
 }
 AutocastSuspendGuard::~AutocastSuspendGuard() { t_state.suspended = prev_; }
 
-std::vector<Tensor> AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs) {
-  if (t_state.suspended || inputs.empty()) return inputs;
-  if (!t_state.enabled[0] && !t_state.enabled[1]) return inputs;
+bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs,
+                    std::vector<Tensor>* cast) {
+  if (t_state.suspended || inputs.empty()) return false;
+  if (!t_state.enabled[0] && !t_state.enabled[1]) return false;
   const DeviceType type = inputs[0].device().type;
-  if (!AutocastEnabled(type)) return inputs;
+  if (!AutocastEnabled(type)) return false;
   const AutocastPolicy policy = AutocastPolicyOf(op);
-  if (policy == AutocastPolicy::kNone) return inputs;
+  if (policy == AutocastPolicy::kNone) return false;
   DType target = AutocastDType(type);
   if (policy == AutocastPolicy::kFloat32) target = DType::kFloat32;
   if (policy == AutocastPolicy::kPromote) {
@@ -114,16 +115,18 @@ std::vector<Tensor> AutocastInputs(const OpDef& op, const std::vector<Tensor>& i
       target = first ? t.dtype() : PromoteTypes(target, t.dtype());
       first = false;
     }
-    if (first) return inputs;
+    if (first) return false;
   }
   AutocastSuspendGuard suspend;  // the casts themselves
-  std::vector<Tensor> out(inputs);
-  for (Tensor& t : out) {
+  *cast = inputs;
+  bool any = false;
+  for (Tensor& t : *cast) {
     if (!IsFloating(t.dtype()) || t.dtype() == target || t.dtype() == DType::kFloat64) continue;
     if (policy == AutocastPolicy::kFloat32 && !IsHalf(t.dtype())) continue;
     t = CastTo(t, target);
+    any = true;
   }
-  return out;
+  return any;
 }
 
 }  // namespace oneflow

@@ -56,8 +56,9 @@ class AutocastSuspendGuard {
   bool prev_;
 };
 
-// The inputs of a call of op under the current autocast state (the inputs themselves when
-// autocast is off for their device type or the op's policy leaves them).
-std::vector<Tensor> AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs);
+// The inputs of a call of op under the current autocast state, into *cast; false (and *cast
+// untouched) when autocast is off for their device type or the op's policy leaves them, so
+// the common call costs no copy.
+bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs, std::vector<Tensor>* cast);
 
 }  // namespace oneflow

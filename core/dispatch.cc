@@ -270,7 +270,8 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
 std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given,
                            const Attrs& attrs) {
   CheckArity(op, given);
-  const std::vector<Tensor> inputs = AutocastInputs(op, given);
+  std::vector<Tensor> cast;
+  const std::vector<Tensor>& inputs = AutocastInputs(op, given, &cast) ? cast : given;
   if (t_saved_scope != nullptr) {
     for (const Tensor& t : inputs) t_saved_scope->node->CheckSavedRead(t, *t_saved_scope);
   }
