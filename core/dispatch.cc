@@ -231,7 +231,10 @@ std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
     if (!IsHalf(outputs[k].dtype)) continue;
     size_t alias = inputs.size();
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (wide[i].impl() != inputs[i].impl() && result[k].impl() == wide[i].impl()) alias = i;
+      if (wide[i].impl() != inputs[i].impl() && result[k].impl() == wide[i].impl() &&
+          result[k].shape() == inputs[i].shape()) {
+        alias = i;  // the kernel returned its (written) input: return the half tensor itself
+      }
     }
     result[k] = alias < inputs.size() ? inputs[alias] : CastTo(result[k], outputs[k].dtype);
   }
