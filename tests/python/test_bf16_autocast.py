@@ -223,9 +223,11 @@ def test_grad_scaler_skips_inf_and_backs_off():
     sd = scaler.state_dict()
     assert sd == {"scale": 64.0, "growth_factor": 2.0, "backoff_factor": 0.25,
                   "growth_interval": 2000, "_growth_tracker": 0}
-    other = flow.cuda.amp.GradScaler()
+    other = flow.cuda.amp.GradScaler(8.0)  # torch.cuda.amp's signature: init_scale first
+    assert other.get_scale() == 8.0
     other.load_state_dict(sd)
     assert other.get_scale() == 64.0 and other.get_backoff_factor() == 0.25
+    assert flow.amp.GradScaler("cpu", 4.0).get_scale() == 4.0  # torch.amp's: device first
 
 
 def test_grad_scaler_disabled_is_a_pass_through():
@@ -242,7 +244,7 @@ def test_grad_scaler_disabled_is_a_pass_through():
 
 # ---- training ------------------------------------------------------------------------------
 
-def _train_mlp(autocast, steps=200):
+def _train_mlp(autocast, steps=200, dtype=flow.bfloat16, scaler=None):
     """A 3-layer MLP on fresh batches of a noisy teacher's labels each step (no memorising: the
     loss settles near the labels' noise, not at 0)."""
     flow.manual_seed(0)
@@ -255,11 +257,16 @@ def _train_mlp(autocast, steps=200):
     for _ in range(steps):
         xs = data.randn(128, 20).astype(np.float32)
         ys = np.argmax(xs @ teacher + data.randn(128, 4).astype(np.float32), 1)
-        with flow.autocast("cpu", dtype=flow.bfloat16, enabled=autocast):
+        with flow.autocast("cpu", dtype=dtype, enabled=autocast):
             loss = flow.nn.functional.cross_entropy(model(flow.tensor(xs)), flow.tensor(ys))
         opt.zero_grad()
-        loss.backward()
-        opt.step()
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
         losses.append(loss.item())
     return losses
 
@@ -271,6 +278,15 @@ def test_mlp_bf16_autocast_trains_like_float32():
     print(f"mlp, mean loss of the last 10 of 200 steps: float32 {np.mean(f32[-10:]):.4f}, "
           f"bf16 autocast {np.mean(bf16[-10:]):.4f} ({100 * gap:.2f}%)")
     assert gap <= 0.02, (f32[-10:], bf16[-10:])
+
+
+def test_mlp_float16_autocast_with_grad_scaler_trains_like_float32():
+    scaler = flow.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=50)
+    f32 = _train_mlp(False)
+    fp16 = _train_mlp(True, dtype=flow.float16, scaler=scaler)
+    assert scaler.get_scale() >= 2.0**16  # no overflow backed it off for good
+    gap = abs(np.mean(fp16[-10:]) - np.mean(f32[-10:])) / np.mean(f32[-10:])
+    assert gap <= 0.02, (f32[-10:], fp16[-10:])
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

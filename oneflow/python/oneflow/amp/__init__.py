@@ -75,8 +75,11 @@ class GradScaler:
 
     _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+    def __init__(self, device="cuda", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
+        # device: torch.amp.GradScaler's first argument; the scale is a number here, so the
+        # scaler serves tensors on any device (flow.cuda.amp.GradScaler starts at init_scale).
+        self.device = _device_type("GradScaler", device)
         if growth_factor <= 1.0:
             raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
         if not 0.0 < backoff_factor < 1.0:
