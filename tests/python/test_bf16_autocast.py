@@ -78,6 +78,8 @@ OPS = {
     "linear": (lambda m, a, b: m.nn.functional.linear(a, b.t()), [A, M]),
     "conv2d": (lambda m, x, k: m.nn.functional.conv2d(x, k, padding=1), [IMG, KER]),
     "softmax": (lambda m, a: m.softmax(a, dim=-1), [A]),
+    "sort_cumsum": (lambda m, a: m.sort(a, dim=1)[0] + m.cumsum(a, 1), [A]),
+    "max_pool_relu": (lambda m, x: m.nn.functional.max_pool2d(m.relu(x), 2), [IMG]),
     "layer_norm": (lambda m, a: m.nn.functional.layer_norm(a, (10,)), [A]),
     "cross_entropy": (lambda m, a, t: m.nn.functional.cross_entropy(a, t).reshape(1), [A, LBL]),
 }
