@@ -101,6 +101,13 @@ def test_half_dtype_promotion_like_torch():
     assert (flow.ones(2, dtype=flow.bfloat16) * 3.0).dtype == flow.bfloat16
 
 
+def test_tensor_half_casts():
+    x = flow.tensor(A)
+    assert x.bfloat16().dtype == flow.bfloat16 and x.half().dtype == flow.float16
+    np.testing.assert_array_equal(x.bfloat16().float().numpy(), torch.tensor(A).bfloat16().float().numpy())
+    np.testing.assert_array_equal(x.half().float().numpy(), torch.tensor(A).half().float().numpy())
+
+
 def test_module_half_casts():
     for cast, dt in [("bfloat16", flow.bfloat16), ("half", flow.float16)]:
         m = getattr(flow.nn.Linear(4, 3), cast)()
