@@ -129,6 +129,8 @@ AUTOCAST_OPS = {  # output dtypes must be torch.autocast("cpu", bfloat16)'s
     "mse_loss": lambda m, x, w, img, k, t: m.nn.functional.mse_loss(m.nn.functional.linear(x, w), m.zeros(6, 5)),
     "relu_of_linear": lambda m, x, w, img, k, t: m.relu(m.nn.functional.linear(x, w)),
     "add_f32": lambda m, x, w, img, k, t: m.nn.functional.linear(x, w) + m.ones(6, 5),
+    "addmm": lambda m, x, w, img, k, t: m.addmm(m.ones(6, 5), x, w.t()),
+    "baddbmm": lambda m, x, w, img, k, t: m.baddbmm(m.ones(1, 6, 5), x[None], w.t()[None]),
     "cat": lambda m, x, w, img, k, t: m.cat([m.nn.functional.linear(x, w), m.ones(6, 5)], 1),
 }
 
