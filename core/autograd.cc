@@ -4,6 +4,7 @@
 #include <atomic>
 #include <unordered_map>
 
+#include "core/autocast.h"
 #include "core/dispatch.h"
 
 namespace oneflow {
@@ -185,6 +186,7 @@ struct EngineOptions {
 std::vector<Tensor> RunEngine(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                               const EngineOptions& options) {
   GradModeGuard grad_mode(options.create_graph);
+  AutocastSuspendGuard no_autocast;  // gradients run in the dtypes the forward chose
   std::vector<std::function<void()>> callbacks;
   std::vector<std::function<void()>>* outer_callbacks = t_backward_callbacks;
   t_backward_callbacks = &callbacks;

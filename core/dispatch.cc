@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "core/autocast.h"
 #include "core/autograd.h"
 
 namespace oneflow {
@@ -173,6 +174,73 @@ Tensor FullLike(const Tensor& like, double value) {
   return Full(like.meta(), value);
 }
 
+namespace {
+
+Tensor CastTo(const Tensor& t, DType dtype) {
+  static const OpDef& cast = OpRegistry::Global().Get("cast");
+  Attrs a;
+  a.Set("dtype", dtype);
+  return CallOp1(cast, {t}, a);
+}
+
+// dst (a half tensor) = src (float32 of its shape): the write-back of an in-place kernel.
+void StoreHalf(const Tensor& dst, const Tensor& src, const char* op) {
+  ONEFLOW_CHECK(dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel(), op,
+                ": writing in place into a non-contiguous ", DTypeName(dst.dtype()),
+                " tensor is not supported on cpu");
+  const float* s = src.data<float>();
+  DispatchWithHalf(dst.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      T* d = dst.data<T>();
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] = T(s[i]);
+    }
+  });
+  dst.storage()->bump_version();
+}
+
+}  // namespace
+
+std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
+                                       const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                       const std::vector<TensorMeta>& outputs) {
+  std::vector<Tensor> wide(inputs);
+  std::vector<uint64_t> versions(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!IsHalf(inputs[i].dtype())) continue;
+    wide[i] = CastTo(inputs[i], DType::kFloat32);
+    versions[i] = wide[i].storage()->version();
+  }
+  std::vector<TensorMeta> wide_out(outputs);
+  for (TensorMeta& m : wide_out) {
+    if (IsHalf(m.dtype)) m.dtype = DType::kFloat32;
+  }
+  std::vector<Tensor> result = kernel(wide, attrs, wide_out);
+  // A kernel that writes an input (an optimizer update with its state, returning the
+  // parameter) wrote the float32 copy: every widened input goes back into its half tensor.
+  bool in_place = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (wide[i].impl() == inputs[i].impl()) continue;
+    in_place |= wide[i].storage()->version() != versions[i];
+    for (const Tensor& o : result) in_place |= o.storage() == wide[i].storage();
+  }
+  for (size_t i = 0; in_place && i < inputs.size(); ++i) {
+    if (wide[i].impl() != inputs[i].impl()) StoreHalf(inputs[i], wide[i], op.name.c_str());
+  }
+  for (size_t k = 0; k < result.size(); ++k) {
+    if (!IsHalf(outputs[k].dtype)) continue;
+    size_t alias = inputs.size();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (wide[i].impl() != inputs[i].impl() && result[k].impl() == wide[i].impl() &&
+          result[k].shape() == inputs[i].shape()) {
+        alias = i;  // the kernel returned its (written) input: return the half tensor itself
+      }
+    }
+    result[k] = alias < inputs.size() ? inputs[alias] : CastTo(result[k], outputs[k].dtype);
+  }
+  return result;
+}
+
 std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs) {
   std::vector<TensorMeta> metas;
@@ -192,11 +260,21 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
   if (!kernel) {
     throw Error(StrCat(op.name, ": no kernel for device ", device.ToString(), " in this build"));
   }
+  AutocastSuspendGuard no_autocast;  // ops the kernel calls are its own business
+  if (device.type == DeviceType::kCPU && !op.cpu_half) {
+    bool half = false;
+    for (const TensorMeta& m : metas) half |= IsHalf(m.dtype);
+    for (const TensorMeta& m : out) half |= IsHalf(m.dtype);
+    if (half) return RunKernelInFloat32(op, kernel, inputs, attrs, out);
+  }
   return kernel(inputs, attrs, out);
 }
 
-std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  CheckArity(op, inputs);
+std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given,
+                           const Attrs& attrs) {
+  CheckArity(op, given);
+  std::vector<Tensor> cast;
+  const std::vector<Tensor>& inputs = AutocastInputs(op, given, &cast) ? cast : given;
   if (t_saved_scope != nullptr) {
     for (const Tensor& t : inputs) t_saved_scope->node->CheckSavedRead(t, *t_saved_scope);
   }
@@ -210,6 +288,7 @@ std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs, c
   std::vector<Tensor> outputs;
   if (any_global && g_global_interpreter) {
     NoGradGuard no_grad;
+    AutocastSuspendGuard no_autocast;
     outputs = g_global_interpreter(op, inputs, attrs);
   } else {
     NoGradGuard no_grad;  // kernels may call ops internally; those are not part of the graph

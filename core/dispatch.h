@@ -19,6 +19,14 @@ Tensor CallOp1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& 
 std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs);
 
+// Runs a CPU kernel on float16/bfloat16 inputs in float32: half inputs are widened, outputs
+// whose inferred dtype is half are rounded back, and inputs an in-place kernel wrote get the
+// writes back. RunLocalKernel does this for ops without OpDef::cpu_half; kernels with native
+// half paths call it for the cases they leave (float16, a CPU without bfloat16 instructions).
+std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
+                                       const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                       const std::vector<TensorMeta>& outputs);
+
 // For the autograd engine, which sits below the functional API.
 Tensor Full(const TensorMeta& meta, double value);
 Tensor AddGrads(const Tensor& a, const Tensor& b);

@@ -133,6 +133,8 @@ bool IsFloating(DType dtype) {
          dtype == DType::kFloat64;
 }
 
+bool IsHalf(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
+
 bool IsIntegral(DType dtype) {
   return dtype == DType::kUInt8 || dtype == DType::kInt8 || dtype == DType::kInt32 ||
          dtype == DType::kInt64;

@@ -25,7 +25,7 @@ enum class DType : int8_t {
 };
 constexpr int kNumDTypes = 9;
 
-// IEEE half and bfloat16 as storage types: convert on load and store.
+// IEEE half and bfloat16: stored as 16 bits, converted through float on load and store.
 struct Half {
   uint16_t bits = 0;
   Half() = default;
@@ -45,6 +45,7 @@ const char* DTypeName(DType dtype);
 DType DTypeFromName(const std::string& name);  // REQUIRES: a name DTypeName returns
 bool IsFloating(DType dtype);
 bool IsIntegral(DType dtype);  // bool is not integral here
+bool IsHalf(DType dtype);      // float16 or bfloat16
 // The dtype a binary op computes in (PyTorch's rules for tensors of equal rank).
 DType PromoteTypes(DType a, DType b);
 
@@ -56,7 +57,8 @@ struct TypeTag {
 template <typename T>
 DType DTypeOf();
 
-// Calls f(TypeTag<T>{}) for the C++ type of dtype; the storage-only half types are refused.
+// Calls f(TypeTag<T>{}) for the C++ type of dtype; the half types are refused (CPU kernels get
+// them widened to float32 by the dispatcher unless they opt in, see OpDef::cpu_half).
 template <typename F>
 decltype(auto) DispatchAll(DType dtype, const char* op, F&& f) {
   switch (dtype) {
@@ -75,8 +77,8 @@ decltype(auto) DispatchAll(DType dtype, const char* op, F&& f) {
     case DType::kFloat64:
       return f(TypeTag<double>{});
     default:
-      throw Error(StrCat(op, ": dtype ", DTypeName(dtype),
-                         " is a storage type on cpu; convert with .to(oneflow.float32) first"));
+      throw Error(StrCat(op, ": this kernel has no ", DTypeName(dtype),
+                         " path; convert with .to(oneflow.float32) first"));
   }
 }
 

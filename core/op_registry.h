@@ -48,6 +48,9 @@ struct OpDef {
   // Inputs that never take a gradient (class indices, masks); others follow the tensor.
   std::vector<int> nondiff_inputs;
   KernelFn kernels[kNumDeviceTypes] = {nullptr, nullptr};
+  // The CPU kernel takes float16 and bfloat16 itself (views, copies). Other CPU kernels see
+  // those inputs widened to float32 and their outputs are rounded back (RunLocalKernel).
+  bool cpu_half = false;
   // Where each facet was registered ("core/ops/elementwise.cc:412"; empty when absent), so
   // "where is X's gradient / CUDA kernel" is one query (tools/op_facets).
   std::string infer_at, grad_at, kernel_at[kNumDeviceTypes];
@@ -92,6 +95,10 @@ class OpBuilder {
   }
   OpBuilder& NonDiffInputs(std::vector<int> idx) {
     def_->nondiff_inputs = std::move(idx);
+    return *this;
+  }
+  OpBuilder& CpuHalf() {
+    def_->cpu_half = true;
     return *this;
   }
   OpBuilder& Kernel(DeviceType t, KernelFn f) {

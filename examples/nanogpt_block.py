@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--embd", type=int, default=32)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--sdpa", action="store_true", help="attention through scaled_dot_product_attention")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args()
 
     model = GPT(args.vocab, args.block, args.layers, args.heads, args.embd, args.sdpa)
@@ -171,7 +173,8 @@ def main():
     for step in range(args.steps):
         batch = torch.tensor(data[step])
         x, y = batch[:, :-1].contiguous(), batch[:, 1:].contiguous()
-        _, loss = model(x, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast == "bf16"):
+            _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)))

@@ -1,5 +1,5 @@
 // Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels and
-// SBP rule, as file:line from the registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL /
+// SBP rule (and, for one op, how its CPU kernel takes float16/bfloat16 and its autocast policy), as file:line from the registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL /
 // _SBP_RULE record __FILE__ and __LINE__).
 //
 //   tools/op_facets relu          one op, a line per facet
@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/autocast.h"
 #include "core/op_registry.h"
 #include "sbp/rules.h"
 
@@ -24,6 +25,19 @@ std::string Kernel(const OpDef& op, DeviceType t) {
 std::string Rule(const std::string& name) {
   const auto* rule = oneflow::sbp::FindSbpRule(name);
   return rule ? Or(rule->at, "(registered)") : "(none)";
+}
+
+const char* Policy(const OpDef& op) {
+  switch (oneflow::AutocastPolicyOf(op)) {
+    case oneflow::AutocastPolicy::kLower:
+      return "the autocast dtype";
+    case oneflow::AutocastPolicy::kFloat32:
+      return "float32";
+    case oneflow::AutocastPolicy::kPromote:
+      return "the widest input dtype";
+    default:
+      return "as given";
+  }
 }
 
 std::string Grad(const OpDef& op) {
@@ -44,10 +58,12 @@ int main(int argc, char** argv) {
     const OpDef& op = it->second;
     std::printf(
         "%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
-        "  sbp rule    %s\n",
+        "  sbp rule    %s\n  cpu half    %s\n  autocast    %s\n",
         op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
         Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
-        Rule(op.name).c_str());
+        Rule(op.name).c_str(),
+        op.cpu_half ? "its own (OpDef::cpu_half)" : "computed in float32 (RunKernelInFloat32)",
+        Policy(op));
     return 0;
   }
   if (argc > 2) {

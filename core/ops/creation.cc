@@ -75,8 +75,8 @@ Attrs CreationAttrs(const Shape& shape, DType dtype, const Device& device) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().Kernel(DeviceType::kCPU,
-                                                                                FullCpu);
+ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().CpuHalf().Kernel(
+    DeviceType::kCPU, FullCpu);
 ONEFLOW_REGISTER_OP(arange)
     .Inputs(0)
     .Infer(InferArange)

@@ -458,7 +458,10 @@ Tensor Scaled(const Tensor& input, const Tensor& product, double beta, double al
                 out);
   Tensor p = alpha == 1 ? product : mul_scalar(product, alpha);
   if (beta == 0) return p;
-  return add(beta == 1 ? input : mul_scalar(input, beta), p);
+  // The result has the product's dtype, as PyTorch's fused kernels (under autocast the product
+  // is bfloat16 and a float32 input does not widen it).
+  Tensor x = input.dtype() == p.dtype() ? input : to_dtype(input, p.dtype());
+  return add(beta == 1 ? x : mul_scalar(x, beta), p);
 }
 }  // namespace
 

@@ -1,4 +1,5 @@
-// Matrix multiplication on cpu::Gemm (oneDNN for float32, OpenBLAS for float64), batched with
+// Matrix multiplication on cpu::Gemm (oneDNN for float32, OpenBLAS for float64; bfloat16 on
+// oneDNN's bf16 kernels where the CPU has them, float16 and other CPUs in float32), batched with
 // broadcast batch dims. Transposed views are passed to gemm as transposes, so x @ w.T and the
 // gradients of matmul copy nothing.
 
@@ -66,6 +67,10 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   }
 }
 
+// bfloat16 runs natively where the CPU has bfloat16 instructions; other half cases compute in
+// float32 (RunKernelInFloat32).
+bool NativeHalf(DType t) { return t == DType::kBFloat16 && cpu::HasBf16Gemm(); }
+
 // o = a @ b, written into o (contiguous, of the product's shape and dtype): the GEMM's
 // destination is o itself (LinearGrad passes a leaf's gradient buffer).
 void MatmulInto(const Tensor& o, Tensor a, Tensor b) {
@@ -92,6 +97,27 @@ void MatmulInto(const Tensor& o, Tensor a, Tensor b) {
   };
   std::vector<int64_t> sa = batch_strides(a), sb = batch_strides(b);
   int64_t nb = batch.numel();
+  auto batch_offsets = [&](int64_t bi, int64_t* oa, int64_t* ob) {
+    *oa = *ob = 0;
+    for (int64_t d = batch.ndim() - 1, rem = bi; d >= 0; --d) {
+      int64_t i = rem % batch[d];
+      rem /= batch[d];
+      *oa += i * sa[d];
+      *ob += i * sb[d];
+    }
+  };
+  if (a.dtype() == DType::kBFloat16) {  // REQUIRES: NativeHalf (callers check)
+    const BFloat16* pa = a.data<BFloat16>();
+    const BFloat16* pb = b.data<BFloat16>();
+    BFloat16* po = o.data<BFloat16>();
+    for (int64_t bi = 0; bi < nb; ++bi) {
+      int64_t oa, ob;
+      batch_offsets(bi, &oa, &ob);
+      cpu::GemmBf16(va.trans, vb.trans, m, n, k, pa + oa, va.ld, pb + ob, vb.ld, 0.f,
+                    po + bi * m * n, n);
+    }
+    return;
+  }
   DispatchAll(a.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
@@ -102,21 +128,19 @@ void MatmulInto(const Tensor& o, Tensor a, Tensor b) {
       T* po = o.data<T>();
       std::vector<int64_t> idx(batch.ndim(), 0);
       for (int64_t bi = 0; bi < nb; ++bi) {
-        int64_t oa = 0, ob = 0, rem = bi;
-        for (int64_t d = batch.ndim() - 1; d >= 0; --d) {
-          int64_t i = rem % batch[d];
-          rem /= batch[d];
-          oa += i * sa[d];
-          ob += i * sb[d];
-        }
+        int64_t oa, ob;
+        batch_offsets(bi, &oa, &ob);
         Gemm<T>(va.trans, vb.trans, m, n, k, pa + oa, va.ld, pb + ob, vb.ld, po + bi * m * n, n);
       }
     }
   });
 }
 
-std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> MatmulCpu(const std::vector<Tensor>& in, const Attrs& attrs,
                               const std::vector<TensorMeta>& out) {
+  if (IsHalf(in[0].dtype()) && !NativeHalf(in[0].dtype())) {
+    return RunKernelInFloat32(OP(matmul), MatmulCpu, in, attrs, out);
+  }
   Tensor o = Tensor::Empty(out[0]);
   MatmulInto(o, in[0], in[1]);
   return {o};
@@ -161,8 +185,11 @@ std::vector<TensorMeta> InferLinear(const std::vector<TensorMeta>& in, const Att
   return {{Shape({x[0], w[0]}), in[0].dtype, in[0].device}};
 }
 
-std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs& attrs,
                               const std::vector<TensorMeta>& out) {
+  if (IsHalf(in[0].dtype()) && !NativeHalf(in[0].dtype())) {
+    return RunKernelInFloat32(OP(linear), LinearCpu, in, attrs, out);
+  }
   Tensor x = in[0], w = in[1];
   if (!ViewOf(x).ld) x = Contig(x);
   if (!ViewOf(w).ld) w = Contig(w);
@@ -171,6 +198,20 @@ std::vector<Tensor> LinearCpu(const std::vector<Tensor>& in, const Attrs&,
   const int64_t m = o.shape()[0], n = o.shape()[1], k = x.shape()[1];
   if (o.numel() == 0) return {o};
   const bool has_bias = in.size() == 3;
+  if (o.dtype() == DType::kBFloat16) {
+    BFloat16* po = o.data<BFloat16>();
+    if (has_bias) {
+      Tensor b = Contig(in[2]);
+      for (int64_t i = 0; i < m; ++i) std::memcpy(po + i * n, b.data<BFloat16>(), n * 2);
+    }
+    if (k == 0) {
+      if (!has_bias) fn::fill_(o, 0.0);
+      return {o};
+    }
+    cpu::GemmBf16(vx.trans, !vw.trans, m, n, k, x.data<BFloat16>(), vx.ld, w.data<BFloat16>(),
+                  vw.ld, has_bias ? 1.f : 0.f, po, n);
+    return {o};
+  }
   DispatchFloating(o.dtype(), "linear", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* po = o.data<T>();
@@ -201,7 +242,8 @@ std::vector<Tensor> LinearGrad(const GradCtx& c) {
     Tensor buffer = c.grad_buffer(1);
     const bool into = buffer.defined() && buffer.is_cpu() && g.is_cpu() && x.is_cpu() &&
                       !g.is_global() && buffer.is_contiguous() && buffer.shape() == w.shape() &&
-                      buffer.dtype() == g.dtype() && g.dtype() == x.dtype() && x.numel() > 0;
+                      buffer.dtype() == g.dtype() && g.dtype() == x.dtype() && x.numel() > 0 &&
+                      (!IsHalf(g.dtype()) || NativeHalf(g.dtype()));
     if (into) {
       MatmulInto(buffer, fn::transpose(g, 0, 1), x);
       buffer.storage()->bump_version();
@@ -220,11 +262,13 @@ ONEFLOW_REGISTER_OP(linear)
     .Inputs(-1)
     .Infer(InferLinear)
     .Grad(LinearGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, LinearCpu);
 ONEFLOW_REGISTER_OP(matmul)
     .Inputs(2)
     .Infer(InferMatmul)
     .Grad(MatmulGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, MatmulCpu);
 
 namespace fn {

@@ -295,44 +295,51 @@ std::vector<Tensor> CatGrad(const GradCtx& c) {
 }  // namespace
 
 // The view ops (reshape, permute, slice, expand) only make views (reshape copies through the
-// copy op), so their kernels serve every device.
+// copy op), so their kernels serve every device and every dtype.
 ONEFLOW_REGISTER_OP(reshape)
     .Inputs(1)
     .Infer(InferReshape)
     .Grad(ReshapeGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, ReshapeCpu)
     .Kernel(DeviceType::kCUDA, ReshapeCpu);
 ONEFLOW_REGISTER_OP(permute)
     .Inputs(1)
     .Infer(InferPermute)
     .Grad(PermuteGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, PermuteCpu)
     .Kernel(DeviceType::kCUDA, PermuteCpu);
 ONEFLOW_REGISTER_OP(slice)
     .Inputs(1)
     .Infer(InferSlice)
     .Grad(SliceGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, SliceCpu)
     .Kernel(DeviceType::kCUDA, SliceCpu);
 ONEFLOW_REGISTER_OP(slice_grad)
     .Inputs(1)
     .Infer(InferSliceGrad)
     .Grad(SliceGradGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, SliceGradCpu);
 ONEFLOW_REGISTER_OP(expand)
     .Inputs(1)
     .Infer(InferExpand)
     .Grad(ExpandGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, ExpandCpu)
     .Kernel(DeviceType::kCUDA, ExpandCpu);
 ONEFLOW_REGISTER_OP(copy)
     .Inputs(1)
     .Infer(SameAsInput0)
     .Grad(IdentityGrad)
+    .CpuHalf()
     .Kernel(DeviceType::kCPU, CopyCpu);
-ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).Kernel(DeviceType::kCPU,
-                                                                           CopyCpu);
-ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).Kernel(DeviceType::kCPU, CatCpu);
+ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).CpuHalf().Kernel(
+    DeviceType::kCPU, CopyCpu);
+ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).CpuHalf().Kernel(
+    DeviceType::kCPU, CatCpu);
 
 namespace {
 

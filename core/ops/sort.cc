@@ -19,8 +19,6 @@ int64_t RowDim(const Attrs& a, int64_t ndim, const char* op) {
 
 std::vector<TensorMeta> InferSort(const std::vector<TensorMeta>& in, const Attrs& a) {
   RowDim(a, in[0].shape.ndim(), "sort");
-  ONEFLOW_CHECK(in[0].dtype != DType::kFloat16 && in[0].dtype != DType::kBFloat16,
-                "sort: ", DTypeName(in[0].dtype), " is not supported; convert with .float()");
   return {{in[0].shape, in[0].dtype, in[0].device}, {in[0].shape, DType::kInt64, in[0].device}};
 }
 
@@ -82,8 +80,6 @@ DType ScanDType(DType t) { return IsFloating(t) ? t : DType::kInt64; }
 std::vector<TensorMeta> InferScan(const std::vector<TensorMeta>& in, const Attrs& a,
                                   const char* op) {
   RowDim(a, in[0].shape.ndim(), op);
-  ONEFLOW_CHECK(in[0].dtype != DType::kFloat16 && in[0].dtype != DType::kBFloat16, op, ": ",
-                DTypeName(in[0].dtype), " is not supported; convert with .float()");
   return {{in[0].shape, ScanDType(in[0].dtype), in[0].device}};
 }
 

@@ -89,8 +89,8 @@ def test_missing_names_fail_naming_the_pytorch_name(mocked):
         torch.nn.Transformer
     with pytest.raises(ModuleNotFoundError, match=r"^mock_torch: torch\.multiprocessing is not implemented by oneflow \(no module oneflow\.multiprocessing\)$"):
         import torch.multiprocessing  # noqa: F401
-    with pytest.raises(ImportError, match=r"^mock_torch: torch\.cuda\.amp is not implemented by oneflow"):
-        from torch.cuda.amp import autocast  # noqa: F401
+    with pytest.raises(ImportError, match=r"^mock_torch: torch\.cuda\.nvtx is not implemented by oneflow"):
+        from torch.cuda.nvtx import range_push  # noqa: F401
     with pytest.raises(ImportError, match=r"cannot import name 'ResNet18_Weights' from 'torchvision\.models'"):
         from torchvision.models import ResNet18_Weights  # noqa: F401
 

@@ -1,9 +1,16 @@
 #include "core/kernels/cpu/blas.h"
 
 #include <cblas.h>
+#include <cpuid.h>
+
+#include <map>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
 
 #include "core/error.h"
+#include "core/kernels/cpu/onednn_eltwise.h"
 
 namespace oneflow {
 namespace cpu {
@@ -35,6 +42,69 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
   if (m == 0 || n == 0) return;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
               k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+bool HasBf16Gemm() {
+  static const bool has = [] {
+    // The CPU's own word (AVX512-BF16: CPUID.(7,1):EAX[5]; AMX-BF16: CPUID.(7,0):EDX[22]), and
+    // oneDNN's, which also knows whether the OS enabled the AVX-512 / AMX state.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 5) & 1);
+    bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((d >> 22) & 1);
+    const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const unsigned need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (avx512_bf16 || amx_bf16) && (isa & need) == need;
+  }();
+  return has;
+}
+
+namespace {
+
+using dnnl::memory;
+
+// Primitives are cached by everything that shapes them.
+using Bf16Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           bool /*beta*/, bool /*f32 out*/>;
+
+void RunBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+             const void* b, int64_t ldb, float beta, void* c, int64_t ldc, bool f32_out) {
+  if (m == 0 || n == 0) return;
+  ONEFLOW_CHECK(beta == 0.f || beta == 1.f, "gemm_bf16: beta must be 0 or 1, got ", beta);
+  static std::mutex mu;
+  static auto* cache = new std::map<Bf16Key, std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>>;
+  dnnl::engine& eng = OneDnnEngine();
+  const auto bf16 = memory::data_type::bf16;
+  memory::desc a_md({m, k}, bf16, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  memory::desc b_md({k, n}, bf16, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  memory::desc c_md({m, n}, f32_out ? memory::data_type::f32 : bf16, memory::dims{ldc, 1});
+  Bf16Key key{ta, tb, m, n, k, lda, ldb, ldc, beta != 0.f, f32_out};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    dnnl::primitive_attr attr;
+    if (beta != 0.f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, eng);
+    it = cache->emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first;
+  }
+  memory am(a_md, eng, const_cast<void*>(a)), bm(b_md, eng, const_cast<void*>(b)), cm(c_md, eng, c);
+  it->second.first.execute(OneDnnStream(),
+                           {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  OneDnnStream().wait();
+}
+
+}  // namespace
+
+void GemmBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+              const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc) {
+  RunBf16(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, /*f32_out=*/false);
+}
+void GemmBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+              const BFloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  RunBf16(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, /*f32_out=*/true);
 }
 
 }  // namespace cpu

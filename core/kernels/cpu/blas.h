@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace oneflow {
 namespace cpu {
 
@@ -19,6 +21,17 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// bfloat16 GEMM through oneDNN's matmul primitive: bfloat16 inputs, float32 accumulation,
+// C in bfloat16 or float32 (alpha is 1; beta 0 or 1). Fast only where the CPU has bfloat16
+// instructions (AVX512-BF16, AMX); callers check HasBf16Gemm() and otherwise compute in float32.
+//
+//   if (cpu::HasBf16Gemm()) cpu::GemmBf16(false, true, m, n, k, x, k, w, k, 0.f, y, n);
+bool HasBf16Gemm();
+void GemmBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+              const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
+void GemmBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+              const BFloat16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace cpu
 }  // namespace oneflow

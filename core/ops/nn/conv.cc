@@ -58,6 +58,13 @@ std::vector<Tensor> Conv2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
   Tensor b = in.size() == 3 ? Contig(in[2]) : Tensor();
   ConvGeom g = MakeConvGeom(x.shape(), w.shape(), attrs);
   Tensor y = Tensor::Empty(out[0]);
+  if (IsHalf(x.dtype())) {
+    const bool native =
+        x.dtype() == DType::kBFloat16 &&
+        cpu::Conv2dForwardBf16(g, x.data<BFloat16>(), w.data<BFloat16>(),
+                               b.defined() ? b.data<BFloat16>() : nullptr, y.data<BFloat16>());
+    return native ? std::vector<Tensor>{y} : RunKernelInFloat32(OP(conv2d), Conv2dCpu, in, attrs, out);
+  }
   DispatchFloating(x.dtype(), "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* bp = b.defined() ? b.data<T>() : nullptr;
@@ -108,6 +115,13 @@ std::vector<Tensor> Conv2dGradInputCpu(const std::vector<Tensor>& in, const Attr
   Tensor dy = Contig(in[0]), w = Contig(in[1]);
   ConvGeom g = MakeConvGeom(out[0].shape, w.shape(), attrs);
   Tensor dx = Tensor::Empty(out[0]);
+  if (IsHalf(dy.dtype())) {
+    const bool native =
+        dy.dtype() == DType::kBFloat16 &&
+        cpu::Conv2dGradInputBf16(g, dy.data<BFloat16>(), w.data<BFloat16>(), dx.data<BFloat16>());
+    return native ? std::vector<Tensor>{dx}
+                  : RunKernelInFloat32(OP(conv2d_grad_input), Conv2dGradInputCpu, in, attrs, out);
+  }
   DispatchFloating(dy.dtype(), "conv2d_grad_input", [&](auto tag) {
     using T = typename decltype(tag)::type;
     cpu::Conv2dGradInput<T>(g, dy.data<T>(), w.data<T>(), dx.data<T>());
@@ -156,6 +170,13 @@ std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Att
   Tensor dy = Contig(in[0]), x = Contig(in[1]);
   ConvGeom g = MakeConvGeom(x.shape(), out[0].shape, attrs);
   Tensor dw = Tensor::Empty(out[0]);
+  if (IsHalf(dy.dtype())) {
+    const bool native =
+        dy.dtype() == DType::kBFloat16 &&
+        cpu::Conv2dGradWeightBf16(g, dy.data<BFloat16>(), x.data<BFloat16>(), dw.data<BFloat16>());
+    return native ? std::vector<Tensor>{dw}
+                  : RunKernelInFloat32(OP(conv2d_grad_weight), Conv2dGradWeightCpu, in, attrs, out);
+  }
   DispatchFloating(dy.dtype(), "conv2d_grad_weight", [&](auto tag) {
     using T = typename decltype(tag)::type;
     cpu::Conv2dGradWeight<T>(g, dy.data<T>(), x.data<T>(), dw.data<T>());
@@ -165,17 +186,20 @@ std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Att
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(conv2d).Inputs(-1).Infer(InferConv2d).Grad(Conv2dGrad);
+// The CPU kernels take bfloat16 on oneDNN (and hand float16 and the rest to float32 themselves).
+ONEFLOW_REGISTER_OP(conv2d).Inputs(-1).Infer(InferConv2d).Grad(Conv2dGrad).CpuHalf();
 ONEFLOW_REGISTER_KERNEL(conv2d, kCPU, Conv2dCpu);
 ONEFLOW_REGISTER_OP(conv2d_grad_input)
     .Inputs(2)
     .Infer(InferConv2dGradInput)
-    .Grad(Conv2dGradInputGrad);
+    .Grad(Conv2dGradInputGrad)
+    .CpuHalf();
 ONEFLOW_REGISTER_KERNEL(conv2d_grad_input, kCPU, Conv2dGradInputCpu);
 ONEFLOW_REGISTER_OP(conv2d_grad_weight)
     .Inputs(2)
     .Infer(InferConv2dGradWeight)
-    .Grad(NoDoubleBackward);
+    .Grad(NoDoubleBackward)
+    .CpuHalf();
 ONEFLOW_REGISTER_KERNEL(conv2d_grad_weight, kCPU, Conv2dGradWeightCpu);
 
 namespace fn {

@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "core/autocast.h"
+#include "core/kernels/cpu/blas.h"
 #include "core/autograd.h"
 #include "core/inplace.h"
 #include "core/op_registry.h"
@@ -696,6 +698,21 @@ PYBIND11_MODULE(_oneflow_internal, m) {
       .def("abs", &fn::abs);
 
   // ---- functional ----
+  // Autocast state per device type ("cpu", "cuda"), thread-local as PyTorch's.
+  m.def("set_autocast_enabled", [](const std::string& device_type, bool enabled) {
+    SetAutocastEnabled(Device::Parse(device_type).type, enabled);
+  });
+  m.def("is_autocast_enabled", [](const std::string& device_type) {
+    return AutocastEnabled(Device::Parse(device_type).type);
+  });
+  m.def("set_autocast_dtype", [](const std::string& device_type, py::handle dtype) {
+    SetAutocastDType(Device::Parse(device_type).type, ToDType(dtype, DType::kFloat32));
+  });
+  m.def("get_autocast_dtype", [](const std::string& device_type) {
+    return py::cast(&DTypeObject(AutocastDType(Device::Parse(device_type).type)),
+                    py::return_value_policy::reference);
+  });
+  m.def("has_bf16_gemm", &cpu::HasBf16Gemm);  // bfloat16 matmul on oneDNN's bf16 kernels
   m.def("set_grad_enabled", &SetGradMode);
   m.def("is_grad_enabled", &GradModeEnabled);
   m.def("manual_seed", [](uint64_t s) { fn::manual_seed(s); });

@@ -43,6 +43,22 @@ from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/m
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.nn.modules.sampling import distributed_partial_fc_sample  # noqa: E402,F401
+from oneflow import amp, cpu  # noqa: E402,F401
+from oneflow.amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: E402,F401
+
+
+def is_autocast_cpu_enabled():
+    return amp.is_autocast_enabled("cpu")
+
+
+def get_autocast_gpu_dtype():
+    return amp.get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype():
+    return amp.get_autocast_dtype("cpu")
+
+
 from oneflow.serialization import save, load  # noqa: E402,F401
 from oneflow import _global  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401

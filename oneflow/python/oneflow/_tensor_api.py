@@ -777,6 +777,7 @@ def _setup_tensor():
     T.float = lambda self: self._to_dtype(_C.float32)
     T.double = lambda self: self._to_dtype(_C.float64)
     T.half = lambda self: self._to_dtype(_C.float16)
+    T.bfloat16 = lambda self: self._to_dtype(_C.bfloat16)
     T.long = lambda self: self._to_dtype(_C.int64)
     T.int = lambda self: self._to_dtype(_C.int32)
     T.bool = lambda self: self._to_dtype(_C.bool)

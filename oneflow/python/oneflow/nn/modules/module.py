@@ -490,6 +490,9 @@ class Module:
     def half(self):
         return self._cast_floating(flow.float16)
 
+    def bfloat16(self):
+        return self._cast_floating(flow.bfloat16)
+
     # ---- printing ----
 
     def _get_name(self):

@@ -89,3 +89,4 @@ def _use_local_rank_device():
 
 
 _use_local_rank_device()
+from oneflow.cuda import amp  # noqa: E402,F401  (autocast, GradScaler as torch.cuda.amp)

@@ -1,0 +1,3 @@
+"""oneflow.cpu: as torch.cpu (the autocast of oneflow.cpu.amp)."""
+
+from oneflow.cpu import amp  # noqa: F401
