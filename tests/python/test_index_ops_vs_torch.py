@@ -76,6 +76,10 @@ def test_linspace_meshgrid_new_and_diag():
         if name != "new_empty":
             same(f, t, exact=True)
     assert x.new_zeros(2, dtype=flow.float64).dtype == flow.float64
+    for args, kw in (((2, 3), {}), (((4,),), {"dtype": "int32"}), (([0, 5],), {"dtype": "float64"}), (((),), {})):
+        f = flow.empty(*args, **{k: getattr(flow, v) for k, v in kw.items()})
+        t = torch.empty(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        assert tuple(f.shape) == tuple(t.shape) and str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
     for k in (-2, 0, 1):
         check(lambda v: flow.diag(v, k), lambda v: torch.diag(v, k), pair((4,)))
         check(lambda m: m.diag(k), lambda m: m.diag(k), pair((3, 5)))
@@ -227,6 +231,15 @@ def test_sort_argsort_topk():
         same(fo.indices, to.indices, exact=True)
         check(lambda x: x.topk(k, dim=dim, largest=largest)[0],
               lambda x: x.topk(k, dim=dim, largest=largest)[0], pair((4, 6), seed=k))
+    # sorted=False: the order is unspecified; compare as sets, with each value at its index
+    for k, dim, largest in ((3, 1, True), (2, 0, False)):
+        fx, tx = pair((4, 6), seed=10 + k)
+        fo, to = flow.topk(fx, k, dim, largest, sorted=False), torch.topk(tx, k, dim, largest, sorted=False)
+        same(fo.values.sort(dim).values, to.values.sort(dim).values)
+        same(fo.indices.sort(dim).values, to.indices.sort(dim).values, exact=True)
+        same(flow.take_along_dim(fx, fo.indices, dim), fo.values, exact=True)
+        fo.values.sum().backward(), to.values.sum().backward()
+        same(fx.grad, tx.grad, exact=True)
 
 
 def test_all_any_median_mode():
