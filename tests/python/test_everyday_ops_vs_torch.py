@@ -589,3 +589,35 @@ def test_cross_entropy_ignore_index_and_label_smoothing_match_torch(kw):
         probs = np.random.RandomState(3).dirichlet(np.ones(4), 6).astype(np.float32)
         _check(lambda x: F.cross_entropy(x, flow.tensor(probs), **kw),
                lambda x: torch.nn.functional.cross_entropy(x, torch.tensor(probs), **kw), shape=(6, 4))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_class_weights_of_cross_entropy_and_nll_match_torch(reduction):
+    cw = np.array([0.5, 1.0, 2.0, 0.3], np.float32)
+    fw, tw = flow.tensor(cw), torch.tensor(cw)
+    TF = torch.nn.functional
+    targets = [((6, 4), np.array([0, 3, 1, 2, 3, 0])), ((2, 4, 3), np.array([[0, 2, 1], [2, 3, 0]])),
+               ((4,), np.array(1)), ((6, 4), np.random.RandomState(3).dirichlet(np.ones(4), 6).astype(np.float32))]
+    for shape, tgt in targets:
+        for kw in ({}, {"label_smoothing": 0.2}, {"ignore_index": 3}, {"ignore_index": 0, "label_smoothing": 0.1}):
+            if tgt.dtype == np.float32 and "ignore_index" in kw:
+                continue
+            _check(lambda x: F.cross_entropy(x, flow.tensor(tgt), fw, reduction=reduction, **kw),
+                   lambda x: TF.cross_entropy(x, torch.tensor(tgt), tw, reduction=reduction, **kw), shape=shape)
+            if tgt.dtype != np.float32:
+                _check(lambda x: F.nll_loss(F.log_softmax(x, 1 if len(shape) > 1 else 0), flow.tensor(tgt), fw,
+                                            ignore_index=kw.get("ignore_index", -100), reduction=reduction),
+                       lambda x: TF.nll_loss(torch.log_softmax(x, 1 if len(shape) > 1 else 0), torch.tensor(tgt), tw,
+                                             ignore_index=kw.get("ignore_index", -100), reduction=reduction),
+                       shape=shape)
+    tgt = np.array([0, 3, 1, 2, 3, 0])
+    for fa, fb in ((nn.CrossEntropyLoss(fw, reduction=reduction, label_smoothing=0.1),
+                    torch.nn.CrossEntropyLoss(tw, reduction=reduction, label_smoothing=0.1)),
+                   (nn.NLLLoss(fw, ignore_index=2, reduction=reduction),
+                    torch.nn.NLLLoss(tw, ignore_index=2, reduction=reduction))):
+        assert list(fa.state_dict()) == list(fb.state_dict()) == ["weight"]
+        _check(lambda x: fa(x, flow.tensor(tgt)), lambda x: fb(x, torch.tensor(tgt)), shape=(6, 4))
+    assert list(nn.CrossEntropyLoss().state_dict()) == []
+    with pytest.raises(ValueError, match=r"^cross_entropy: expected weight of shape \(4,\) \(one per class\), "
+                                         r"got \(3,\)$"):
+        F.cross_entropy(flow.ones(2, 4), flow.tensor([0, 1]), flow.ones(3))
