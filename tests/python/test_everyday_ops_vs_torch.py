@@ -91,6 +91,22 @@ def test_activation_integer_input_is_float_and_rounding_keeps_ints():
                                torch.round(torch.tensor([0.5, 1.5, 2.5, -0.5])).numpy())
 
 
+def test_round_with_decimals_matches_torch():
+    x = np.array([1.2345, -2.5, 0.125, 1234.5, 1250.0, 1350.0, 2.675, -0.05, 7.0], np.float32)
+    for d in (0, 1, 2, 3, -1, -2):
+        a, b = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ya, yb = flow.round(a, decimals=d), torch.round(b, decimals=d)
+        np.testing.assert_array_equal(ya.detach().numpy(), yb.detach().numpy())
+        np.testing.assert_array_equal(a.round(decimals=d).detach().numpy(), b.round(decimals=d).detach().numpy())
+        ya.sum().backward(), yb.sum().backward()
+        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    y = flow.tensor(x)
+    y.round_(decimals=1)
+    np.testing.assert_array_equal(y.numpy(), torch.tensor(x).round_(decimals=1).numpy())
+    with pytest.raises(TypeError, match="round: decimals= needs a floating point tensor, got oneflow.int64"):
+        flow.round(flow.tensor([1, 2]), decimals=1)
+
+
 REDUCTIONS = [
     ("var", lambda m, t: m.var(t, 1)), ("var_unbiased_false", lambda m, t: m.var(t, 0, False)),
     ("var_correction", lambda m, t: t.var(dim=1, correction=0, keepdim=True)),

@@ -123,6 +123,8 @@ def test_flip_roll_repeat_repeat_interleave():
               pair((3, 2)))
     check(lambda x: x.repeat_interleave(flow.tensor([1, 0, 2]), dim=0),
           lambda x: x.repeat_interleave(torch.tensor([1, 0, 2]), dim=0), pair((3, 2)))
+    for r in ([2, 0, 3], [1]):  # repeats alone: the indices, each repeated
+        same(flow.repeat_interleave(flow.tensor(r)), torch.repeat_interleave(torch.tensor(r)), exact=True)
 
 
 def test_tril_triu():
@@ -391,6 +393,9 @@ def test_error_lines():
         (lambda: flow.diag(flow.ones(2, 2, 2)), RuntimeError, r"diag: expected a 1-D or 2-D tensor, got shape \(2, 2, 2\)"),
         (lambda: flow.take_along_dim(x, flow.tensor([0])[None].expand(2, 1), 1), RuntimeError,
          r"take_along_dim: input shape \(3, 4\) and indices shape \(2, 1\) do not broadcast outside dim 1"),
+        (lambda: flow.repeat_interleave(flow.tensor([[1, 2]])), TypeError,
+         r"repeat_interleave: with one argument it must be a 1-D integer tensor of repeats, got oneflow.int64 "
+         r"of shape \(1, 2\)"),
         (lambda: flow.repeat_interleave(x, flow.tensor([1, 2]), dim=0), RuntimeError,
          r"repeat_interleave: repeats of shape \(2,\) must have one element or one per element of dim 0 \(size 3\)"),
     ]

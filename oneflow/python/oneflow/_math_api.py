@@ -37,6 +37,19 @@ selu = _C.selu
 mish = _C.mish
 
 
+def round(input, *, decimals=0):
+    """Half to even; decimals= rounds to that many decimal places (negative: to tens, hundreds),
+    computed as torch does: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d."""
+    if decimals == 0:
+        return _C.round(input)
+    if not _is_float(input):
+        raise TypeError(f"round: decimals= needs a floating point tensor, got {input.dtype}")
+    scale = builtins.float(10 ** builtins.abs(builtins.int(decimals)))
+    if decimals > 0:
+        return _C.div(_C.round(_C.mul(input, scale)), scale)
+    return _C.mul(_C.round(_C.div(input, scale)), scale)
+
+
 def celu(input, alpha=1.0):
     return _C.celu(input, builtins.float(alpha))
 
