@@ -475,6 +475,64 @@ def test_multihead_attention_matches_torch(batch_first):
     _close(ma.in_proj_weight.grad, mb.in_proj_weight.grad)
 
 
+_KPM = np.array([[False, False, False, True, True], [False, False, False, False, True]])
+_CAUSAL = np.triu(np.ones((5, 5), bool), 1)
+
+
+@pytest.mark.parametrize("kw", [dict(key_padding_mask=_KPM), dict(key_padding_mask=_KPM, attn_mask=_CAUSAL),
+                                dict(need_weights=False), dict(average_attn_weights=False, key_padding_mask=_KPM),
+                                dict(attn_mask=np.where(_CAUSAL, -1e4, 0).astype(np.float32))])
+def test_multihead_attention_masks_and_weights_match_torch(kw):
+    torch.manual_seed(2)
+    mb = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ma = nn.MultiheadAttention(8, 2, batch_first=True)
+    ma.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in mb.state_dict().items()})
+    x = np.random.RandomState(7).randn(2, 5, 8).astype(np.float32)
+    xa, xb = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oa, wa = ma(xa, xa, xa, **{k: flow.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()})
+    ob, wb = mb(xb, xb, xb, **{k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()})
+    _close(oa, ob)
+    assert (wa is None) == (wb is None)
+    if wb is not None:
+        _close(wa, wb)
+    oa.sum().backward(), ob.sum().backward()
+    _close(xa.grad, xb.grad)
+    _close(ma.out_proj.weight.grad, mb.out_proj.weight.grad)
+
+
+def test_multihead_attention_kdim_vdim_without_bias_matches_torch():
+    torch.manual_seed(3)
+    mb = torch.nn.MultiheadAttention(8, 2, kdim=6, vdim=4, bias=False)
+    ma = nn.MultiheadAttention(8, 2, kdim=6, vdim=4, bias=False)
+    assert sorted(ma.state_dict()) == sorted(mb.state_dict())
+    ma.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in mb.state_dict().items()})
+    rs = np.random.RandomState(8)
+    q, k, v = rs.randn(5, 2, 8), rs.randn(3, 2, 6), rs.randn(3, 2, 4)
+    ta = [flow.tensor(t.astype(np.float32), requires_grad=True) for t in (q, k, v)]
+    tb = [torch.tensor(t.astype(np.float32), requires_grad=True) for t in (q, k, v)]
+    (oa, wa), (ob, wb) = ma(*ta), mb(*tb)
+    _close(oa, ob), _close(wa, wb)
+    oa.sum().backward(), ob.sum().backward()
+    for a, b in zip(ta, tb):
+        _close(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_masks_match_torch(norm_first):
+    torch.manual_seed(4)
+    lb = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first)
+    la = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first)
+    la.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in lb.state_dict().items()})
+    eb = torch.nn.TransformerEncoder(lb, 2, norm=torch.nn.LayerNorm(8), enable_nested_tensor=False)
+    ea = nn.TransformerEncoder(la, 2, norm=nn.LayerNorm(8))
+    ea.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in eb.state_dict().items()})
+    m, kpm = _CAUSAL, _KPM
+    _check(lambda t: la(t, src_mask=flow.tensor(m), src_key_padding_mask=flow.tensor(kpm)),
+           lambda t: lb(t, src_mask=torch.tensor(m), src_key_padding_mask=torch.tensor(kpm)), shape=(2, 5, 8))
+    _check(lambda t: ea(t, mask=flow.tensor(m), src_key_padding_mask=flow.tensor(kpm)),
+           lambda t: eb(t, mask=torch.tensor(m), src_key_padding_mask=torch.tensor(kpm)), shape=(2, 5, 8))
+
+
 @pytest.mark.parametrize("norm_first,activation", [(False, "relu"), (True, "gelu")])
 def test_transformer_encoder_matches_torch(norm_first, activation):
     torch.manual_seed(1)
