@@ -21,8 +21,8 @@ _UNARY = (
 __all__ = list(_UNARY) + [
     "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan", "isinf", "isfinite",
     "isposinf", "isneginf", "nan_to_num", "logical_xor", "lerp", "addcmul", "addcdiv",
-    "floor_divide", "true_divide", "div", "divide", "var", "std", "var_mean", "std_mean", "prod", "amax", "amin",
-    "aminmax", "logsumexp", "norm", "count_nonzero", "xlogy", "hypot", "atan2",
+    "floor_divide", "true_divide", "div", "divide", "var", "std", "var_mean", "std_mean", "prod",
+    "amax", "amin", "aminmax", "logsumexp", "norm", "count_nonzero", "xlogy", "hypot", "atan2",
     "sigmoid", "silu", "selu", "celu", "mish", "softplus", "logit",
 ]
 

@@ -623,7 +623,8 @@ def clamp(x, min=None, max=None):
     if min is not None:
         out = _C.where(_C.lt(out, min), min.to(out.dtype), out)
     if max is not None:
-        m = max.to(out.dtype) if isinstance(max, Tensor) else _C.tensor(max, out.dtype, None, False).to(out.device)
+        m = max.to(out.dtype) if isinstance(max, Tensor) else \
+            _C.tensor(builtins.float(max), out.dtype, None, False).to(out.device)
         out = _C.where(_C.gt(out, m), m, out)
     return out
 

@@ -330,7 +330,8 @@ def cross_entropy(
     elif weight is None:
         smooth_loss = smooth.sum() / keep.sum()
     else:
-        picked = flow._C.nll_loss(-weight.detach().expand(*log_probs.shape), target, "none", int(ignore_index))
+        picked = flow._C.nll_loss(-weight.detach().expand(*log_probs.shape), target, "none",
+                                  int(ignore_index))
         smooth_loss = smooth.sum() / picked.sum()
     return nll * (1.0 - label_smoothing) + smooth_loss * label_smoothing
 
