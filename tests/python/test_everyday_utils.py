@@ -1,7 +1,7 @@
 """Everyday utilities against PyTorch on the same inputs: RMSprop and Adagrad, the lr schedulers,
-nn.utils (gradient clipping, parameter vectors, pad_sequence), nn.init.trunc_normal_, the
-dict/list containers, print options, isclose/allclose, finfo/iinfo and the default dtype; plus
-their one-line errors. clip_grad_norm_ on global parameters runs in a 2-rank job."""
+nn.utils (gradient clipping, parameter vectors, pad_sequence), nn.init.trunc_normal_,
+utils.checkpoint, the dict/list containers, print options, isclose/allclose, finfo/iinfo and the
+default dtype; plus their one-line errors. clip_grad_norm_ on global parameters runs in a 2-rank job."""
 
 import copy
 import math
@@ -453,6 +453,90 @@ def test_trunc_normal_is_seeded_in_place_and_checks_its_arguments():
         nn.init.trunc_normal_(flow.empty(2), a=1.0, b=-1.0)
     with pytest.warns(UserWarning, match="mean is more than 2 std from"):
         nn.init.trunc_normal_(flow.empty(2), mean=10.0, std=1.0, a=-2.0, b=2.0)
+
+
+# ---------------------------------------------------------------- utils.checkpoint
+
+def _mlp(nn_, dropout=0.0):
+    return nn_.Sequential(nn_.Linear(4, 8), nn_.GELU(), nn_.Dropout(dropout), nn_.Linear(8, 8), nn_.Tanh(),
+                          nn_.Linear(8, 3))
+
+
+def _twin_mlps(dropout=0.0):
+    torch.manual_seed(0)
+    m_t, m_f = _mlp(torch.nn, dropout), _mlp(nn, dropout)
+    m_f.load_state_dict({k: _to_flow(v) for k, v in m_t.state_dict().items()})
+    return m_t, m_f
+
+
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+def test_checkpoint_matches_torch_values_and_gradients(input_requires_grad):
+    import torch.utils.checkpoint as tc
+    from oneflow.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    m_t, m_f = _twin_mlps()
+    x = np.random.RandomState(0).randn(5, 4).astype(np.float32)
+    runs = [  # (oneflow, torch); torch's reentrant mode needs an input that requires grad
+        (lambda m, a: checkpoint(m, a), lambda m, a: tc.checkpoint(m, a, use_reentrant=False)),
+        (lambda m, a: checkpoint(lambda u, s: m(u) * s, a, 2.0, use_reentrant=True),
+         lambda m, a: tc.checkpoint(lambda u, s: m(u) * s, a, 2.0, use_reentrant=False)),
+        # torch 1.13's checkpoint_sequential is reentrant only: compare with the plain call
+        (lambda m, a: flow.utils.checkpoint.checkpoint_sequential(m, 3, a), lambda m, a: m(a)),
+        (lambda m, a: checkpoint_sequential(list(m), 2, a), lambda m, a: m(a)),
+    ]
+    for run_f, run_t in runs:
+        m_t.zero_grad(), m_f.zero_grad()
+        x_t = torch.tensor(x, requires_grad=input_requires_grad)
+        x_f = flow.tensor(x, requires_grad=input_requires_grad)
+        y_t, y_f = run_t(m_t, x_t), run_f(m_f, x_f)
+        _assert_close(y_f, y_t)
+        assert y_f.requires_grad
+        (y_t ** 2).sum().backward()
+        (y_f ** 2).sum().backward()
+        if input_requires_grad:
+            _assert_close(x_f.grad, x_t.grad)
+        for (name, p_t), p_f in zip(m_t.named_parameters(), m_f.parameters()):
+            np.testing.assert_allclose(p_f.grad.numpy(), p_t.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_checkpoint_replays_dropout_and_leaves_the_random_stream_alone():
+    from oneflow.utils.checkpoint import checkpoint
+
+    _, m = _twin_mlps(dropout=0.5)
+    x = np.random.RandomState(1).randn(6, 4).astype(np.float32)
+
+    def run(use_checkpoint):
+        m.zero_grad()
+        a = flow.tensor(x, requires_grad=True)
+        flow.manual_seed(3)
+        y = checkpoint(m, a) if use_checkpoint else m(a)
+        y.sum().backward()
+        return y.detach().numpy(), a.grad.numpy(), [p.grad.numpy() for p in m.parameters()], flow.rand(3).numpy()
+
+    got, want = run(True), run(False)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])  # backward recomputed with the forward's mask
+    for a, b in zip(got[2], want[2]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[3], want[3])  # the recomputation restored the stream
+    with flow.no_grad():  # no graph: a plain call
+        assert not checkpoint(m, flow.tensor(x)).requires_grad
+
+
+def test_checkpoint_errors():
+    from oneflow.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    x = flow.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match=r"^checkpoint: function must be callable, got int$"):
+        checkpoint(3, x)
+    with pytest.raises(TypeError, match=r"^checkpoint: the function must return a tensor or a tuple of tensors, "
+                                        r"got \['Tensor', 'int'\]$"):
+        checkpoint(lambda t: (t * 2, 1), x)
+    with pytest.raises(ValueError, match=r"^checkpoint_sequential: segments must be an int in \[1, 2\] \(the number "
+                                         r"of functions\), got 3$"):
+        checkpoint_sequential([nn.Identity(), nn.Identity()], 3, x)
+    with pytest.raises(ValueError, match=r"^checkpoint_sequential: unexpected keyword arguments: foo$"):
+        checkpoint_sequential([nn.Identity()], 1, x, foo=1)
 
 
 # ---------------------------------------------------------------- containers

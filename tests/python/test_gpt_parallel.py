@@ -216,11 +216,17 @@ def test_activation_checkpointing_gives_the_gradients_of_the_plain_forward():
         grads.append({n: p.grad.numpy() for n, p in model.named_parameters()})
     for name, g in grads[0].items():
         assert np.allclose(g, grads[1][name], atol=1e-6), name
+    # No input requires grad: the parameters inside still get theirs (use_reentrant=False's
+    # behaviour), the same as without checkpointing.
     lin = nn.Linear(2, 2)
-    with pytest.raises(ValueError, match="checkpoint: none of the inputs requires grad"):
-        checkpoint(lin, flow.randn(3, 2))
-    with pytest.raises(NotImplementedError, match="checkpoint: only use_reentrant=True"):
-        checkpoint(lin, flow.randn(3, 2, requires_grad=True), use_reentrant=False)
+    x = flow.randn(3, 2)
+    checkpoint(lin, x).square().sum().backward()
+    got = lin.weight.grad.numpy().copy()
+    lin.zero_grad()
+    lin(x).square().sum().backward()
+    assert np.allclose(got, lin.weight.grad.numpy(), atol=1e-6)
+    with pytest.raises(TypeError, match="checkpoint: function must be callable, got int"):
+        checkpoint(3, x)
 
 
 def test_checkpoint_sequential_gives_the_gradients_of_the_plain_forward():
@@ -236,5 +242,5 @@ def test_checkpoint_sequential_gives_the_gradients_of_the_plain_forward():
     want = [p.grad.numpy() for p in seq.parameters()] + [x.grad.numpy()]
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(got, want))
     with pytest.raises(ValueError, match=r"checkpoint_sequential: segments must be an int in "
-                                         r"\[1, 5\], got 0"):
+                                         r"\[1, 5\] \(the number of functions\), got 0"):
         checkpoint_sequential(seq, 0, x)

@@ -76,6 +76,10 @@ def test_linspace_meshgrid_new_and_diag():
         if name != "new_empty":
             same(f, t, exact=True)
     assert x.new_zeros(2, dtype=flow.float64).dtype == flow.float64
+    for args, kw in (((2, 3), {}), (((4,),), {"dtype": "int32"}), (([0, 5],), {"dtype": "float64"}), (((),), {})):
+        f = flow.empty(*args, **{k: getattr(flow, v) for k, v in kw.items()})
+        t = torch.empty(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        assert tuple(f.shape) == tuple(t.shape) and str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
     for k in (-2, 0, 1):
         check(lambda v: flow.diag(v, k), lambda v: torch.diag(v, k), pair((4,)))
         check(lambda m: m.diag(k), lambda m: m.diag(k), pair((3, 5)))
@@ -119,6 +123,8 @@ def test_flip_roll_repeat_repeat_interleave():
               pair((3, 2)))
     check(lambda x: x.repeat_interleave(flow.tensor([1, 0, 2]), dim=0),
           lambda x: x.repeat_interleave(torch.tensor([1, 0, 2]), dim=0), pair((3, 2)))
+    for r in ([2, 0, 3], [1]):  # repeats alone: the indices, each repeated
+        same(flow.repeat_interleave(flow.tensor(r)), torch.repeat_interleave(torch.tensor(r)), exact=True)
 
 
 def test_tril_triu():
@@ -227,6 +233,15 @@ def test_sort_argsort_topk():
         same(fo.indices, to.indices, exact=True)
         check(lambda x: x.topk(k, dim=dim, largest=largest)[0],
               lambda x: x.topk(k, dim=dim, largest=largest)[0], pair((4, 6), seed=k))
+    # sorted=False: the order is unspecified; compare as sets, with each value at its index
+    for k, dim, largest in ((3, 1, True), (2, 0, False)):
+        fx, tx = pair((4, 6), seed=10 + k)
+        fo, to = flow.topk(fx, k, dim, largest, sorted=False), torch.topk(tx, k, dim, largest, sorted=False)
+        same(fo.values.sort(dim).values, to.values.sort(dim).values)
+        same(fo.indices.sort(dim).values, to.indices.sort(dim).values, exact=True)
+        same(flow.take_along_dim(fx, fo.indices, dim), fo.values, exact=True)
+        fo.values.sum().backward(), to.values.sum().backward()
+        same(fx.grad, tx.grad, exact=True)
 
 
 def test_all_any_median_mode():
@@ -378,6 +393,9 @@ def test_error_lines():
         (lambda: flow.diag(flow.ones(2, 2, 2)), RuntimeError, r"diag: expected a 1-D or 2-D tensor, got shape \(2, 2, 2\)"),
         (lambda: flow.take_along_dim(x, flow.tensor([0])[None].expand(2, 1), 1), RuntimeError,
          r"take_along_dim: input shape \(3, 4\) and indices shape \(2, 1\) do not broadcast outside dim 1"),
+        (lambda: flow.repeat_interleave(flow.tensor([[1, 2]])), TypeError,
+         r"repeat_interleave: with one argument it must be a 1-D integer tensor of repeats, got oneflow.int64 "
+         r"of shape \(1, 2\)"),
         (lambda: flow.repeat_interleave(x, flow.tensor([1, 2]), dim=0), RuntimeError,
          r"repeat_interleave: repeats of shape \(2,\) must have one element or one per element of dim 0 \(size 3\)"),
     ]

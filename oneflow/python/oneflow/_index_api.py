@@ -6,7 +6,7 @@ scans and sorting (cumsum, sort, topk, median, mode, unique, multinomial) and th
 import builtins
 
 import oneflow._oneflow_internal as _C
-from oneflow._tensor_api import _MinMax, _finish, _inplace, _size
+from oneflow._tensor_api import _MinMax, _finish, _inplace, _size, arange
 
 Tensor = _C.Tensor
 
@@ -87,7 +87,17 @@ def roll(input, shifts, dims=None):
                    [] if dims is None else _int_list(dims, "roll", "dims"))
 
 
-def repeat_interleave(input, repeats, dim=None, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, output_size=None):
+    """Each element (or slice along dim) repeated; repeat_interleave(r) alone, r a 1-D int
+    tensor, is repeat_interleave(arange(len(r)), r)."""
+    if repeats is None:
+        if not isinstance(input, Tensor) or input.ndim != 1 or input.dtype.is_floating_point:
+            got = f"{input.dtype} of shape {tuple(input.shape)}" if isinstance(input, Tensor) else \
+                type(input).__name__
+            raise TypeError(f"repeat_interleave: with one argument it must be a 1-D integer tensor of "
+                            f"repeats, got {got}")
+        repeats = input
+        input = arange(repeats.shape[0], dtype=repeats.dtype, device=repeats.device)
     if not isinstance(repeats, Tensor):
         repeats = _int(repeats, "repeat_interleave", "repeats")
     out = _C.repeat_interleave(input, repeats, dim)

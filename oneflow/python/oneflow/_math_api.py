@@ -21,8 +21,8 @@ _UNARY = (
 __all__ = list(_UNARY) + [
     "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan", "isinf", "isfinite",
     "isposinf", "isneginf", "nan_to_num", "logical_xor", "lerp", "addcmul", "addcdiv",
-    "floor_divide", "true_divide", "var", "std", "var_mean", "std_mean", "prod", "amax", "amin",
-    "aminmax", "logsumexp", "norm", "count_nonzero", "xlogy", "hypot", "atan2",
+    "floor_divide", "true_divide", "div", "divide", "var", "std", "var_mean", "std_mean", "prod",
+    "amax", "amin", "aminmax", "logsumexp", "norm", "count_nonzero", "xlogy", "hypot", "atan2",
     "sigmoid", "silu", "selu", "celu", "mish", "softplus", "logit",
 ]
 
@@ -35,6 +35,19 @@ sigmoid = _C.sigmoid
 silu = _C.silu
 selu = _C.selu
 mish = _C.mish
+
+
+def round(input, *, decimals=0):
+    """Half to even; decimals= rounds to that many decimal places (negative: to tens, hundreds),
+    computed as torch does: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d."""
+    if decimals == 0:
+        return _C.round(input)
+    if not _is_float(input):
+        raise TypeError(f"round: decimals= needs a floating point tensor, got {input.dtype}")
+    scale = builtins.float(10 ** builtins.abs(builtins.int(decimals)))
+    if decimals > 0:
+        return _C.div(_C.round(_C.mul(input, scale)), scale)
+    return _C.mul(_C.round(_C.div(input, scale)), scale)
 
 
 def celu(input, alpha=1.0):
@@ -153,6 +166,9 @@ def _div(input, other, *, rounding_mode=None):
             return _C.where(neg, q + 1, q)
         return _C.trunc(_C.div(input, other))
     raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+div = divide = _div  # flow.div(x, y, rounding_mode=...) as the method
 
 
 def xlogy(input, other):
@@ -296,13 +312,26 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         return _C.amax(a, dims, keepdim)
     if ord == -math.inf:
         return _C.amin(a, dims, keepdim)
-    if ord == 0:
-        return _C.sum(_C.ne(x, 0).to(x.dtype), dims, keepdim)
+    if ord == 0:  # the count of non-zeros (NaN counts); differentiable with a zero gradient
+        return _C.sum(_C.where(_C.ne(x, 0), _scalar(1, x), _C.mul(x, 0.0)), dims, keepdim)
     if ord == 1:
         return _C.sum(a, dims, keepdim)
-    if ord == 2:
-        return _C.sqrt(_C.sum(x * x, dims, keepdim))
-    return _C.pow(_C.sum(_C.pow(a, builtins.float(ord)), dims, keepdim), 1.0 / ord)
+    # sum(|x|^p)^(1/p); as PyTorch, the gradient is 0 (not 0/0) where the norm is 0, and for
+    # p < 1 where an element is 0: those places go through where() with a safe operand.
+    p = builtins.float(ord)
+    if p == 2:
+        s = _C.sum(x * x, dims, keepdim)
+    else:
+        if p < 1:
+            a0 = _C.eq(a, 0)
+            a = _C.where(a0, _C.mul(a, 0.0), _C.pow(_C.where(a0, _C.add(a, 1.0), a), p))
+        else:
+            a = _C.pow(a, p)
+        s = _C.sum(a, dims, keepdim)
+    zero = _C.eq(s, 0)
+    safe = _C.where(zero, _C.add(s, 1.0), s)
+    root = _C.sqrt(safe) if p == 2 else _C.pow(safe, 1.0 / p)
+    return _C.where(zero, _C.mul(s, 0.0), root)
 
 
 def count_nonzero(input, dim=None):

@@ -498,8 +498,18 @@ is_grad_enabled = _C.is_grad_enabled
 
 # ---------------------------------------------------------------- ops
 
-add = _C.add
-sub = _C.sub
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other (torch.add's alpha=)."""
+    return _C.add(input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha * other (torch.sub's alpha=)."""
+    return _C.sub(input, other if alpha == 1 else other * alpha)
+
+
 mul = _C.mul
 div = _C.div
 maximum = _C.maximum
@@ -602,7 +612,21 @@ def masked_select(input, mask):
 
 
 def clamp(x, min=None, max=None):
-    return _C.clamp(x, None if min is None else builtins.float(min), None if max is None else builtins.float(max))
+    """min/max are numbers or tensors (broadcast against x). With tensor bounds the gradient goes
+    to x where min <= x <= max, to min where x < min and to max where the result exceeds max."""
+    if not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        return _C.clamp(x, None if min is None else builtins.float(min),
+                        None if max is None else builtins.float(max))
+    if min is not None and not isinstance(min, Tensor):
+        x, min = _C.clamp(x, builtins.float(min), None), None
+    out = x
+    if min is not None:
+        out = _C.where(_C.lt(out, min), min.to(out.dtype), out)
+    if max is not None:
+        m = max.to(out.dtype) if isinstance(max, Tensor) else \
+            _C.tensor(builtins.float(max), out.dtype, None, False).to(out.device)
+        out = _C.where(_C.gt(out, m), m, out)
+    return out
 
 
 clip = clamp
@@ -826,10 +850,12 @@ def _setup_tensor():
     T.argmin = argmin
     # Methods that are the functional op with self first.
     for name in (
-        "matmul", "add", "sub", "mul", "div", "neg", "rsqrt", "sign", "square", "gelu", "eq",
-        "ne", "lt", "le", "gt", "ge", "logical_not", "maximum", "minimum",
+        "matmul", "mul", "div", "neg", "rsqrt", "sign", "square", "gelu", "eq",
+        "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "maximum", "minimum",
     ):
         setattr(T, name, _method(getattr(_C, name)))
+    T.add = add
+    T.sub = sub
     T.mm = _method(_C.matmul)
     T.pow = pow
     T.clamp = clamp

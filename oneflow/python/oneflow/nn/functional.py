@@ -242,13 +242,36 @@ def _reduce(loss, reduction):
     return loss
 
 
+def _class_weight(weight, input, api):
+    """weight (one per class) shaped to broadcast against input's class dim (dim 1, or 0 for an
+    unbatched input)."""
+    c = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if not isinstance(weight, flow.Tensor) or tuple(weight.shape) != (c,):
+        got = tuple(weight.shape) if isinstance(weight, flow.Tensor) else type(weight).__name__
+        raise ValueError(f"{api}: expected weight of shape ({c},) (one per class), got {got}")
+    weight = weight.to(input.dtype)
+    return weight if input.ndim == 1 else weight.reshape([1, c] + [1] * (input.ndim - 2))
+
+
+def _weighted_nll(log_probs, target, weight, ignore_index, reduction):
+    """PyTorch's weighted nll_loss: -w[t] log p[t] per element (0 where ignored); 'mean' divides
+    by the sum of the kept elements' weights. The kernel picks the class (and checks targets)."""
+    loss = flow._C.nll_loss(log_probs * weight, target, "none", int(ignore_index))
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    picked = flow._C.nll_loss(-weight.detach().expand(*log_probs.shape), target, "none", int(ignore_index))
+    return loss.sum() / picked.sum()
+
+
 def nll_loss(
     input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
 ):
     reduction = _legacy_reduction("nll_loss", size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
     if weight is not None:
-        raise ValueError("nll_loss: class weights are not supported")
+        return _weighted_nll(input, target, _class_weight(weight, input, "nll_loss"), ignore_index, reduction)
     return flow._C.nll_loss(input, target, reduction, int(ignore_index))
 
 
@@ -264,10 +287,10 @@ def cross_entropy(
 ):
     reduction = _legacy_reduction("cross_entropy", size_average, reduce, reduction)
     _check_reduction("cross_entropy", reduction)
-    if weight is not None:
-        raise ValueError("cross_entropy: class weights are not supported")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if weight is not None:
+        weight = _class_weight(weight, input, "cross_entropy")
 
     if is_floating(target.dtype):
         # Class probabilities instead of indices (PyTorch accepts both).
@@ -279,23 +302,37 @@ def cross_entropy(
         num_classes = input.size(1)
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / num_classes
+        if weight is not None:
+            target = target * weight  # 'mean' still divides by the number of elements
         loss = -(target * log_softmax(input, 1)).sum(dim=1)
         return _reduce(loss, reduction)
 
-    if label_smoothing == 0:
+    if label_smoothing == 0 and weight is None:
         return flow._C.cross_entropy(input, target, reduction, int(ignore_index))
 
-    # PyTorch's smoothing: (1 - e) * nll + e * mean over classes of -log p, over kept targets.
-    log_probs = log_softmax(input, 1)
-    nll = flow._C.nll_loss(log_probs, target, reduction, int(ignore_index))
+    cdim = 1 if input.ndim > 1 else 0
+    log_probs = log_softmax(input, cdim)
+    if weight is not None:
+        nll = _weighted_nll(log_probs, target, weight, ignore_index, reduction)
+        if label_smoothing == 0:
+            return nll
+    else:
+        nll = flow._C.nll_loss(log_probs, target, reduction, int(ignore_index))
+    # PyTorch's smoothing: (1 - e) * nll + e / C * sum over classes of -w log p, over kept
+    # targets; 'mean' divides by the kept targets' count (their weights' sum with weights).
     keep = (target != ignore_index).to(log_probs.dtype)
-    smooth = -log_probs.sum(dim=1) / input.size(1) * keep
+    weighted = log_probs if weight is None else log_probs * weight
+    smooth = -weighted.sum(dim=cdim) / input.size(cdim) * keep
     if reduction == "none":
         smooth_loss = smooth
     elif reduction == "sum":
         smooth_loss = smooth.sum()
-    else:
+    elif weight is None:
         smooth_loss = smooth.sum() / keep.sum()
+    else:
+        picked = flow._C.nll_loss(-weight.detach().expand(*log_probs.shape), target, "none",
+                                  int(ignore_index))
+        smooth_loss = smooth.sum() / picked.sum()
     return nll * (1.0 - label_smoothing) + smooth_loss * label_smoothing
 
 

@@ -1,8 +1,8 @@
 """oneflow.utils: data loading (``oneflow.utils.data``), vision datasets
 (``oneflow.utils.vision``), as in ``torch.utils.data`` and torchvision, and safetensors files
-(``oneflow.utils.safetensors``, the names of ``safetensors.torch``), and global views of whole
-structures (``oneflow.utils.global_view``: to_global / to_local of state dicts, global_mode),
-and activation checkpointing (``oneflow.utils.checkpoint``).
+(``oneflow.utils.safetensors``, the names of ``safetensors.torch``), global views of whole
+structures (``oneflow.utils.global_view``: to_global / to_local of state dicts, global_mode), and
+activation checkpointing (``oneflow.utils.checkpoint``, as ``torch.utils.checkpoint``).
 
 They import only the standard library at import time, so
 ``import oneflow`` stays fast; numpy and gzip are imported inside functions.
@@ -14,7 +14,7 @@ from oneflow.utils import vision
 __all__ = ["data", "safetensors", "vision", "global_view", "checkpoint"]
 
 
-def __getattr__(name):  # global_view imports the global-tensor layer, which loads after utils
+def __getattr__(name):  # global_view and checkpoint import layers that load after utils
     if name in ("global_view", "checkpoint"):
         import importlib
         return importlib.import_module("oneflow.utils." + name)

@@ -1,83 +1,107 @@
-"""Activation checkpointing (torch.utils.checkpoint's names): run a piece of the model without
-keeping its intermediate activations, and run it again during backward to get them.
+"""oneflow.utils.checkpoint: activation checkpointing, as torch.utils.checkpoint.
 
-    from oneflow.utils.checkpoint import checkpoint
-    x = checkpoint(block, x)        # block's activations are recomputed in backward
+    from oneflow.utils.checkpoint import checkpoint, checkpoint_sequential
+    y = checkpoint(block, x)                 # block's activations are recomputed in backward
+    y = checkpoint_sequential(seq, 2, x)     # an nn.Sequential in 2 segments
 
-The forward runs under no_grad, so only the inputs are kept. In backward the function runs a
-second time on detached copies of the inputs with gradients on, and a backward through that
-recomputed graph accumulates the parameters' gradients and gives the inputs' (PyTorch's
-reentrant variant). It works the same for global tensors: the recomputation goes through the
-same deduction and boxing as the first forward, so the collectives of the forward run again
-during backward.
-
-The function must compute the same values the second time: it must not draw random numbers
-(dropout) or depend on state it changes. At least one input must require grad, or no gradient
-reaches the parameters inside (as in PyTorch's reentrant variant, which only warns; here it is
-an error).
+The forward runs without recording a graph; backward runs the function again (with the random
+state of the forward, so dropout draws the same mask) and backpropagates through it. The
+parameters the function uses get their gradients even when no input requires grad (PyTorch's
+use_reentrant=False behaviour).
 """
 
 import oneflow as flow
-from oneflow.autograd import Function
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
 
-class _CheckpointFunction(Function):
+def _outputs(out, what):
+    if isinstance(out, flow.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(o, flow.Tensor) for o in out):
+        return list(out)
+    kinds = type(out).__name__ if not isinstance(out, (tuple, list)) else \
+        [type(o).__name__ for o in out]
+    raise TypeError(f"{what}: the function must return a tensor or a tuple of tensors, got {kinds}")
+
+
+class _Checkpoint(flow.autograd.Function):
     @staticmethod
-    def forward(ctx, run_function, *args):
-        ctx.run_function = run_function
-        ctx.inputs = args
-        return run_function(*args)
+    def forward(ctx, run, preserve_rng_state, kwargs, *args):
+        inputs = args[:-1]  # the last one is the anchor that ties the output to the graph
+        ctx.run, ctx.kwargs = run, kwargs
+        ctx.rng = flow.default_generator.get_state() if preserve_rng_state else None
+        ctx.tensor_pos = [i for i, a in enumerate(inputs) if isinstance(a, flow.Tensor)]
+        ctx.inputs = [None if i in ctx.tensor_pos else a for i, a in enumerate(inputs)]
+        ctx.save_for_backward(*[inputs[i] for i in ctx.tensor_pos])
+        out = run(*inputs, **kwargs)
+        ctx.single = isinstance(out, flow.Tensor)
+        outs = _outputs(out, "checkpoint")
+        # outputs that alias an input would share its autograd identity: give fresh tensors
+        return outs[0].clone() if ctx.single else tuple(o.clone() for o in outs)
 
     @staticmethod
     def backward(ctx, *grads):
-        inputs = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, flow.Tensor) else a
-                  for a in ctx.inputs]
-        with flow.enable_grad():
-            out = ctx.run_function(*inputs)
-        outs = [out] if isinstance(out, flow.Tensor) else list(out)
+        inputs = list(ctx.inputs)
+        for i, t in zip(ctx.tensor_pos, ctx.saved_tensors):
+            d = t.detach()
+            if t.requires_grad:
+                d.requires_grad_(True)
+            inputs[i] = d
+        now = None
+        if ctx.rng is not None:
+            now = flow.default_generator.get_state()
+            flow.default_generator.set_state(ctx.rng)
+        try:
+            with flow.enable_grad():
+                outs = _outputs(ctx.run(*inputs, **ctx.kwargs), "checkpoint")
+        finally:
+            if now is not None:
+                flow.default_generator.set_state(now)
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad and g is not None]
         if pairs:
             flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
-        return (None,) + tuple(a.grad if isinstance(a, flow.Tensor) and a.requires_grad else None
-                               for a in inputs)
+        in_grads = [None] * len(inputs)
+        for i in ctx.tensor_pos:
+            in_grads[i] = inputs[i].grad if inputs[i].requires_grad else None
+        return (None, None, None) + tuple(in_grads) + (None,)
 
 
-def checkpoint(function, *args, use_reentrant=True, preserve_rng_state=False, **kwargs):
-    """function(*args), recomputed during backward instead of keeping its activations."""
-    if kwargs:
-        raise TypeError(f"checkpoint: keyword arguments for the function are not supported, got "
-                        f"{sorted(kwargs)}")
-    if not use_reentrant:
-        raise NotImplementedError("checkpoint: only use_reentrant=True is supported, got False")
-    if preserve_rng_state:
-        raise NotImplementedError(
-            "checkpoint: preserve_rng_state=True is not supported (the function must not draw "
-            "random numbers), got True")
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
+    """function(*args, **kwargs), keeping none of its activations for backward: they are
+    recomputed there. use_reentrant is accepted for PyTorch's signature (both modes behave
+    as use_reentrant=False)."""
+    if not callable(function):
+        raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if not flow.is_grad_enabled():
-        return function(*args)
-    if not any(isinstance(a, flow.Tensor) and a.requires_grad for a in args):
-        raise ValueError("checkpoint: none of the inputs requires grad, so no gradient would "
-                         "reach the parameters inside the function")
-    return _CheckpointFunction.apply(function, *args)
+        return function(*args, **kwargs)
+    anchor = flow.zeros((), requires_grad=True)
+    return _Checkpoint.apply(function, bool(preserve_rng_state), kwargs, *args, anchor)
 
 
-def checkpoint_sequential(functions, segments, input, use_reentrant=True):
-    """Runs functions (a Sequential or a list of modules) in `segments` checkpointed pieces."""
-    functions = list(functions.children()) if isinstance(functions, flow.nn.Module) else list(functions)
-    if not isinstance(segments, int) or not 1 <= segments <= max(1, len(functions)):
-        raise ValueError(f"checkpoint_sequential: segments must be an int in [1, {len(functions)}], "
-                         f"got {segments!r}")
-    size = (len(functions) + segments - 1) // segments
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Runs functions (an nn.Sequential or a list of modules) on input in `segments` parts,
+    each but the last under checkpoint()."""
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("checkpoint_sequential: unexpected keyword arguments: " + ", ".join(kwargs))
+    if isinstance(functions, flow.nn.Sequential):
+        functions = list(functions.children())
+    functions = list(functions)
+    if not isinstance(segments, int) or not 1 <= segments <= max(len(functions), 1):
+        raise ValueError(f"checkpoint_sequential: segments must be an int in [1, {len(functions)}] "
+                         f"(the number of functions), got {segments!r}")
 
-    def run(piece):
-        def f(x):
-            for fn in piece:
-                x = fn(x)
+    def run(start, end):
+        def forward(x):
+            for j in range(start, end + 1):
+                x = functions[j](x)
             return x
-        return f
+        return forward
 
-    for start in range(0, len(functions), size):
-        input = checkpoint(run(functions[start:start + size]), input, use_reentrant=use_reentrant)
-    return input
+    size = len(functions) // segments
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, preserve_rng_state=preserve)
+    return run(end + 1, len(functions) - 1)(input)

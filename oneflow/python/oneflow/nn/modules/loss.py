@@ -23,8 +23,7 @@ class CrossEntropyLoss(_Loss):
         label_smoothing=0.0,
     ):
         super().__init__(size_average, reduce, reduction)
-        if weight is not None:
-            raise ValueError("CrossEntropyLoss: class weights are not supported")
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -32,6 +31,7 @@ class CrossEntropyLoss(_Loss):
         return F.cross_entropy(
             input,
             target,
+            weight=self.weight,
             ignore_index=self.ignore_index,
             reduction=self.reduction,
             label_smoothing=self.label_smoothing,
@@ -41,12 +41,12 @@ class CrossEntropyLoss(_Loss):
 class NLLLoss(_Loss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
-        if weight is not None:
-            raise ValueError("NLLLoss: class weights are not supported")
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class MSELoss(_Loss):
