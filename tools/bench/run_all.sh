@@ -11,7 +11,10 @@
 # over TCP, so the framework and the transport differences show separately), 2-rank DDP
 # training of the MLP and LeNet against PyTorch DDP (bench_ddp.py, the same two ways, and
 # global-tensor data parallelism), the overhead of a global op against the same op on the
-# local shard (bench_global_op.py: both columns are ours), and on a machine with a GPU, matmul /
+# local shard (bench_global_op.py: both columns are ours), a GPT block's training step at
+# GPT-small shapes (bench_gpt_step.py), bf16 matmul against our float32 (bench_bf16.py), the
+# GPT under tensor / data / pipeline parallelism (bench_gpt_parallel.py: TP layer 2 ranks vs 1,
+# DP against PyTorch DDP, the pipeline bubble), and on a machine with a GPU, matmul /
 # conv2d TFLOP/s and LeNet / MobileNetV2 training on CUDA against PyTorch on the same GPU
 # (bench_cuda.py; without a GPU it prints why it skipped and adds no rows; it fails the run when
 # results differ from PyTorch's). Each table section is headed by what its two columns are.
@@ -38,8 +41,12 @@ echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') (fami
 "$PY" "$HERE/bench_allreduce.py" "${QUICK[@]}" --json "$TMP/allreduce.json"
 "$PY" "$HERE/bench_ddp.py" "${QUICK[@]}" --json "$TMP/ddp.json"
 "$PY" "$HERE/bench_global_op.py" "${QUICK[@]}" --json "$TMP/global_op.json"
+"$PY" "$HERE/bench_gpt_step.py" "${QUICK[@]}" --json "$TMP/gpt_step.json"
+"$PY" "$HERE/bench_bf16.py" "${QUICK[@]}" --json "$TMP/bf16.json"
+"$PY" "$HERE/bench_gpt_parallel.py" "${QUICK[@]}" --json "$TMP/gpt_parallel.json"
 "$PY" "$HERE/bench_cuda.py" "${QUICK[@]}" --json "$TMP/cuda.json"
 echo
 "$PY" "$HERE/common.py" table "$TMP/train.json" "$TMP/eager.json" "$TMP/allreduce.json" \
-  "$TMP/ddp.json" "$TMP/global_op.json" "$TMP/cuda.json"
+  "$TMP/ddp.json" "$TMP/global_op.json" "$TMP/gpt_step.json" "$TMP/bf16.json" \
+  "$TMP/gpt_parallel.json" "$TMP/cuda.json"
 echo "run_all.sh: $((SECONDS - START)) s"
