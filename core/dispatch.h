@@ -42,10 +42,16 @@ void SetGlobalInterpreter(GlobalInterpreter interpreter);
 // The rest of what oneflow/ installs for global tensors: tensors of a value laid out like a
 // global one (autograd's seeds and zero gradients), and in-place copy and fill of global
 // tensors (fn::copy_ and fn::fill_ hand those over).
+// Composites in core that make constants (positions, ones) lift them onto a global input's
+// placement with on_placement_of, and read a global scalar on the host through whole.
 struct GlobalHooks {
   Tensor (*full_like)(const Tensor& like, double value) = nullptr;
   void (*copy)(const Tensor& dst, const Tensor& src) = nullptr;
   void (*fill)(const Tensor& dst, double value) = nullptr;
+  // `local` (the same values on every rank) as a broadcast tensor on like's placement.
+  Tensor (*on_placement_of)(const Tensor& like, const Tensor& local) = nullptr;
+  // The whole value of a global tensor as a local one, on every rank (collective).
+  Tensor (*whole)(const Tensor& global) = nullptr;
 };
 void SetGlobalHooks(const GlobalHooks& hooks);
 const GlobalHooks& GetGlobalHooks();

@@ -48,6 +48,12 @@ Tensor Tensor::MakeView(const Tensor& base, Shape shape, std::vector<int64_t> st
 
 int64_t Tensor::size(int64_t dim) const { return shape()[WrapDim(dim, ndim(), "size")]; }
 
+void Tensor::ThrowGlobalData() const {
+  throw Error(StrCat("a kernel read the data of a global tensor of shape ", shape(),
+                     " on the host; the op must go through the global interpreter or use "
+                     "to_local() (this rank's shard)"));
+}
+
 bool Tensor::is_contiguous() const {
   if (numel() == 0) return true;  // as PyTorch: no element is out of place (a 0-size shard)
   int64_t expected = 1;

@@ -105,9 +105,12 @@ class Tensor {
   bool is_contiguous() const;
   bool is_cpu() const { return device().type == DeviceType::kCPU; }
   bool is_global() const { return impl_->extension != nullptr; }
+  [[noreturn]] void ThrowGlobalData() const;
 
-  // Address of element 0 of this view.
+  // Address of element 0 of this view. A global tensor holds no data of its own (its shard
+  // does): asking for it is an error, not a read of nothing.
   void* raw_data() const {
+    if (impl_->extension) ThrowGlobalData();
     return static_cast<char*>(impl_->storage->data()) + impl_->offset * SizeOf(dtype());
   }
   template <typename T>

@@ -22,9 +22,17 @@ int64_t Wrap(int64_t dim, int64_t ndim, const char* op) { return WrapDim(dim, nd
 // Integer dims of a tensor as seen by op; 0-dim tensors count as 1-D.
 Tensor AtLeast1d(const Tensor& x) { return x.ndim() ? x : reshape(x, {1}); }
 
-// The value of a one-element tensor, read on the host.
+// The value of a one-element tensor, read on the host (a global one: its whole value, which
+// every rank of the job reads together).
 int64_t ReadInt(const Tensor& t) {
-  return Contig(to_dtype(to_device(t.detach(), Device::CPU()), DType::kInt64)).data<int64_t>()[0];
+  Tensor v = t.is_global() ? GetGlobalHooks().whole(t.detach()) : t.detach();
+  return Contig(to_dtype(to_device(v, Device::CPU()), DType::kInt64)).data<int64_t>()[0];
+}
+
+// arange(0, n) as int64 on x's device, or broadcast on x's placement when x is global.
+Tensor Positions(int64_t n, const Tensor& x) {
+  Tensor local = arange(0, static_cast<double>(n), 1, DType::kInt64, x.device());
+  return x.is_global() ? GetGlobalHooks().on_placement_of(x, local) : local;
 }
 
 // A 0-dim int64 tensor on like's device.
@@ -303,8 +311,8 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
     ONEFLOW_CHECK(lo >= 0 && hi < num_classes, "one_hot: class values must be in [0, ", num_classes,
                   "), got values in [", lo, ", ", hi, "]");
   }
-  Tensor classes = arange(0, static_cast<double>(num_classes), 1, index.dtype(), index.device());
-  return to_dtype(eq(unsqueeze(index, -1), classes), DType::kInt64);
+  Tensor classes = Positions(num_classes, index);
+  return to_dtype(eq(unsqueeze(to_dtype(index, DType::kInt64), -1), classes), DType::kInt64);
 }
 
 // ---------------------------------------------------------------- all, any
@@ -390,7 +398,7 @@ std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim) {
   Tensor value = min(where(candidates, v, row_max), d, true).first;
   IntList pos_shape(y.ndim(), 1);
   pos_shape[d] = n;
-  Tensor pos = reshape(arange(0, static_cast<double>(n), 1, DType::kInt64, y.device()), pos_shape);
+  Tensor pos = reshape(Positions(n, y), pos_shape);
   Tensor index = max(where(eq(v, value), pos, IntScalar(-1, pos)), d, true).first;
   Tensor out = gather(y, d, index);  // the gradient goes to that element
   if (x.ndim() == 0) return {reshape(out, {}), reshape(index, {})};

@@ -349,6 +349,19 @@ void GlobalCopy(const Tensor& dst, const Tensor& src) {
   if (m.placement.Contains(MyRank())) fn::copy_(m.local, Meta(s).local);
 }
 
+Tensor GlobalOnPlacementOf(const Tensor& like, const Tensor& local) {
+  const Placement& pl = Meta(like).placement;
+  return FromWhole(local, pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
+}
+
+Tensor GlobalWhole(const Tensor& global) {
+  const GlobalMeta& m = Meta(global);
+  std::vector<int> world(runtime::WorldFromEnv().world_size);
+  for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
+  Placement everywhere(m.placement.device(), world);
+  return Meta(ToGlobalImpl(global, everywhere, NdSbp{Sbp::Broadcast()})).local;
+}
+
 void GlobalFill(const Tensor& dst, double value) {
   const GlobalMeta& m = Meta(dst);
   if (!m.placement.Contains(MyRank())) return;
@@ -366,6 +379,8 @@ void Install() {
     hooks.full_like = &GlobalFullLike;
     hooks.copy = &GlobalCopy;
     hooks.fill = &GlobalFill;
+    hooks.on_placement_of = &GlobalOnPlacementOf;
+    hooks.whole = &GlobalWhole;
     SetGlobalHooks(hooks);
   });
 }

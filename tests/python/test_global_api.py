@@ -219,3 +219,11 @@ def test_oneflow_only_ops_on_global_tensors():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     names = ["scatter_nd", "coin_flip", "partial_fc"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in names)
+
+
+def test_everyday_ops_on_global_tensors_equal_one_process():
+    # Issue 15: the new ops under B, S(0), S(1) layouts (one_hot of a global index crashed).
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "everyday_global.py"), timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in ("ops", "one_hot"))

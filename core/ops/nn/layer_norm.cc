@@ -170,11 +170,13 @@ Tensor layer_norm(const Tensor& x, const IntList& normalized_shape, const Tensor
   Tensor w = weight, b = bias;
   if (!w.defined() && b.defined()) w = ones_like(b);
   if (!b.defined() && w.defined()) b = zeros_like(w);
-  if (!w.defined()) {
-    ONEFLOW_CHECK(!x.is_global(), "layer_norm: a global input needs a weight or a bias "
-                  "(elementwise_affine=True) to take its placement from");
+  if (!w.defined()) {  // on x's placement, broadcast, when x is global
     w = ones(Shape(normalized_shape), x.dtype(), x.device());
     b = zeros(Shape(normalized_shape), x.dtype(), x.device());
+    if (x.is_global()) {
+      w = GetGlobalHooks().on_placement_of(x, w);
+      b = GetGlobalHooks().on_placement_of(x, b);
+    }
   }
   Attrs a;
   a.Set("normalized_ndim", k).Set("eps", eps);
