@@ -13,7 +13,7 @@ schedule = sys.argv[1]
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 placements = [flow.placement("cpu", ranks=[r]) for r in range(world)]
 B = flow.sbp.broadcast
-H = 512
+H = 1024
 flow.manual_seed(0)
 stages = [nn.Sequential(nn.Linear(H, H), nn.Tanh(), nn.Linear(H, H), nn.Tanh()) for _ in range(world)]
 pipe = flow.nn.parallel.Pipeline(stages, placements, loss_fn=nn.MSELoss(), num_micro_batches=4,
