@@ -68,3 +68,27 @@ struct RemF {
 
 }  // namespace functors
 }  // namespace oneflow
+
+// The binary ops, one line each: X(name, Functor, CPU gradient, CUDA dtypes). The CPU side
+// (core/ops/elementwise.cc) registers the op, its gradient and kernel; the CUDA side
+// (core/kernels/cuda/elementwise.cu) its kernel over the dtypes named (elementwise.cu's Types).
+// PowF is each file's own (the devices compute pow differently on purpose).
+#define ONEFLOW_BINARY_TABLE_OPS(X)                  \
+  X(add, AddF, AddGrad, kWithHalf)                   \
+  X(sub, SubF, SubGrad, kWithHalf)                   \
+  X(mul, MulF, MulGrad, kWithHalf)                   \
+  X(div, DivF, DivGrad, kWithHalf)                   \
+  X(pow, PowF, PowGrad, kAll)                        \
+  X(maximum, MaxF, MaximumGrad, kAll)                \
+  X(minimum, MinF, MinimumGrad, kAll)
+
+// Comparisons and logical and/or: bool results, not differentiable. X(name, Functor).
+#define ONEFLOW_COMPARE_TABLE_OPS(X) \
+  X(eq, EqF)                         \
+  X(ne, NeF)                         \
+  X(lt, LtF)                         \
+  X(le, LeF)                         \
+  X(gt, GtF)                         \
+  X(ge, GeF)                         \
+  X(logical_and, AndF)               \
+  X(logical_or, OrF)

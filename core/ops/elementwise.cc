@@ -396,14 +396,14 @@ std::vector<Tensor> ClampGrad(const GradCtx& c) {
 
 }  // namespace
 
-#define REGISTER_BINARY(name, F, grad)                              \
+#define REGISTER_BINARY(name, F, grad, cuda_types)                  \
   ONEFLOW_REGISTER_OP(name)                                         \
       .Inputs(2)                                                    \
       .Infer(+[](const std::vector<TensorMeta>& in, const Attrs&) { \
         return InferBinary(in, #name, false);                       \
       })                                                            \
       .Grad(grad)                                                   \
-      .Kernel(DeviceType::kCPU, BinaryCpu<F, false>)
+      .Kernel(DeviceType::kCPU, BinaryCpu<F, false>);
 #define REGISTER_COMPARE(name, F)                                   \
   ONEFLOW_REGISTER_OP(name)                                         \
       .Inputs(2)                                                    \
@@ -411,29 +411,16 @@ std::vector<Tensor> ClampGrad(const GradCtx& c) {
         return InferBinary(in, #name, true);                        \
       })                                                            \
       .NonDifferentiable()                                          \
-      .Kernel(DeviceType::kCPU, BinaryCpu<F, true>)
-REGISTER_BINARY(add, AddF, AddGrad);
-REGISTER_BINARY(sub, SubF, SubGrad);
-REGISTER_BINARY(mul, MulF, MulGrad);
-REGISTER_BINARY(div, DivF, DivGrad);
-REGISTER_BINARY(pow, PowF, PowGrad);
-REGISTER_BINARY(maximum, MaxF, MaximumGrad);
-REGISTER_BINARY(minimum, MinF, MinimumGrad);
+      .Kernel(DeviceType::kCPU, BinaryCpu<F, true>);
+ONEFLOW_BINARY_TABLE_OPS(REGISTER_BINARY)
+ONEFLOW_COMPARE_TABLE_OPS(REGISTER_COMPARE)
+#undef REGISTER_BINARY
+#undef REGISTER_COMPARE
 ONEFLOW_REGISTER_OP(remainder)
     .Inputs(2)
     .Infer(InferRemainder)
     .Grad(RemainderGrad)
     .Kernel(DeviceType::kCPU, RemainderCpu);
-REGISTER_COMPARE(eq, EqF);
-REGISTER_COMPARE(ne, NeF);
-REGISTER_COMPARE(lt, LtF);
-REGISTER_COMPARE(le, LeF);
-REGISTER_COMPARE(gt, GtF);
-REGISTER_COMPARE(ge, GeF);
-REGISTER_COMPARE(logical_and, AndF);
-REGISTER_COMPARE(logical_or, OrF);
-#undef REGISTER_BINARY
-#undef REGISTER_COMPARE
 
 ONEFLOW_REGISTER_OP(where)
     .Inputs(3)

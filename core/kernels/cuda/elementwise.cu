@@ -303,25 +303,12 @@ void CopyStrided(const Tensor& dst, const Tensor& src) {
 
 }  // namespace cuda
 
-#define REGISTER_BINARY(name, F, types) \
-  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, false, Types::types>))
+#define REGISTER_BINARY(name, F, cpu_grad, types) \
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, false, Types::types>));
 #define REGISTER_COMPARE(name, F) \
-  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, true, Types::kAll>))
-REGISTER_BINARY(add, AddF, kWithHalf);
-REGISTER_BINARY(sub, SubF, kWithHalf);
-REGISTER_BINARY(mul, MulF, kWithHalf);
-REGISTER_BINARY(div, DivF, kWithHalf);
-REGISTER_BINARY(pow, PowF, kAll);
-REGISTER_BINARY(maximum, MaxF, kAll);
-REGISTER_BINARY(minimum, MinF, kAll);
-REGISTER_COMPARE(eq, EqF);
-REGISTER_COMPARE(ne, NeF);
-REGISTER_COMPARE(lt, LtF);
-REGISTER_COMPARE(le, LeF);
-REGISTER_COMPARE(gt, GtF);
-REGISTER_COMPARE(ge, GeF);
-REGISTER_COMPARE(logical_and, AndF);
-REGISTER_COMPARE(logical_or, OrF);
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, (BinaryCuda<F, true, Types::kAll>));
+ONEFLOW_BINARY_TABLE_OPS(REGISTER_BINARY)
+ONEFLOW_COMPARE_TABLE_OPS(REGISTER_COMPARE)
 #undef REGISTER_BINARY
 #undef REGISTER_COMPARE
 
