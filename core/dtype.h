@@ -95,17 +95,33 @@ decltype(auto) DispatchFloating(DType dtype, const char* op, F&& f) {
   }
 }
 
-// As DispatchAll, but also over the half types (copies and casts).
-template <typename F>
-decltype(auto) DispatchWithHalf(DType dtype, const char* op, F&& f) {
+namespace detail {
+// f(TypeTag<Half or BFloat16>{}) for the half types, otherwise() for the rest.
+template <typename F, typename Otherwise>
+decltype(auto) HalfOr(DType dtype, F& f, Otherwise&& otherwise) {
   switch (dtype) {
     case DType::kFloat16:
       return f(TypeTag<Half>{});
     case DType::kBFloat16:
       return f(TypeTag<BFloat16>{});
     default:
-      return DispatchAll(dtype, op, std::forward<F>(f));
+      return otherwise();
   }
+}
+}  // namespace detail
+
+// As DispatchAll, but also over the half types (copies and casts).
+template <typename F>
+decltype(auto) DispatchWithHalf(DType dtype, const char* op, F&& f) {
+  return detail::HalfOr(dtype, f, [&]() -> decltype(auto) { return DispatchAll(dtype, op, f); });
+}
+
+// As DispatchFloating, also over the half types (kernels that compute them, e.g. on CUDA in
+// float through cuda::Acc); other dtypes get DispatchFloating's error.
+template <typename F>
+decltype(auto) DispatchFloatingWithHalf(DType dtype, const char* op, F&& f) {
+  return detail::HalfOr(dtype, f,
+                        [&]() -> decltype(auto) { return DispatchFloating(dtype, op, f); });
 }
 
 }  // namespace oneflow
