@@ -4,11 +4,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <numeric>
 #include <optional>
 
 #include "boxing/plan.h"
 #include "oneflow/api/python/convert.h"
+#include "oneflow/api/python/module.h"
 #include "oneflow/global/global_tensor.h"
+#include "runtime/env.h"
 #include "sbp/rules.h"
 
 namespace oneflow {
@@ -22,6 +25,17 @@ using sbp::Placement;
 py::tuple SbpTuple(const NdSbp& nd) { return py::tuple(py::cast(nd)); }
 
 }  // namespace
+
+// numpy(), item(), float() and printing of a global tensor read it: collective, every rank of the
+// job calls them.
+Tensor Whole(const Tensor& t) {
+  if (!t.is_global()) return t;
+  std::vector<int> world(comm::GetWorldSize());
+  std::iota(world.begin(), world.end(), 0);
+  sbp::Placement all(global::Meta(t).placement.device(), std::move(world));
+  py::gil_scoped_release release;
+  return global::ToLocal(global::ToGlobal(t.detach(), all, {sbp::Sbp::Broadcast()}));
+}
 
 void BindGlobal(py::module_& m) {
   m.def(
@@ -43,6 +57,7 @@ void BindGlobal(py::module_& m) {
   // The address of the tensor's implementation: equal for two Python handles of one tensor.
   m.def("tensor_impl_id",
         [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.impl()); });
+  m.def("whole", &Whole);
   m.def("to_local", [](const Tensor& t) {
     if (!t.is_global()) return t;
     return global::ToLocal(t);

@@ -17,6 +17,10 @@ namespace py = pybind11;
 inline Tensor OptTensor(const py::object& o) { return o.is_none() ? Tensor() : o.cast<Tensor>(); }
 inline py::object TensorOrNone(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
 
+// The whole value of t on this rank: t itself when local; a global tensor gathered on every
+// rank of the job (collective), as OneFlow reads a global tensor's data (global.cc).
+Tensor Whole(const Tensor& t);
+
 void BindDTypeDevice(py::module_& m);  // dtype_device.cc: flow.dtype, flow.device
 void BindTensor(py::module_& m);       // tensor.cc: the Tensor class, autograd nodes
 void BindFunctional(py::module_& m);   // functional.cc: creation, grad mode, ops

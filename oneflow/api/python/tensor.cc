@@ -5,15 +5,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <numeric>
-
 #include "core/autograd.h"
 #include "core/inplace.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/indexing.h"
 #include "oneflow/api/python/module.h"
-#include "oneflow/global/global_tensor.h"
-#include "runtime/env.h"
 
 namespace oneflow {
 namespace python {
@@ -54,22 +50,9 @@ py::object NodeOrNone(const Tensor& t) {
   return py::cast(t.grad_fn());
 }
 
-// The whole value of t on this rank: t itself when local; for a global tensor, gathered on every
-// rank of the job as OneFlow reads a global tensor's data (numpy(), item(), float() are
-// collective: every rank calls them).
-Tensor Whole(const Tensor& t) {
-  if (!t.is_global()) return t;
-  std::vector<int> world(comm::GetWorldSize());
-  std::iota(world.begin(), world.end(), 0);
-  sbp::Placement all(global::Meta(t).placement.device(), std::move(world));
-  py::gil_scoped_release release;
-  return global::ToLocal(global::ToGlobal(t.detach(), all, {sbp::Sbp::Broadcast()}));
-}
-
 // As OneFlow's numpy(): a copy of the values, also of a tensor that requires grad.
-py::array ToNumpy(const Tensor& whole) {
-  Tensor t = Whole(whole);
-  Tensor c = fn::contiguous(t.detach());
+py::array ToNumpy(const Tensor& t) {
+  Tensor c = fn::contiguous(Whole(t).detach());
   if (!c.is_cpu()) c = fn::to_device(c, Device::CPU());
   std::string fmt;
   switch (c.dtype()) {
