@@ -189,6 +189,33 @@ def test_single_process_global_tensors():
     assert not local.is_global and tuple(local.shape) == (3, 4)
 
 
+def test_placement_and_sbp_are_the_cpp_values():
+    # One Placement / Sbp for Python, the bindings and C++ (sbp/sbp.h bound as it is): what a
+    # tensor reports is the value the user built, hashable, printable and picklable.
+    import pickle
+    P = flow.placement("cpu", ranks=np.array([[3, 2], [1, 0]]))  # ranks sort, the mesh stays
+    assert isinstance(P, flow._C.placement) and P.type == "cpu" and P.hierarchy == (2, 2)
+    assert repr(P) == 'oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]])'
+    assert P.ranks.tolist() == [[0, 1], [2, 3]] and P.ranks.dtype == np.int64
+    assert P == flow.placement("cpu", [0, 1, 2, 3], hierarchy=(2, 2)) and len({P, P}) == 1
+    assert flow.placement.all("cpu") == flow.placement("cpu", ranks=[0])
+    S0 = flow.sbp.split(0)
+    assert flow.sbp.broadcast() == flow.sbp.broadcast and S0 != flow.sbp.split(1)
+    assert len({S0, flow.sbp.split(dim=0), flow.sbp.partial_sum}) == 2
+    assert repr(flow.sbp.partial_sum) == "oneflow.sbp.partial_sum"
+    for v in (P, S0, flow.sbp.broadcast):
+        assert pickle.loads(pickle.dumps(v)) == v
+    x = flow.ones(2).to_global(placement=flow.placement("cpu", [0]), sbp=S0)
+    placement, nd_sbp = flow._C.global_info(x)
+    assert placement == x.placement and nd_sbp == x.sbp == (S0,)
+    with pytest.raises(ValueError, match="placement: a rank appears twice in"):
+        flow.placement("cpu", [0, 0])
+    with pytest.raises(ValueError, match="are not a rectangular array"):
+        flow.placement("cpu", [[0, 1], [2]])
+    with pytest.raises(TypeError, match="sbp.split: dim must be an int, got float"):
+        flow.sbp.split(1.0)
+
+
 def test_number_conversions_of_global_tensors():
     # float() of a global scalar read the data-less global wrapper and crashed (SIGSEGV), e.g.
     # OneFlow's flow.full(shape, global_scalar, placement=..., sbp=...)
