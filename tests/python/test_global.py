@@ -57,10 +57,10 @@ def _oneflow_naive_bytes(src, a, dst, b, shape, itemsize=4):
     destination i % n (from B: the whole once, nothing when a source is a destination)."""
     def region(ranks, sbp, i):
         out = [(0, n) for n in shape]
-        if sbp[0] == 0:
-            bounds = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(shape[sbp[1]]),
+        if sbp.is_split:
+            bounds = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(shape[sbp.axis]),
                                                                      len(ranks))])
-            out[sbp[1]] = (bounds[i], bounds[i + 1])
+            out[sbp.axis] = (bounds[i], bounds[i + 1])
         return out
 
     def size(reg):
@@ -90,12 +90,13 @@ def test_placement_changes_move_no_more_than_oneflow():
     for shape in [(4, 6), (5, 3)]:
         for src in groups:
             for dst in groups:
-                if src == dst:
+                # a placement's parallel ids follow its sorted ranks ([2, 1] is [1, 2])
+                if sorted(src) == sorted(dst):
                     continue
                 for a in (S0, S1, B, P):
                     for b in (S0, S1, B, P):
                         _, cost = plan(src, [a], dst, [b], shape=shape)
-                        want = _oneflow_naive_bytes(src, a, dst, b, shape)
+                        want = _oneflow_naive_bytes(sorted(src), a, sorted(dst), b, shape)
                         assert cost <= want, (src, a, dst, b, shape, cost, want)
 
 
@@ -132,12 +133,11 @@ def test_every_registered_op_has_an_sbp_rule():
 
 
 def plan(src, frm, dst, to, shape=(4, 4), hs=None, hd=None):
-    text, cost = flow._C.boxing_plan("cpu", src, hs or [len(src)], frm, dst, hd or [len(dst)], to,
-                                     list(shape))
-    return text, cost
+    return flow._C.boxing_plan(flow.placement("cpu", src, hs), frm, flow.placement("cpu", dst, hd),
+                               to, list(shape))
 
 
-S0, S1, B, P = (0, 0), (0, 1), (1, -1), (2, -1)
+S0, S1, B, P = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast, flow.sbp.partial_sum
 
 
 def test_planner_one_dimension_table():
@@ -187,6 +187,33 @@ def test_single_process_global_tensors():
     assert flow.placement("cpu", {0: [0, 1]}).ranks.tolist() == [0, 1]
     local = x.to_local()
     assert not local.is_global and tuple(local.shape) == (3, 4)
+
+
+def test_placement_and_sbp_are_the_cpp_values():
+    # One Placement / Sbp for Python, the bindings and C++ (sbp/sbp.h bound as it is): what a
+    # tensor reports is the value the user built, hashable, printable and picklable.
+    import pickle
+    P = flow.placement("cpu", ranks=np.array([[3, 2], [1, 0]]))  # ranks sort, the mesh stays
+    assert isinstance(P, flow._C.placement) and P.type == "cpu" and P.hierarchy == (2, 2)
+    assert repr(P) == 'oneflow.placement(type="cpu", ranks=[[0, 1], [2, 3]])'
+    assert P.ranks.tolist() == [[0, 1], [2, 3]] and P.ranks.dtype == np.int64
+    assert P == flow.placement("cpu", [0, 1, 2, 3], hierarchy=(2, 2)) and len({P, P}) == 1
+    assert flow.placement.all("cpu") == flow.placement("cpu", ranks=[0])
+    S0 = flow.sbp.split(0)
+    assert flow.sbp.broadcast() == flow.sbp.broadcast and S0 != flow.sbp.split(1)
+    assert len({S0, flow.sbp.split(dim=0), flow.sbp.partial_sum}) == 2
+    assert repr(flow.sbp.partial_sum) == "oneflow.sbp.partial_sum"
+    for v in (P, S0, flow.sbp.broadcast):
+        assert pickle.loads(pickle.dumps(v)) == v
+    x = flow.ones(2).to_global(placement=flow.placement("cpu", [0]), sbp=S0)
+    placement, nd_sbp = flow._C.global_info(x)
+    assert placement == x.placement and nd_sbp == x.sbp == (S0,)
+    with pytest.raises(ValueError, match="placement: a rank appears twice in"):
+        flow.placement("cpu", [0, 0])
+    with pytest.raises(ValueError, match="are not a rectangular array"):
+        flow.placement("cpu", [[0, 1], [2]])
+    with pytest.raises(TypeError, match="sbp.split: dim must be an int, got float"):
+        flow.sbp.split(1.0)
 
 
 def test_number_conversions_of_global_tensors():

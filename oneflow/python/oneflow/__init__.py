@@ -40,6 +40,10 @@ from oneflow._tensor_api import (  # noqa: E402,F401
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
+from oneflow import _global, _tensor_api  # noqa: E402
+from oneflow._global import placement, sbp  # noqa: E402,F401
+
+_tensor_api._install_tensor_methods()  # every Tensor method, local and global, in one place
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.nn.modules.sampling import distributed_partial_fc_sample  # noqa: E402,F401
@@ -60,16 +64,7 @@ def get_autocast_cpu_dtype():
 
 
 from oneflow.serialization import save, load  # noqa: E402,F401
-from oneflow import _global  # noqa: E402
-from oneflow._global import placement, sbp  # noqa: E402,F401
-
-_global._install()
-from oneflow import _misc  # noqa: E402
-
-_misc._install()  # Tensor.isclose, Tensor.allclose
-from oneflow import _math_api  # noqa: E402
-
-_math_api._install()  # Tensor.sin, Tensor.var, ...
+_global._install_functions()  # flow.zeros(..., placement=, sbp=) and friends
 from oneflow import linalg  # noqa: E402,F401
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)

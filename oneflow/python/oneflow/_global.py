@@ -1,4 +1,5 @@
-"""Global tensors in Python: flow.placement, flow.sbp and the Tensor methods around them.
+"""Global tensors in Python: flow.placement and flow.sbp (the C++ values), the Tensor methods of
+global tensors (installed with the others by _tensor_api) and creation with placement/sbp.
 
     P = flow.placement("cpu", ranks=[0, 1])
     w = flow.randn(4, 4, placement=P, sbp=flow.sbp.broadcast)   # same values on every rank
@@ -8,148 +9,21 @@
 """
 
 import functools
-import types
-
-import numpy as np
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
 
-_SPLIT, _BROADCAST, _PARTIAL = 0, 1, 2
-
-
-class _Sbp:
-    __slots__ = ("kind", "axis")
-
-    def __init__(self, kind, axis=-1):
-        self.kind, self.axis = kind, axis
-
-    def __call__(self):  # flow.sbp.broadcast() works like flow.sbp.broadcast
-        return self
-
-    def __eq__(self, other):
-        return isinstance(other, _Sbp) and (self.kind, self.axis) == (other.kind, other.axis)
-
-    def __hash__(self):
-        return hash((self.kind, self.axis))
-
-    def __repr__(self):
-        if self.kind == _SPLIT:
-            return f"oneflow.sbp.split(dim={self.axis})"
-        return "oneflow.sbp.broadcast" if self.kind == _BROADCAST else "oneflow.sbp.partial_sum"
-
-    def _pair(self):
-        return (self.kind, self.axis)
-
-
-def _split(dim):
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"sbp.split: dim must be an int, got {type(dim).__name__}")
-    return _Sbp(_SPLIT, dim)
-
-
-sbp = types.ModuleType("oneflow.sbp", "Split, broadcast and partial-sum layouts of global tensors.")
-sbp.sbp = _Sbp
-sbp.split = _split
-sbp.broadcast = _Sbp(_BROADCAST)
-sbp.partial_sum = _Sbp(_PARTIAL)
-
-
-def _flatten(ranks):
-    if isinstance(ranks, np.ndarray):  # numpy arrays and integers, as OneFlow accepts them
-        ranks = ranks.tolist()
-    if isinstance(ranks, np.integer):
-        ranks = int(ranks)
-    if isinstance(ranks, int):
-        return [ranks], []
-    rows = [int(r) if isinstance(r, np.integer) else r for r in ranks]
-    if rows and all(isinstance(r, int) for r in rows):
-        return rows, [len(rows)]
-    flat, shape = [], None
-    for r in rows:
-        f, s = _flatten(r)
-        if shape is not None and s != shape:
-            raise ValueError(f"placement: ranks {ranks} are not a rectangular array")
-        shape = s
-        flat += f
-    return flat, [len(rows)] + (shape or [])
-
-
-class placement:
-    """Where a global tensor lives: a device type and the ranks holding it, possibly as an n-D
-    array (ranks=[[0, 1], [2, 3]] is a 2x2 mesh). The old form placement("cuda", {0: [0, 1]})
-    means node 0, devices 0 and 1."""
-
-    def __init__(self, type="cpu", ranks=None, hierarchy=None):
-        if isinstance(type, str) and type not in ("cpu", "cuda"):
-            raise ValueError(f"placement: type must be 'cpu' or 'cuda', got {type!r}")
-        if ranks is None:
-            raise ValueError("placement: ranks are required, e.g. placement('cpu', ranks=[0, 1])")
-        if isinstance(ranks, dict):
-            per_node = flow.env.get_local_world_size()
-            flat = [int(node) * per_node + int(dev)
-                    for node, devs in sorted(ranks.items()) for dev in devs]
-            shape = [len(flat)]
-        else:
-            flat, shape = _flatten(ranks)
-        if hierarchy is not None:
-            shape = list(hierarchy)
-        for r in flat:
-            if not isinstance(r, int) or r < 0:
-                raise ValueError(f"placement: ranks must be non-negative ints, got {r!r}")
-        if len(set(flat)) != len(flat):
-            raise ValueError(f"placement: a rank appears twice in {ranks}")
-        # As OneFlow's ParallelDesc: parallel ids follow the sorted ranks, so ranks=[0, 2, 1, 3]
-        # is the placement [0, 1, 2, 3] (the hierarchy keeps its shape).
-        flat = sorted(flat)
-        self._type, self._flat, self._hierarchy = type, flat, shape
-        self._nested = self._nest(flat, shape)
-
-    @staticmethod
-    def _nest(flat, shape):
-        if len(shape) <= 1:
-            return list(flat)
-        step = len(flat) // shape[0]
-        return [placement._nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-    @property
-    def type(self):
-        return self._type
-
-    device_type = type
-
-    @property
-    def ranks(self):
-        """The ranks as a numpy array shaped like the hierarchy (as in OneFlow)."""
-        return np.array(self._flat, dtype=np.int64).reshape(self._hierarchy)
-
-    @property
-    def hierarchy(self):
-        return tuple(self._hierarchy)
-
-    def _args(self):
-        return (self._type, self._flat, self._hierarchy)
-
-    def __eq__(self, other):
-        return isinstance(other, placement) and self._args() == other._args()
-
-    def __hash__(self):
-        return hash((self._type, tuple(self._flat), tuple(self._hierarchy)))
-
-    def __repr__(self):
-        return f'oneflow.placement(type="{self._type}", ranks={self._nested})'
-
-    @staticmethod
-    def all(device_type="cpu"):
-        return placement(device_type, list(range(flow.env.get_world_size())))
-
+# The C++ values (sbp/sbp.h, bound in oneflow/api/python/sbp.cc): hashable, comparable,
+# printed as oneflow.sbp.split(dim=0) and oneflow.placement(type="cpu", ranks=[0, 1]).
+sbp = _C.sbp
+placement = _C.placement
 
 def _sbp_tuple(s, n, what="to_global"):
-    if isinstance(s, _Sbp):
+    if isinstance(s, sbp.sbp):
         s = (s,)
     s = tuple(s)
     for x in s:
-        if not isinstance(x, _Sbp):
+        if not isinstance(x, sbp.sbp):
             raise TypeError(f"{what}: sbp must be flow.sbp.split(d), broadcast or partial_sum, "
                             f"got {x!r}")
     if len(s) != n:
@@ -162,13 +36,14 @@ def _info(t):
     return _C.global_info(t)
 
 
-def _placement_of(t):
-    device, ranks, hierarchy, _ = _info(t)
-    return placement(device, ranks, hierarchy)
+def _placement(t):
+    info = _info(t)
+    return info[0] if info is not None else None
 
 
-def _sbp_of(t):
-    return tuple(_Sbp(k, a) for k, a in _info(t)[3])
+def _sbp(t):
+    info = _info(t)
+    return info[1] if info is not None else None
 
 
 def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True, sync_data=True,
@@ -182,17 +57,15 @@ def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True
     if info is None and (placement is None or sbp is None):
         raise ValueError("to_global: a local tensor needs both placement and sbp")
     if placement is None:
-        placement = _placement_of(self)
+        placement = _placement(self)
     if not isinstance(placement, globals()["placement"]):
         raise TypeError(f"to_global: placement must be a flow.placement, got {placement!r}")
     if sbp is None:
-        sbp = _sbp_of(self)
+        sbp = _sbp(self)
     sbp = _sbp_tuple(sbp, len(placement.hierarchy))
-    device, flat, hierarchy = placement._args()
-    pairs = [s._pair() for s in sbp]
     # Differentiable in C++ (oneflow/global/global_tensor.cc: the gradient is the reverse layout
     # change), so the Python and C++ APIs share one implementation.
-    out = _C.to_global(self, device, flat, hierarchy, pairs, bool(check_meta or sync_data))
+    out = _C.to_global(self, placement, sbp, bool(check_meta or sync_data))
     if copy and out is self:
         out = out.clone()
     if grad_sbp is not None:
@@ -211,18 +84,6 @@ def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True
 def _to_local(self, copy=False):
     t = _C.to_local(self)
     return t.clone() if copy else t
-
-
-def _gathered(t):
-    """The whole value of a global tensor on this rank (a local tensor), on every rank of the job
-    as in OneFlow (numpy() of a global tensor is collective: every rank calls it)."""
-    info = _info(t)
-    if info is None:
-        return t
-    device = info[0]
-    world = list(range(flow.env.get_world_size()))
-    return _C.to_local(_C.to_global(t.detach(), device, world, [len(world)], [(_BROADCAST, -1)],
-                                    False))
 
 
 _global_ids = {}  # implementation address -> id (an address a freed tensor left gets a new id
@@ -247,18 +108,20 @@ def _check_meta_consistency(self):
     info = _info(self)
     if info is None:
         raise RuntimeError("check_meta_consistency: only for global tensors; this tensor is local")
-    device, ranks, hierarchy, pairs = info
+    members, nd_sbp = info
+    ranks = members.ranks.flatten().tolist()
     if flow.env.get_rank() not in ranks or len(ranks) == 1:
         return None
-    code = [self.ndim, _dtype_code(self.dtype), *self.shape, -7, *hierarchy, -7,
-            *[k * 1000 + a for k, a in pairs]]
+    code = [self.ndim, _dtype_code(self.dtype), *self.shape, -7, *members.hierarchy, -7,
+            *[hash(s) for s in nd_sbp]]
     width = 64
     if len(code) > width:
         raise ValueError("check_meta_consistency: tensors of more than 48 dims are not supported")
     mine = flow.tensor(code + [-9] * (width - len(code)), dtype=flow.int64)
-    g = _C.to_global(mine, "cpu", list(ranks), [len(ranks)], [(_SPLIT, 0)], False)
-    allv = _C.to_local(_C.to_global(g, "cpu", list(ranks), [len(ranks)], [(_BROADCAST, -1)],
-                                    False)).numpy().reshape(len(ranks), width)
+    cpu = placement("cpu", ranks)
+    g = _C.to_global(mine, cpu, (sbp.split(0),), False)
+    allv = _C.to_local(_C.to_global(g, cpu, (sbp.broadcast,), False)).numpy().reshape(
+        len(ranks), width)
     for i, row in enumerate(allv):
         if row.tolist() != allv[0].tolist():
             raise RuntimeError(
@@ -278,8 +141,8 @@ def _describe_code(row):
 
 
 def _build_global(fn, args, kwargs, layout):
-    """fn(*args, **kwargs) built whole on every rank, laid out as layout = (device, ranks,
-    hierarchy, sbp pairs); requires_grad applies to the global result."""
+    """fn(*args, **kwargs) built whole on every rank, laid out as layout = (placement, sbp
+    tuple); requires_grad applies to the global result."""
     requires_grad = kwargs.pop("requires_grad", False)
     out = _C.global_from_whole(fn(*args, **kwargs), *layout)
     if requires_grad:
@@ -302,49 +165,38 @@ def _creation(fn):
         if placement is None or sbp is None:
             raise ValueError(f"{fn.__name__}: placement and sbp go together")
         s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
-        return _build_global(fn, args, kwargs, placement._args() + ([x._pair() for x in s],))
+        return _build_global(fn, args, kwargs, (placement, s))
     return wrapper
 
 
-def _install():
-    T = flow.Tensor
-    T.is_global = property(lambda self: _info(self) is not None)
-    T.is_consistent = T.is_global
-    T.is_local = property(lambda self: _info(self) is None)
-    T.placement = property(lambda self: _placement_of(self) if _info(self) else None)
-    T.sbp = property(lambda self: _sbp_of(self) if _info(self) else None)
-    T.to_global = _to_global
-    T.global_id = _global_id
-    T.check_meta_consistency = _check_meta_consistency
-    T.to_consistent = _to_global
-    T.to_local = _to_local
-    for name in ("numpy", "tolist", "item"):
-        local_fn = getattr(T, name)
+def _device(self):
+    """A global tensor has a placement, not a device (OneFlow raises); global_mode lifts that.
+    The package itself reads Tensor._device (the device of the local data)."""
+    info = _info(self)
+    if info is None:
+        return self._device
+    if _mode[0] is not None:
+        return flow.device(info[0].type)
+    raise RuntimeError(f"device: a global tensor has no device but a placement "
+                       f"({info[0]}); read .placement (its .type is the device "
+                       f"type), or use oneflow.utils.global_view.global_mode")
 
-        def method(self, *args, _local_fn=local_fn, _name=name, **kwargs):
-            # OneFlow's numpy() also reads tensors that require grad (a copy of the values).
-            x = _gathered(self)
-            if _name == "numpy" and x.requires_grad:
-                x = x.detach()
-            return _local_fn(x, *args, **kwargs)
-        method.__name__ = name
-        setattr(T, name, method)
-    # Python number conversions read the data: a global tensor's comes from its whole value (the
-    # global wrapper itself holds no data; reading it crashed).
-    for name in ("__float__", "__int__", "__bool__", "__index__", "__array__"):
-        local_fn = getattr(T, name, None)
-        if local_fn is None:
-            continue
 
-        def conv(self, *args, _local_fn=local_fn, **kwargs):
-            return _local_fn(_gathered(self) if _info(self) is not None else self, *args, **kwargs)
-        conv.__name__ = name
-        setattr(T, name, conv)
+def _tensor_buffer_meta(self):
+    if _info(self) is not None:
+        raise RuntimeError("_tensor_buffer_shapes_and_dtypes: only local tensor buffers have "
+                           "it; this tensor is global")
+    raise NotImplementedError("_tensor_buffer_shapes_and_dtypes: the tensor_buffer dtype is "
+                              "not supported")
+
+
+def _install_functions():
+    """The creation functions of the oneflow namespace take placement= and sbp= (and follow
+    global_mode); the Tensor methods of global tensors are installed by _tensor_api with the
+    others."""
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
                  "randperm", "normal", "arange", "eye", "logspace", "hann_window", "linspace"):
         setattr(flow, name, _creation(getattr(flow, name)))
-    for name in ("new_zeros", "new_ones", "new_empty", "new_full"):
-        setattr(T, name, _new_method(name, getattr(T, name)))
     flow.new_zeros = _new_tensor_op("new_zeros")
     flow.new_empty = _new_tensor_op("new_empty")
     flow.new_ones = _new_tensor_op("new_ones")
@@ -352,27 +204,6 @@ def _install():
                  "randint_like"):
         setattr(flow, name, _like_global(getattr(flow, name)))
     flow.empty_like.__name__ = "empty_like_op"  # OneFlow's name (its tests read it)
-    # A global tensor has a placement, not a device (OneFlow raises); global_mode lifts that.
-    local_device = T.device
-    T._device = local_device  # what the package itself reads (a global tensor's device type)
-
-    def device(self):
-        if _info(self) is None:
-            return local_device.__get__(self)
-        if _mode[0] is not None:
-            return flow.device(_info(self)[0])
-        raise RuntimeError(f"device: a global tensor has no device but a placement "
-                           f"({_placement_of(self)}); read .placement (its .type is the device "
-                           f"type), or use oneflow.utils.global_view.global_mode")
-    T.device = property(device)
-
-    def tensor_buffer_meta(self):
-        if _info(self) is not None:
-            raise RuntimeError("_tensor_buffer_shapes_and_dtypes: only local tensor buffers have "
-                               "it; this tensor is global")
-        raise NotImplementedError("_tensor_buffer_shapes_and_dtypes: the tensor_buffer dtype is "
-                                  "not supported")
-    T._tensor_buffer_shapes_and_dtypes = property(tensor_buffer_meta)
 
 
 def _new_method(name, local_method):
@@ -381,8 +212,8 @@ def _new_method(name, local_method):
     def method(self, *args, placement=None, sbp=None, **kwargs):
         info = _info(self)
         if info is not None and kwargs.get("device") is None:
-            placement = _placement_of(self) if placement is None else placement
-            sbp = _sbp_of(self) if sbp is None else sbp
+            placement = _placement(self) if placement is None else placement
+            sbp = _sbp(self) if sbp is None else sbp
         # a global x is read only for its dtype: a local stand-in of that dtype builds the value
         stand_in = self if info is None else _C.full([0], 0.0, self.dtype, None)
         if placement is None and sbp is None:
@@ -391,7 +222,7 @@ def _new_method(name, local_method):
             raise ValueError(f"{name}: placement and sbp go together")
         s = _sbp_tuple(sbp, len(placement.hierarchy), name)
         return _build_global(lambda *a, **k: local_method(stand_in, *a, **k), args, kwargs,
-                             placement._args() + ([x._pair() for x in s],))
+                             (placement, s))
     method.__name__ = name
     return method
 
@@ -422,13 +253,13 @@ def _like_global(fn):
             if placement is None:
                 if info is None:
                     raise ValueError(f"{fn.__name__}: sbp without placement for a local tensor")
-                placement = _placement_of(x)
+                placement = _placement(x)
             if sbp is None:
                 if info is None:
                     raise ValueError(f"{fn.__name__}: placement without sbp for a local tensor")
-                sbp = _sbp_of(x)
+                sbp = _sbp(x)
             s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
-            info = placement._args() + ([p._pair() for p in s],)
+            info = (placement, s)
         # the local builders read x's logical shape
-        return _build_global(fn, (x,) + args, kwargs, tuple(info))
+        return _build_global(fn, (x,) + args, kwargs, info)
     return wrapper

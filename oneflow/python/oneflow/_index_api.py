@@ -6,6 +6,7 @@ scans and sorting (cumsum, sort, topk, median, mode, unique, multinomial) and th
 import builtins
 
 import oneflow._oneflow_internal as _C
+from oneflow import _global
 from oneflow._tensor_api import _MinMax, _finish, _inplace, _size, arange
 
 Tensor = _C.Tensor
@@ -336,47 +337,46 @@ def _scatter_method(self, dim, index, src=None, value=None, reduce=None):
     return scatter(self, dim, index, src, value=value, reduce=reduce)
 
 
-def _setup():
-    T = Tensor
-    T.new_zeros = _new(0)
-    T.new_ones = _new(1)
-    T.new_full = _new_full
-    T.new_empty = _new_empty
-    T.diag = diag
-    T.diagonal = diagonal
-    T.split = split
-    T.chunk = chunk
-    T.unflatten = unflatten
-    T.narrow = narrow
-    T.flip = _flip_method
-    T.roll = roll
-    T.repeat = _repeat_method
-    T.repeat_interleave = repeat_interleave
-    T.tril = tril
-    T.triu = triu
-    T.tril_ = _inplace("tril_", tril)
-    T.triu_ = _inplace("triu_", triu)
-    T.take_along_dim = take_along_dim
-    T.scatter = _scatter_method
-    T.scatter_ = _inplace("scatter_", _scatter_method)
-    T.scatter_add = scatter_add
-    T.scatter_add_ = _inplace("scatter_add_", scatter_add)
-    T.cumsum = cumsum
-    T.cumprod = cumprod
-    T.sort = sort
-    T.argsort = argsort
-    T.topk = topk
-    T.all = all
-    T.any = any
-    T.median = median
-    T.mode = mode
-    T.unique = unique
-    T.multinomial = multinomial
-    T.bmm = bmm
-    T.addmm = addmm
-    T.baddbmm = baddbmm
-    T.outer = outer
-    T.ger = outer
-
-
-_setup()
+def _tensor_methods():
+    """Tensor methods of this module (oneflow/_tensor_api.py installs them with the others)."""
+    return {
+        "new_zeros": _global._new_method("new_zeros", _new(0)),
+        "new_ones": _global._new_method("new_ones", _new(1)),
+        "new_full": _global._new_method("new_full", _new_full),
+        "new_empty": _global._new_method("new_empty", _new_empty),
+        "diag": diag,
+        "diagonal": diagonal,
+        "split": split,
+        "chunk": chunk,
+        "unflatten": unflatten,
+        "narrow": narrow,
+        "flip": _flip_method,
+        "roll": roll,
+        "repeat": _repeat_method,
+        "repeat_interleave": repeat_interleave,
+        "tril": tril,
+        "triu": triu,
+        "tril_": _inplace("tril_", tril),
+        "triu_": _inplace("triu_", triu),
+        "take_along_dim": take_along_dim,
+        "scatter": _scatter_method,
+        "scatter_": _inplace("scatter_", _scatter_method),
+        "scatter_add": scatter_add,
+        "scatter_add_": _inplace("scatter_add_", scatter_add),
+        "cumsum": cumsum,
+        "cumprod": cumprod,
+        "sort": sort,
+        "argsort": argsort,
+        "topk": topk,
+        "all": all,
+        "any": any,
+        "median": median,
+        "mode": mode,
+        "unique": unique,
+        "multinomial": multinomial,
+        "bmm": bmm,
+        "addmm": addmm,
+        "baddbmm": baddbmm,
+        "outer": outer,
+        "ger": outer,
+    }

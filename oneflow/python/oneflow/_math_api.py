@@ -338,11 +338,12 @@ def count_nonzero(input, dim=None):
     return _C.sum(_C.ne(input, 0), _dims(dim, input.ndim) if dim is not None else [], False)
 
 
-def _install():
-    """Tensor methods: the functions above with self first."""
-    from oneflow._tensor_api import _method
+def _tensor_methods():
+    """Tensor methods: the functions above with self first (oneflow/_tensor_api.py installs
+    them with the others)."""
+    from oneflow._tensor_api import _inplace, _method
 
-    T = Tensor
+    methods = {}
     for name in _UNARY + ("arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan",
                           "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
                           "logical_xor", "lerp", "addcmul", "addcdiv", "floor_divide",
@@ -350,15 +351,12 @@ def _install():
                           "logsumexp", "norm", "count_nonzero", "xlogy", "hypot",
                           "atan2", "sigmoid", "logit"):
         f = globals()[name]
-        setattr(T, name, _method(f) if type(f).__name__ == "builtin_function_or_method" else f)
-    T.div = _div
-    T.divide = _div
-    T.__floordiv__ = floor_divide
-    T.__rfloordiv__ = lambda self, other: floor_divide(_scalar(other, self), self)
-
-    from oneflow._tensor_api import _inplace
-
+        methods[name] = _method(f) if type(f).__name__ == "builtin_function_or_method" else f
+    methods["div"] = _div
+    methods["divide"] = _div
+    methods["__floordiv__"] = floor_divide
+    methods["__rfloordiv__"] = lambda self, other: floor_divide(_scalar(other, self), self)
     for name in ("sin", "cos", "floor", "ceil", "round", "trunc", "log1p", "expm1", "erf",
                  "reciprocal", "lerp", "addcmul", "addcdiv", "nan_to_num", "floor_divide"):
-        setattr(T, name + "_", _inplace(name + "_", globals()[name]))
-
+        methods[name + "_"] = _inplace(name + "_", globals()[name])
+    return methods

@@ -55,7 +55,7 @@ METADATA = "metadata.json"
 
 _ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int32": 4, "int64": 8, "float16": 2,
              "bfloat16": 2, "float32": 4, "float64": 8}
-_SPLIT, _BROADCAST, _PARTIAL = 0, 1, 2
+_SPLIT, _BROADCAST, _PARTIAL = 0, 1, 2  # an Sbp's kind in its pickled state (kind, axis)
 
 # Bytes this process read from shard files (tests check that a rank reads only its part).
 bytes_read = [0]
@@ -172,6 +172,11 @@ def _decode(node, tensors, what):
 
 # ---- saving ----
 
+def _sbp_values(pairs):
+    return [flow.sbp.split(a) if k == _SPLIT else flow.sbp.broadcast if k == _BROADCAST else
+            flow.sbp.partial_sum for k, a in pairs]
+
+
 def _without_partial(pairs):
     return [(_BROADCAST, -1) if k == _PARTIAL else (k, a) for k, a in pairs]
 
@@ -187,8 +192,9 @@ def _plan(tensors, world):
                "requires_grad": bool(t.requires_grad), "is_parameter": isinstance(t, Parameter)}
         shape = list(t.shape)
         if t.is_global:
-            device, ranks, hierarchy, pairs = flow._oneflow_internal.global_info(t)
-            pairs = [tuple(p) for p in pairs]
+            placement, nd_sbp = flow._oneflow_internal.global_info(t)
+            device, ranks, hierarchy = placement.__getstate__()
+            pairs = [tuple(s.__getstate__()) for s in nd_sbp]
             rec["device"] = device
             rec["placement"] = {"type": device, "ranks": list(ranks),
                                 "hierarchy": list(hierarchy)}
@@ -196,8 +202,7 @@ def _plan(tensors, world):
             src = t.detach()
             if any(k == _PARTIAL for k, _ in pairs):
                 pairs = _without_partial(pairs)
-                src = src.to_global(sbp=[flow.sbp.broadcast if k == _BROADCAST else
-                                         flow.sbp.split(a) for k, a in pairs])
+                src = src.to_global(sbp=_sbp_values(pairs))
             rec["stored_sbp"] = [_sbp_text(p) for p in pairs]
             writers = {}  # box -> lowest rank holding it
             for i, r in enumerate(sorted(ranks)):
@@ -388,8 +393,9 @@ class LazyTensor:
         rank reads only its box), or a local tensor on like's device."""
         if not like.is_global:
             return self.materialize(like.device)
-        device, ranks, hierarchy, pairs = flow._oneflow_internal.global_info(like)
-        pairs = [tuple(p) for p in pairs]
+        placement, nd_sbp = flow._oneflow_internal.global_info(like)
+        device, ranks, hierarchy = placement.__getstate__()
+        pairs = [tuple(s.__getstate__()) for s in nd_sbp]
         shape = list(self.shape)
         if shape != list(like.shape):  # e.g. a scalar state: whole on every rank
             pairs = [(_BROADCAST, -1)] * len(hierarchy)
@@ -401,11 +407,9 @@ class LazyTensor:
             local = self._reader.read_box(self._index, box)
         else:
             local = flow.empty(*([0] * len(shape)), dtype=self.dtype)
-        g = flow._oneflow_internal.to_global(local, device, ranks, list(hierarchy), stored,
-                                             False, shape)
+        g = flow._oneflow_internal.to_global(local, placement, _sbp_values(stored), False, shape)
         if stored != pairs:
-            g = g.to_global(sbp=[flow.sbp.split(a) if k == _SPLIT else flow.sbp.broadcast
-                                 if k == _BROADCAST else flow.sbp.partial_sum for k, a in pairs])
+            g = g.to_global(sbp=_sbp_values(pairs))
         return g
 
 

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 import oneflow._oneflow_internal as _C
+from oneflow import _global
 
 Tensor = _C.Tensor
 
@@ -787,7 +788,9 @@ def _inplace(op_name, fn):
     return method
 
 
-def _setup_tensor():
+def _install_tensor_methods():
+    """The one place that installs Tensor methods (oneflow/__init__.py calls it once the API
+    modules are imported)."""
     T = Tensor
     T.shape = property(lambda self: Size(self._shape))
 
@@ -1064,6 +1067,24 @@ def _setup_tensor():
         self._register_post_accumulate_grad_hook(hook)
     T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 
+    # Global tensors (oneflow/_global.py): the same methods serve local and global tensors;
+    # numpy(), item(), tolist() and the number conversions gather a global tensor in C++.
+    T.is_consistent = T.is_global
+    T.is_local = property(lambda self: not self.is_global)
+    T.placement = property(_global._placement)
+    T.sbp = property(_global._sbp)
+    T.device = property(_global._device)
+    T.to_global = T.to_consistent = _global._to_global
+    T.to_local = _global._to_local
+    T.global_id = _global._global_id
+    T.check_meta_consistency = _global._check_meta_consistency
+    T._tensor_buffer_shapes_and_dtypes = property(_global._tensor_buffer_meta)
+    # The other API modules' methods, in the order that settles names defined twice.
+    from oneflow import _index_api, _math_api, _misc
+    for module in (_index_api, _misc, _math_api):
+        for name, method in module._tensor_methods().items():
+            setattr(T, name, method)
+
 
 class _RemovableHandle:
     """What register_hook returns: remove() unregisters the hook (once)."""
@@ -1103,5 +1124,3 @@ def _rebuild_tensor(raw, shape, dtype_name, requires_grad):
         t.requires_grad_(True)
     return t
 
-
-_setup_tensor()

@@ -10,6 +10,7 @@ wrapping and summarisation), and the suffixes follow OneFlow, which always names
 
 import math
 
+import oneflow._oneflow_internal as _C
 from oneflow._dtype_util import dtype_name, is_floating
 
 # PyTorch's default print options.
@@ -167,8 +168,7 @@ def _repr(t):
     # Printing reads values only; keep it out of any autograd graph.
     data = t.detach()
     if getattr(t, "is_global", False):
-        from oneflow._global import _gathered
-        data = _gathered(data)
+        data = _C.whole(data)
     if data.numel() == 0:
         # No element shows the shape, so print it unless it is the plain (0,).
         if data.dim() != 1:

@@ -120,9 +120,9 @@ def _make_pickler(file):
             if isinstance(obj, flow.device):
                 return (_DEVICE_TAG, str(obj), None)
             if isinstance(obj, flow.placement):
-                return (_PLACEMENT_TAG, obj._args(), None)
+                return (_PLACEMENT_TAG, obj.__getstate__(), None)  # (type, ranks, hierarchy)
             if isinstance(obj, flow.sbp.sbp):
-                return (_SBP_TAG, obj._pair(), None)
+                return (_SBP_TAG, obj.__getstate__(), None)  # (kind, axis), kind 0/1/2 = S/B/P
             if not isinstance(obj, flow.Tensor):
                 return None
             key = self._keys.get(id(obj))

@@ -63,7 +63,7 @@ def to_global(input, placement=None, sbp=None, **kwargs):
                              f"got placement={placement!r}, sbp={sbp!r}")
 
     def convert(t):
-        s = sbp(input, t) if callable(sbp) and not isinstance(sbp, _global._Sbp) else sbp
+        s = sbp(input, t) if callable(sbp) and not isinstance(sbp, _global.sbp.sbp) else sbp
         return t.to_global(placement=placement, sbp=s, **kwargs)
     return _map(input, convert)
 
