@@ -8,6 +8,7 @@ packages tools/install_deps.sh installs, and are skipped with the reason without
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -32,7 +33,9 @@ def _require(*programs):
 
 
 def _equals_one_process(out, ranks):
-    return sorted(l for l in out.splitlines() if "equals one process" in l) == sorted(
+    # mpirun forwards each rank's output on its own: two ranks' lines may arrive run together.
+    found = re.findall(r"rank \d+: DDP mlp sgd equals one process after 6 steps \(1 buckets\)", out)
+    return sorted(found) == sorted(
         f"rank {r}: DDP mlp sgd equals one process after 6 steps (1 buckets)" for r in range(ranks))
 
 
