@@ -354,14 +354,6 @@ Tensor GlobalOnPlacementOf(const Tensor& like, const Tensor& local) {
   return FromWhole(local, pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
 }
 
-Tensor GlobalWhole(const Tensor& global) {
-  const GlobalMeta& m = Meta(global);
-  std::vector<int> world(runtime::WorldFromEnv().world_size);
-  for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
-  Placement everywhere(m.placement.device(), world);
-  return Meta(ToGlobalImpl(global, everywhere, NdSbp{Sbp::Broadcast()})).local;
-}
-
 void GlobalFill(const Tensor& dst, double value) {
   const GlobalMeta& m = Meta(dst);
   if (!m.placement.Contains(MyRank())) return;
@@ -380,7 +372,7 @@ void Install() {
     hooks.copy = &GlobalCopy;
     hooks.fill = &GlobalFill;
     hooks.on_placement_of = &GlobalOnPlacementOf;
-    hooks.whole = &GlobalWhole;
+    hooks.whole = &Whole;
     SetGlobalHooks(hooks);
   });
 }
@@ -652,6 +644,14 @@ Tensor ToLocal(const Tensor& global) {
   if (!GradModeEnabled() || !global.requires_grad()) return m.local;
   // An alias of the shard (its storage) that carries the node; the shard keeps no history.
   return Differentiable(m.local.detach(), global, LayoutGrad::kToLocal, m.placement, m.nd_sbp);
+}
+
+Tensor Whole(const Tensor& t) {
+  if (!t.is_global()) return t;
+  std::vector<int> world(runtime::WorldFromEnv().world_size);
+  for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
+  Placement everywhere(Meta(t).placement.device(), world);
+  return Meta(ToGlobalImpl(t.detach(), everywhere, NdSbp{Sbp::Broadcast()})).local;
 }
 
 Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp) {

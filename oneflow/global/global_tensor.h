@@ -51,6 +51,9 @@ Tensor ToLocal(const Tensor& global);
 // A global tensor built whole on every rank (same values everywhere, e.g. from the same seed)
 // and laid out as nd_sbp: each rank keeps its slice (P: the first rank keeps it).
 Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp);
+// The whole value of t as a local tensor on every rank of the job, also outside t's placement
+// (collective: every rank calls it); a local t as it is.
+Tensor Whole(const Tensor& t);
 
 // "placement=cpu:[0, 1], sbp=(S(0))" for messages.
 std::string Describe(const Tensor& t);

@@ -4,7 +4,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <numeric>
 #include <optional>
 
 #include "boxing/plan.h"
@@ -30,11 +29,8 @@ py::tuple SbpTuple(const NdSbp& nd) { return py::tuple(py::cast(nd)); }
 // job calls them.
 Tensor Whole(const Tensor& t) {
   if (!t.is_global()) return t;
-  std::vector<int> world(comm::GetWorldSize());
-  std::iota(world.begin(), world.end(), 0);
-  sbp::Placement all(global::Meta(t).placement.device(), std::move(world));
   py::gil_scoped_release release;
-  return global::ToLocal(global::ToGlobal(t.detach(), all, {sbp::Sbp::Broadcast()}));
+  return global::Whole(t);
 }
 
 void BindGlobal(py::module_& m) {
