@@ -10,7 +10,6 @@
 namespace oneflow {
 
 namespace {
-LeafGradHook g_leaf_grad_hook = nullptr;
 // The callbacks of the backward pass running on this thread (null when none runs).
 thread_local std::vector<std::function<void()>>* t_backward_callbacks = nullptr;
 }  // namespace
@@ -20,8 +19,6 @@ void QueueBackwardCallback(std::function<void()> cb) {
                 "queue_callback: no backward pass is running on this thread");
   t_backward_callbacks->push_back(std::move(cb));
 }
-
-void SetLeafGradHook(LeafGradHook hook) { g_leaf_grad_hook = hook; }
 
 namespace {
 
@@ -84,7 +81,7 @@ Tensor AccumulateGrad::PrepareGrad(Tensor g, bool accumulating) const {
     auto hooks = leaf_->autograd->grad_hooks;
     for (const auto& hook : hooks) g = RunHook(hook.second, g);
   }
-  if (g_leaf_grad_hook) g = g_leaf_grad_hook(leaf, g, accumulating);
+  if (GetGlobalHooks().leaf_grad) g = GetGlobalHooks().leaf_grad(leaf, g, accumulating);
   if (g.shape() != leaf.shape()) {
     throw Error(
         StrCat("backward: gradient of shape ", g.shape(), " for a leaf of shape ", leaf.shape()));

@@ -78,14 +78,6 @@ void RemoveGradHook(const Tensor& t, int64_t id);
 // t.retain_grad(): a non-leaf keeps its gradient in .grad (accumulating); a no-op on leaves.
 void RetainGrad(const Tensor& t);
 
-// Hook a layer above core installs to adapt a gradient before it reaches a leaf (global
-// tensors box it to the leaf's nd_sbp). `accumulating`: the gradient goes into leaf's .grad
-// (backward), not back to a caller (autograd.grad); the hook may then leave .grad to be
-// finished by a callback it queues for the end of the pass (QueueBackwardCallback), as
-// bucketed gradient all-reduces do.
-using LeafGradHook = Tensor (*)(const Tensor& leaf, const Tensor& grad, bool accumulating);
-void SetLeafGradHook(LeafGradHook hook);
-
 // The edge a new node should point at for this input.
 Edge GradientEdge(const Tensor& t);
 

@@ -9,7 +9,6 @@ namespace oneflow {
 
 namespace {
 
-GlobalInterpreter g_global_interpreter = nullptr;
 
 class OpNode;
 // The saved tensors of the gradient formula running on this thread: an op call that reads one
@@ -153,8 +152,6 @@ void CheckArity(const OpDef& op, const std::vector<Tensor>& inputs) {
 
 }  // namespace
 
-void SetGlobalInterpreter(GlobalInterpreter interpreter) { g_global_interpreter = interpreter; }
-
 namespace {
 GlobalHooks g_global_hooks;
 }  // namespace
@@ -286,10 +283,10 @@ std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given,
   }
   bool record = any_requires_grad && op.differentiable && GradModeEnabled();
   std::vector<Tensor> outputs;
-  if (any_global && g_global_interpreter) {
+  if (any_global && g_global_hooks.interpret) {
     NoGradGuard no_grad;
     AutocastSuspendGuard no_autocast;
-    outputs = g_global_interpreter(op, inputs, attrs);
+    outputs = g_global_hooks.interpret(op, inputs, attrs);
   } else {
     NoGradGuard no_grad;  // kernels may call ops internally; those are not part of the graph
     outputs = RunLocalKernel(op, inputs, attrs);

@@ -32,25 +32,29 @@ Tensor Full(const TensorMeta& meta, double value);
 Tensor AddGrads(const Tensor& a, const Tensor& b);
 Tensor CopyGrad(const Tensor& g);
 
-// Installed by oneflow/ at start-up: runs an op whose inputs include a global tensor and
-// returns global outputs. Autograd is recorded around it by CallOp.
-using GlobalInterpreter = std::vector<Tensor> (*)(const OpDef& op,
-                                                  const std::vector<Tensor>& inputs,
-                                                  const Attrs& attrs);
-void SetGlobalInterpreter(GlobalInterpreter interpreter);
-
-// The rest of what oneflow/ installs for global tensors: tensors of a value laid out like a
-// global one (autograd's seeds and zero gradients), and in-place copy and fill of global
-// tensors (fn::copy_ and fn::fill_ hand those over).
-// Composites in core that make constants (positions, ones) lift them onto a global input's
-// placement with on_placement_of, and read a global scalar on the host through whole.
+// The one inversion point from core to the layer above: what oneflow/global installs at
+// start-up so that core's dispatch and autograd work on global tensors without knowing ranks
+// or SBP (DESIGN.md). Unset (null) members: no global tensors exist.
 struct GlobalHooks {
+  // Runs an op whose inputs include a global tensor and returns global outputs; CallOp records
+  // autograd around it.
+  std::vector<Tensor> (*interpret)(const OpDef& op, const std::vector<Tensor>& inputs,
+                                   const Attrs& attrs) = nullptr;
+  // Adapts a gradient before it reaches a leaf (boxes it to the leaf's nd_sbp). `accumulating`:
+  // it goes into leaf's .grad (backward), not back to a caller (autograd.grad); the hook may
+  // then leave .grad to be finished by a callback it queues for the end of the pass
+  // (QueueBackwardCallback), as bucketed gradient all-reduces do.
+  Tensor (*leaf_grad)(const Tensor& leaf, const Tensor& grad, bool accumulating) = nullptr;
+  // A tensor of a value laid out like a global one (autograd's seeds and zero gradients).
   Tensor (*full_like)(const Tensor& like, double value) = nullptr;
+  // In-place copy and fill of global tensors (fn::copy_ and fn::fill_ hand those over).
   void (*copy)(const Tensor& dst, const Tensor& src) = nullptr;
   void (*fill)(const Tensor& dst, double value) = nullptr;
-  // `local` (the same values on every rank) as a broadcast tensor on like's placement.
+  // `local` (the same values on every rank) as a broadcast tensor on like's placement:
+  // composites in core lift the constants they make (positions, ones) with it.
   Tensor (*on_placement_of)(const Tensor& like, const Tensor& local) = nullptr;
-  // The whole value of a global tensor as a local one, on every rank (collective).
+  // The whole value of a global tensor as a local one, on every rank (collective): how core
+  // reads a global scalar on the host.
   Tensor (*whole)(const Tensor& global) = nullptr;
 };
 void SetGlobalHooks(const GlobalHooks& hooks);

@@ -365,9 +365,9 @@ void GlobalFill(const Tensor& dst, double value) {
 void Install() {
   static std::once_flag once;
   std::call_once(once, [] {
-    SetGlobalInterpreter(&Interpret);
-    SetLeafGradHook(&LeafGrad);
     GlobalHooks hooks;
+    hooks.interpret = &Interpret;
+    hooks.leaf_grad = &LeafGrad;
     hooks.full_like = &GlobalFullLike;
     hooks.copy = &GlobalCopy;
     hooks.fill = &GlobalFill;
