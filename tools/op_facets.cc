@@ -1,6 +1,7 @@
-// Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels and
-// SBP rule, as file:line from the registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL /
-// _SBP_RULE record __FILE__ and __LINE__).
+// Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels, SBP
+// rule (and whether it lowers or rewrites the op) and samples, as file:line from the
+// registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL / _SBP_RULE and the samples' add
+// record __FILE__ and __LINE__).
 //
 //   tools/op_facets relu          one op, a line per facet
 //   tools/op_facets               every op, one line each
@@ -9,6 +10,7 @@
 
 #include "core/op_registry.h"
 #include "sbp/rules.h"
+#include "tests/op_samples.h"
 
 namespace {
 
@@ -23,7 +25,21 @@ std::string Kernel(const OpDef& op, DeviceType t) {
 
 std::string Rule(const std::string& name) {
   const auto* rule = oneflow::sbp::FindSbpRule(name);
-  return rule ? Or(rule->at, "(registered)") : "(none)";
+  if (!rule) return "(none)";
+  std::string s = Or(rule->at, "(registered)");
+  if (rule->lower) s += " (lowered per rank)";
+  if (rule->rewrite) s += " (rewritten into other global ops)";
+  return s;
+}
+
+// Where the op's samples are made, each place once.
+std::string Samples(const std::string& name) {
+  std::string s;
+  for (const auto& sample : oneflow::testing::Samples()) {
+    if (sample.op != name || s.find(sample.at) != std::string::npos) continue;
+    s += (s.empty() ? "" : " ") + sample.at;
+  }
+  return s.empty() ? "(none)" : s;
 }
 
 std::string Grad(const OpDef& op) {
@@ -44,10 +60,10 @@ int main(int argc, char** argv) {
     const OpDef& op = it->second;
     std::printf(
         "%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
-        "  sbp rule    %s\n",
+        "  sbp rule    %s\n  samples     %s\n",
         op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
         Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
-        Rule(op.name).c_str());
+        Rule(op.name).c_str(), Samples(op.name).c_str());
     return 0;
   }
   if (argc > 2) {
