@@ -70,28 +70,35 @@ struct DimStep {
 
 Tensor AllReduce(const DimStep& d, const Tensor& x) { return d.comm->AllReduced(x); }
 
-Tensor AllGather(const DimStep& d, const Tensor& x) {
-  const int a = d.s.from.axis();
-  std::vector<int64_t> counts;
-  for (auto& r : d.before) counts.push_back(r[a].second - r[a].first);
+// Each member's length along axis a.
+std::vector<int64_t> Lengths(const std::vector<std::vector<std::pair<int64_t, int64_t>>>& members,
+                             int a) {
+  std::vector<int64_t> out;
+  for (auto& r : members) out.push_back(r[a].second - r[a].first);
+  return out;
+}
+
+// A collective along axis a of x: `run(x with a first, out)` fills out, of `length` along a.
+template <typename F>
+Tensor AlongAxis(const Tensor& x, int a, int64_t length, F&& run) {
   Tensor xt = AxisFirst(x, a);
   std::vector<int64_t> dims = xt.shape().dims();
-  dims[0] = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  dims[0] = length;
   Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
-  d.comm->AllGatherV(xt, out, counts);
+  run(xt, out);
   return AxisBack(out, a);
 }
 
+Tensor AllGather(const DimStep& d, const Tensor& x) {
+  const std::vector<int64_t> counts = Lengths(d.before, d.s.from.axis());
+  return AlongAxis(x, d.s.from.axis(), std::accumulate(counts.begin(), counts.end(), int64_t{0}),
+                   [&](const Tensor& in, Tensor& out) { d.comm->AllGatherV(in, out, counts); });
+}
+
 Tensor ReduceScatter(const DimStep& d, const Tensor& x) {
-  const int a = d.s.to.axis();
-  std::vector<int64_t> counts;
-  for (auto& r : d.after) counts.push_back(r[a].second - r[a].first);
-  Tensor xt = AxisFirst(x, a);
-  std::vector<int64_t> dims = xt.shape().dims();
-  dims[0] = counts[d.me];
-  Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
-  d.comm->ReduceScatterV(xt, out, counts);
-  return AxisBack(out, a);
+  const std::vector<int64_t> counts = Lengths(d.after, d.s.to.axis());
+  return AlongAxis(x, d.s.to.axis(), counts[d.me],
+                   [&](const Tensor& in, Tensor& out) { d.comm->ReduceScatterV(in, out, counts); });
 }
 
 Tensor AllToAll(const DimStep& d, const Tensor& x) {

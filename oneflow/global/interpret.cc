@@ -9,6 +9,11 @@
 
 namespace oneflow {
 namespace global {
+
+using sbp::NdSbp;
+using sbp::Placement;
+using sbp::Sbp;
+
 namespace {
 
 // The decision cache's key: raw bytes of everything deduction depends on (op, attrs, and per

@@ -21,10 +21,6 @@
 namespace oneflow {
 namespace global {
 
-using sbp::NdSbp;
-using sbp::Placement;
-using sbp::Sbp;
-
 // An op call's signature and what it takes to get there, cached by (op, attrs, input shapes,
 // dtypes, placements, nd_sbps): the deduction, and per input the boxing plan (null when the
 // input already has its Sbp).
@@ -37,18 +33,18 @@ struct Decision {
 class World {
  public:
   virtual ~World() = default;
-  virtual const Placement& PlacementOf(const Tensor& global) const = 0;
-  virtual const NdSbp& NdSbpOf(const Tensor& global) const = 0;
+  virtual const sbp::Placement& PlacementOf(const Tensor& global) const = 0;
+  virtual const sbp::NdSbp& NdSbpOf(const Tensor& global) const = 0;
   // A 0-dim local tensor (a Python scalar) as a broadcast global tensor on pl.
-  virtual Tensor Lift(const Tensor& scalar, const Placement& pl) = 0;
+  virtual Tensor Lift(const Tensor& scalar, const sbp::Placement& pl) = 0;
   // The ranks of pl whose shards this world computes, in order (none: only outputs' metadata).
-  virtual std::vector<int> Ranks(const Placement& pl) = 0;
+  virtual std::vector<int> Ranks(const sbp::Placement& pl) = 0;
   // Input `global`'s local on `rank`, laid out as `to` (plan: how, null when it already is).
-  virtual Tensor Boxed(const Tensor& global, const NdSbp& to, const boxing::Plan* plan,
+  virtual Tensor Boxed(const Tensor& global, const sbp::NdSbp& to, const boxing::Plan* plan,
                        int rank) = 0;
   // The global tensor whose shards on Ranks(pl) are `locals`.
-  virtual Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical, const Placement& pl,
-                      const NdSbp& nd_sbp) = 0;
+  virtual Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical,
+                      const sbp::Placement& pl, const sbp::NdSbp& nd_sbp) = 0;
 };
 
 // One rank's part of a call under a signature: its local outputs from its local inputs (the

@@ -2,10 +2,11 @@
 //
 // For each sample call of every registered op and each simulated placement (1-D over 2 and 3
 // ranks, and a 2x2 mesh), the op's SBP rule lists its candidate signatures. For each signature
-// the test splits the full inputs as the signature says, runs the op's local kernel once per
-// simulated rank the way the global interpreter (oneflow/global/global_tensor.cc, Interpret)
-// does, assembles the outputs as the output Sbp says and compares them with the op run on the
-// full inputs.
+// the test splits the full inputs as the signature says, runs the global interpreter's per-rank
+// core (global::RunShard) once per simulated rank, assembles the outputs as the output Sbp says
+// and compares them with the op run on the full inputs. A wrong rule fails by name, e.g.
+// softmax split along its own dim: "op 'softmax' [[5, 6, 4] dim 1], signature (S(1)) -> S(1),
+// world size 2: output 0 differs from the full computation, max difference 0.599".
 //
 // The simulation runs the interpreter's own code (oneflow/global/interpret.h):
 //   * local inputs are what boxing hands each rank: S(k) the SplitRange slice along k, B the
