@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/functional.h"
 #include "runtime/env.h"
-#include "oneflow/global/interpret.h"
 
 namespace oneflow {
 namespace global {
@@ -60,23 +59,22 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
 // This process's rank of the world: boxing runs the cached plans on runtime/ communicators.
 class ProcessWorld : public World {
  public:
-  const Placement& PlacementOf(const Tensor& t) const override { return Meta(t).placement; }
-  const NdSbp& NdSbpOf(const Tensor& t) const override { return Meta(t).nd_sbp; }
+  const Layout& LayoutOf(const Tensor& t) const override { return Meta(t); }
   Tensor Lift(const Tensor& scalar, const Placement& pl) override {
     return MakeGlobal(scalar, Shape(), pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
   }
-  std::vector<int> Ranks(const Placement& pl) override {
-    if (!pl.Contains(MyRank())) return {};
-    return {MyRank()};
+  std::pair<int, int> RankRange(const Placement& pl) override {
+    const int index = pl.IndexOf(MyRank());
+    return index < 0 ? std::make_pair(0, 0) : std::make_pair(index, index + 1);
   }
   Tensor Boxed(const Tensor& t, const NdSbp&, const boxing::Plan* plan, int rank) override {
     const GlobalMeta& m = Meta(t);
     return plan ? boxing::ExecuteBoxing(*plan, m.local, t.shape(), rank) : m.local;
   }
-  Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical, const Placement& pl,
-              const NdSbp& nd_sbp) override {
-    Tensor local = locals.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype)
-                                  : std::move(locals[0]);
+  Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
+              const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
+    Tensor local = rank_outs.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype)
+                                     : rank_outs[0][k];
     return MakeGlobal(local, logical.shape, pl, nd_sbp);
   }
 };

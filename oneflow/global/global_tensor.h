@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "oneflow/global/interpret.h"
 #include "sbp/sbp.h"
 
 namespace oneflow {
@@ -24,9 +25,8 @@ using sbp::NdSbp;
 using sbp::Placement;
 using sbp::Sbp;
 
-struct GlobalMeta : TensorExtension {
-  Placement placement;
-  NdSbp nd_sbp;
+// placement and nd_sbp: the Layout (interpret.h) the interpreter reads.
+struct GlobalMeta : TensorExtension, Layout {
   Tensor local;  // this rank's shard; empty (zeros in every dim) outside the placement
 };
 

@@ -47,10 +47,11 @@ std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<T
     std::visit([&k](const auto& v) { PutValue(k, v); }, value);
   }
   for (const Tensor& t : ins) {
-    const Placement& pl = world.PlacementOf(t);
+    const Layout& layout = world.LayoutOf(t);
+    const Placement& pl = layout.placement;
     PutValue(k, t.shape().dims());
     PutBytes(k, static_cast<uint8_t>(t.dtype()));
-    for (const Sbp& s : world.NdSbpOf(t)) {
+    for (const Sbp& s : layout.nd_sbp) {
       PutBytes(k, static_cast<uint8_t>(s.kind()));
       PutBytes(k, static_cast<int32_t>(s.axis()));
     }
@@ -65,7 +66,7 @@ std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<T
 std::vector<NdSbp> NdSbps(const std::vector<Tensor>& ins, const World& world) {
   std::vector<NdSbp> out;
   out.reserve(ins.size());
-  for (const Tensor& t : ins) out.push_back(world.NdSbpOf(t));
+  for (const Tensor& t : ins) out.push_back(world.LayoutOf(t).nd_sbp);
   return out;
 }
 
@@ -113,7 +114,7 @@ std::vector<Tensor> Interpret(World& world, const OpDef& op, const std::vector<T
   int pl_input = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined() || !inputs[i].is_global()) continue;
-    const Placement& p = world.PlacementOf(inputs[i]);
+    const Placement& p = world.LayoutOf(inputs[i]).placement;
     if (!pl) {
       pl = &p, pl_input = static_cast<int>(i);
     } else if (p != *pl) {
@@ -144,23 +145,22 @@ std::vector<Tensor> Interpret(World& world, const OpDef& op, const std::vector<T
     if (dec.rule->rewrite(sbp::GlobalCall{op, ins, in_sbps, attrs}, &outs)) return outs;
   }
   const sbp::Deduction& d = dec.deduction;
-  const std::vector<int> ranks = world.Ranks(*pl);
-  std::vector<std::vector<Tensor>> local_outs(out_metas.size());
+  const auto [first, last] = world.RankRange(*pl);
+  std::vector<std::vector<Tensor>> rank_outs;
+  rank_outs.reserve(last - first);
   std::vector<Tensor> locals(ins.size());
-  for (int rank : ranks) {
+  for (int index = first; index < last; ++index) {
+    const int rank = pl->ranks()[index];
     for (size_t i = 0; i < ins.size(); ++i) {
       locals[i] = world.Boxed(ins[i], d.in[i], dec.plans[i].get(), rank);
     }
     const sbp::ShardCall call{in_metas, out_metas, attrs, *pl, d.in, d.out, rank};
-    std::vector<Tensor> mine = RunShard(op, *dec.rule, call, locals);
-    for (size_t k = 0; k < mine.size() && k < local_outs.size(); ++k) {
-      local_outs[k].push_back(std::move(mine[k]));
-    }
+    rank_outs.push_back(RunShard(op, *dec.rule, call, locals));
   }
   std::vector<Tensor> outs;
   outs.reserve(out_metas.size());
   for (size_t k = 0; k < out_metas.size(); ++k) {
-    outs.push_back(world.Make(std::move(local_outs[k]), out_metas[k], *pl, d.out[k]));
+    outs.push_back(world.Make(rank_outs, k, out_metas[k], *pl, d.out[k]));
   }
   return outs;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "boxing/plan.h"
@@ -30,21 +31,28 @@ struct Decision {
   std::vector<std::unique_ptr<const boxing::Plan>> plans;
 };
 
+// Where a global tensor is laid out.
+struct Layout {
+  sbp::Placement placement;
+  sbp::NdSbp nd_sbp;
+};
+
 class World {
  public:
   virtual ~World() = default;
-  virtual const sbp::Placement& PlacementOf(const Tensor& global) const = 0;
-  virtual const sbp::NdSbp& NdSbpOf(const Tensor& global) const = 0;
+  virtual const Layout& LayoutOf(const Tensor& global) const = 0;
   // A 0-dim local tensor (a Python scalar) as a broadcast global tensor on pl.
   virtual Tensor Lift(const Tensor& scalar, const sbp::Placement& pl) = 0;
-  // The ranks of pl whose shards this world computes, in order (none: only outputs' metadata).
-  virtual std::vector<int> Ranks(const sbp::Placement& pl) = 0;
+  // The ranks of pl whose shards this world computes: pl.ranks()[first, last) (empty: only the
+  // outputs' metadata).
+  virtual std::pair<int, int> RankRange(const sbp::Placement& pl) = 0;
   // Input `global`'s local on `rank`, laid out as `to` (plan: how, null when it already is).
   virtual Tensor Boxed(const Tensor& global, const sbp::NdSbp& to, const boxing::Plan* plan,
                        int rank) = 0;
-  // The global tensor whose shards on Ranks(pl) are `locals`.
-  virtual Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical,
-                      const sbp::Placement& pl, const sbp::NdSbp& nd_sbp) = 0;
+  // Output k as a global tensor: rank_outs[i][k] is its shard on the i-th rank of RankRange.
+  virtual Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
+                      const TensorMeta& logical, const sbp::Placement& pl,
+                      const sbp::NdSbp& nd_sbp) = 0;
 };
 
 // One rank's part of a call under a signature: its local outputs from its local inputs (the

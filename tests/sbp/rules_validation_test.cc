@@ -283,9 +283,7 @@ Placement MeshPlacement(const IntList& h) {
 // ---------------------------------------------------------------- a simulated world
 
 // A global tensor of the simulation: the local of every rank of its placement, in rank order.
-struct SimMeta : TensorExtension {
-  Placement placement;
-  NdSbp nd_sbp;
+struct SimMeta : TensorExtension, global::Layout {
   std::vector<Tensor> locals;
   std::map<std::string, std::vector<Tensor>> boxed;  // by the NdSbp boxed to
 };
@@ -297,13 +295,12 @@ SimMeta& Sim(const Tensor& t) { return *dynamic_cast<SimMeta*>(t.impl()->extensi
 class SimWorld : public global::World {
  public:
   explicit SimWorld(Rng& rng) : rng_(rng) {}
-  const Placement& PlacementOf(const Tensor& t) const override { return Sim(t).placement; }
-  const NdSbp& NdSbpOf(const Tensor& t) const override { return Sim(t).nd_sbp; }
+  const global::Layout& LayoutOf(const Tensor& t) const override { return Sim(t); }
   Tensor Lift(const Tensor& scalar, const Placement& pl) override {
     return Make(std::vector<Tensor>(pl.size(), scalar), scalar.meta(), pl,
                 NdSbp(pl.ndim(), Sbp::Broadcast()));
   }
-  std::vector<int> Ranks(const Placement& pl) override { return pl.ranks(); }
+  std::pair<int, int> RankRange(const Placement& pl) override { return {0, pl.size()}; }
   Tensor Boxed(const Tensor& t, const NdSbp& to, const boxing::Plan*, int rank) override {
     SimMeta& m = Sim(t);
     const int index = m.placement.IndexOf(rank);
@@ -317,8 +314,15 @@ class SimWorld : public global::World {
     }
     return parts[index];
   }
+  Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
+              const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
+    std::vector<Tensor> locals;
+    for (const std::vector<Tensor>& outs : rank_outs) locals.push_back(outs.at(k));
+    return Make(std::move(locals), logical, pl, nd_sbp);
+  }
+  // The global tensor whose locals, in rank order, are `locals`.
   Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical, const Placement& pl,
-              const NdSbp& nd_sbp) override {
+              const NdSbp& nd_sbp) {
     auto impl = std::make_shared<TensorImpl>();
     impl->storage = Storage::Allocate(Device::CPU(), 0);
     impl->shape = logical.shape;
