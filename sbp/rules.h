@@ -117,7 +117,10 @@ struct RuleRegistrar {
     RegisterSbpRule(op, std::move(rule));
   }
   RuleRegistrar(const char* at, const char* op, RuleFn fn) {
-    RegisterSbpRule(op, SbpRule{std::move(fn), {}, at});
+    SbpRule rule;
+    rule.candidates = std::move(fn);
+    rule.at = at;
+    RegisterSbpRule(op, std::move(rule));
   }
 };
 

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "boxing/execute.h"
+#include "oneflow/global/interpret.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/error.h"

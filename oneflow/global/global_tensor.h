@@ -15,7 +15,7 @@
 #pragma once
 
 #include "core/tensor.h"
-#include "oneflow/global/interpret.h"
+#include "oneflow/global/layout.h"
 #include "sbp/sbp.h"
 
 namespace oneflow {
@@ -25,7 +25,7 @@ using sbp::NdSbp;
 using sbp::Placement;
 using sbp::Sbp;
 
-// placement and nd_sbp: the Layout (interpret.h) the interpreter reads.
+// placement and nd_sbp: the Layout the interpreter reads.
 struct GlobalMeta : TensorExtension, Layout {
   Tensor local;  // this rank's shard; empty (zeros in every dim) outside the placement
 };

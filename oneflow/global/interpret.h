@@ -16,6 +16,7 @@
 
 #include "boxing/plan.h"
 #include "core/op_registry.h"
+#include "oneflow/global/layout.h"
 #include "sbp/deduce.h"
 #include "sbp/rules.h"
 
@@ -29,12 +30,6 @@ struct Decision {
   const sbp::SbpRule* rule = nullptr;
   sbp::Deduction deduction;
   std::vector<std::unique_ptr<const boxing::Plan>> plans;
-};
-
-// Where a global tensor is laid out.
-struct Layout {
-  sbp::Placement placement;
-  sbp::NdSbp nd_sbp;
 };
 
 class World {
