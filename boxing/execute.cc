@@ -59,95 +59,102 @@ Tensor Zeros(const std::vector<int64_t>& dims, const Tensor& like) {
   return z;
 }
 
-Tensor RunStep(const Step& s, const Placement& pl, const Tensor& x, const Shape& logical,
-               int rank) {
-  const int me = static_cast<int>(pl.Coord(rank)[s.dim]);
-  auto before = MemberRanges(pl, s.before, logical, rank, s.dim);
-  auto after = MemberRanges(pl, s.after, logical, rank, s.dim);
-  runtime::Communicator* comm = nullptr;
-  if (s.kind == Kind::kAllReduce || s.kind == Kind::kAllGather ||
-      s.kind == Kind::kReduceScatter || s.kind == Kind::kAllToAll) {
-    comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
+// One step of one hierarchy dimension on this rank: where the members of its sub-group stand
+// before and after, and their communicator for the collective kinds.
+struct DimStep {
+  const Step& s;
+  int me;  // this rank's coordinate along s.dim
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> before, after;
+  runtime::Communicator* comm;
+};
+
+Tensor AllReduce(const DimStep& d, const Tensor& x) { return d.comm->AllReduced(x); }
+
+// Each member's length along axis a.
+std::vector<int64_t> Lengths(const std::vector<std::vector<std::pair<int64_t, int64_t>>>& members,
+                             int a) {
+  std::vector<int64_t> out;
+  for (auto& r : members) out.push_back(r[a].second - r[a].first);
+  return out;
+}
+
+// A collective along axis a of x: `run(x with a first, out)` fills out, of `length` along a.
+template <typename F>
+Tensor AlongAxis(const Tensor& x, int a, int64_t length, F&& run) {
+  Tensor xt = AxisFirst(x, a);
+  std::vector<int64_t> dims = xt.shape().dims();
+  dims[0] = length;
+  Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
+  run(xt, out);
+  return AxisBack(out, a);
+}
+
+Tensor AllGather(const DimStep& d, const Tensor& x) {
+  const std::vector<int64_t> counts = Lengths(d.before, d.s.from.axis());
+  return AlongAxis(x, d.s.from.axis(), std::accumulate(counts.begin(), counts.end(), int64_t{0}),
+                   [&](const Tensor& in, Tensor& out) { d.comm->AllGatherV(in, out, counts); });
+}
+
+Tensor ReduceScatter(const DimStep& d, const Tensor& x) {
+  const std::vector<int64_t> counts = Lengths(d.after, d.s.to.axis());
+  return AlongAxis(x, d.s.to.axis(), counts[d.me],
+                   [&](const Tensor& in, Tensor& out) { d.comm->ReduceScatterV(in, out, counts); });
+}
+
+Tensor AllToAll(const DimStep& d, const Tensor& x) {
+  const int i = d.s.from.axis(), j = d.s.to.axis();
+  const int64_t j0 = d.before[d.me][j].first;  // where my current piece starts along j
+  std::vector<Tensor> pieces;
+  std::vector<int64_t> in_counts, out_counts;
+  for (size_t m = 0; m < d.after.size(); ++m) {
+    Tensor piece =
+        fn::contiguous_copy(fn::slice(x, j, d.after[m][j].first - j0, d.after[m][j].second - j0));
+    in_counts.push_back(piece.numel());
+    pieces.push_back(fn::reshape(piece, {piece.numel()}));
   }
-  switch (s.kind) {
-    case Kind::kAllReduce:
-      return comm->AllReduced(x);
-    case Kind::kAllGather: {
-      const int a = s.from.axis();
-      std::vector<int64_t> counts;
-      for (auto& r : before) counts.push_back(r[a].second - r[a].first);
-      Tensor xt = AxisFirst(x, a);
-      std::vector<int64_t> dims = xt.shape().dims();
-      dims[0] = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-      Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
-      comm->AllGatherV(xt, out, counts);
-      return AxisBack(out, a);
-    }
-    case Kind::kReduceScatter: {
-      const int a = s.to.axis();
-      std::vector<int64_t> counts;
-      for (auto& r : after) counts.push_back(r[a].second - r[a].first);
-      Tensor xt = AxisFirst(x, a);
-      std::vector<int64_t> dims = xt.shape().dims();
-      dims[0] = counts[me];
-      Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
-      comm->ReduceScatterV(xt, out, counts);
-      return AxisBack(out, a);
-    }
-    case Kind::kAllToAll: {
-      const int i = s.from.axis(), j = s.to.axis();
-      const int64_t j0 = before[me][j].first;  // where my current piece starts along j
-      std::vector<Tensor> pieces;
-      std::vector<int64_t> in_counts, out_counts;
-      for (size_t m = 0; m < after.size(); ++m) {
-        Tensor piece = fn::contiguous_copy(
-            fn::slice(x, j, after[m][j].first - j0, after[m][j].second - j0));
-        in_counts.push_back(piece.numel());
-        pieces.push_back(fn::reshape(piece, {piece.numel()}));
-      }
-      std::vector<std::vector<int64_t>> recv_dims;
-      for (size_t k = 0; k < before.size(); ++k) {
-        std::vector<int64_t> dims = x.shape().dims();
-        dims[i] = before[k][i].second - before[k][i].first;
-        dims[j] = after[me][j].second - after[me][j].first;
-        int64_t n = 1;
-        for (int64_t v : dims) n *= v;
-        out_counts.push_back(n);
-        recv_dims.push_back(dims);
-      }
-      Tensor in = fn::cat(pieces, 0);
-      Tensor out = fn::empty(Shape({std::accumulate(out_counts.begin(), out_counts.end(),
-                                                    int64_t{0})}),
-                             x.dtype(), x.device());
-      comm->AllToAllV(in, out, in_counts, out_counts);
-      std::vector<Tensor> parts;
-      int64_t off = 0;
-      for (size_t k = 0; k < recv_dims.size(); ++k) {
-        parts.push_back(fn::reshape(fn::slice(out, 0, off, off + out_counts[k]), recv_dims[k]));
-        off += out_counts[k];
-      }
-      return fn::contiguous_copy(fn::cat(parts, i));
-    }
-    case Kind::kSlice: {
-      const int a = s.to.axis();
-      const int64_t a0 = before[me][a].first;
-      return fn::contiguous_copy(
-          fn::slice(x, a, after[me][a].first - a0, after[me][a].second - a0));
-    }
-    case Kind::kKeepOnFirst:
-      return me == 0 ? x : Zeros(x.shape().dims(), x);
-    case Kind::kZeroPad: {
-      const int a = s.from.axis();
-      std::vector<int64_t> dims = x.shape().dims();
-      dims[a] = after[me][a].second - after[me][a].first;
-      Tensor z = Zeros(dims, x);
-      const int64_t start = before[me][a].first - after[me][a].first;
-      fn::copy_(fn::slice(z, a, start, start + x.size(a)), x);
-      return z;
-    }
-    default:
-      throw Error("boxing: unexpected step");
+  std::vector<std::vector<int64_t>> recv_dims;
+  for (size_t k = 0; k < d.before.size(); ++k) {
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[i] = d.before[k][i].second - d.before[k][i].first;
+    dims[j] = d.after[d.me][j].second - d.after[d.me][j].first;
+    int64_t n = 1;
+    for (int64_t v : dims) n *= v;
+    out_counts.push_back(n);
+    recv_dims.push_back(dims);
   }
+  Tensor in = fn::cat(pieces, 0);
+  Tensor out = fn::empty(
+      Shape({std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0})}), x.dtype(),
+      x.device());
+  d.comm->AllToAllV(in, out, in_counts, out_counts);
+  std::vector<Tensor> parts;
+  int64_t off = 0;
+  for (size_t k = 0; k < recv_dims.size(); ++k) {
+    parts.push_back(fn::reshape(fn::slice(out, 0, off, off + out_counts[k]), recv_dims[k]));
+    off += out_counts[k];
+  }
+  return fn::contiguous_copy(fn::cat(parts, i));
+}
+
+Tensor Slice(const DimStep& d, const Tensor& x) {
+  const int a = d.s.to.axis();
+  const int64_t a0 = d.before[d.me][a].first;
+  return fn::contiguous_copy(
+      fn::slice(x, a, d.after[d.me][a].first - a0, d.after[d.me][a].second - a0));
+}
+
+Tensor KeepOnFirst(const DimStep& d, const Tensor& x) {
+  return d.me == 0 ? x : Zeros(x.shape().dims(), x);
+}
+
+Tensor ZeroPad(const DimStep& d, const Tensor& x) {
+  const int a = d.s.from.axis();
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[a] = d.after[d.me][a].second - d.after[d.me][a].first;
+  Tensor z = Zeros(dims, x);
+  const int64_t start = d.before[d.me][a].first - d.after[d.me][a].first;
+  fn::copy_(fn::slice(z, a, start, start + x.size(a)), x);
+  return z;
 }
 
 // The source's first rank sends the whole tensor to every destination rank outside the source.
@@ -235,6 +242,36 @@ Tensor RunRoute(const Plan& plan, const Tensor& x, const Shape& logical, int ran
   return in_dst ? out : x;
 }
 
+// A step of one hierarchy dimension, run by the ranks of its placement.
+template <Tensor (*F)(const DimStep&, const Tensor&)>
+Tensor OnDim(const Plan& plan, const Step& s, const Tensor& x, const Shape& logical, int rank) {
+  const Placement& pl = s.on_destination ? plan.dst : plan.src;
+  if (!pl.Contains(rank)) return x;
+  runtime::Communicator* comm = nullptr;
+  if (sbp::Step(s.kind).collective) comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
+  const DimStep d{s, static_cast<int>(pl.Coord(rank)[s.dim]),
+                  MemberRanges(pl, s.before, logical, rank, s.dim),
+                  MemberRanges(pl, s.after, logical, rank, s.dim), comm};
+  return F(d, x);
+}
+
+// The steps between placements, run by the ranks of either.
+template <Tensor (*F)(const Plan&, const Tensor&, const Shape&, int)>
+Tensor Between(const Plan& plan, const Step&, const Tensor& x, const Shape& logical, int rank) {
+  if (!plan.src.Contains(rank) && !plan.dst.Contains(rank)) return x;
+  return F(plan, x, logical, rank);
+}
+
+// How each kind of sbp/boxing_steps.h runs, indexed by kind.
+using RunFn = Tensor (*)(const Plan&, const Step&, const Tensor&, const Shape&, int);
+constexpr RunFn kRun[] = {
+    OnDim<AllReduce>, OnDim<AllGather>, OnDim<ReduceScatter>, OnDim<AllToAll>,
+    OnDim<Slice>,     OnDim<KeepOnFirst>, OnDim<ZeroPad>,     Between<SendWhole>,
+    Between<RunRoute>,
+};
+static_assert(sizeof(kRun) / sizeof(kRun[0]) == static_cast<size_t>(Kind::kCount),
+              "one run function per boxing step kind");
+
 }  // namespace
 
 Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical, int my_rank) {
@@ -244,23 +281,7 @@ Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical
                  plan.ToString().c_str());
   }
   Tensor x = local;
-  for (const Step& s : plan.steps) {
-    if (s.kind == Kind::kRoute) {
-      if (plan.src.Contains(my_rank) || plan.dst.Contains(my_rank)) {
-        x = RunRoute(plan, x, logical, my_rank);
-      }
-      continue;
-    }
-    if (s.kind == Kind::kSendWhole) {
-      if (plan.src.Contains(my_rank) || plan.dst.Contains(my_rank)) {
-        x = SendWhole(plan, x, logical, my_rank);
-      }
-      continue;
-    }
-    const Placement& pl = s.on_destination ? plan.dst : plan.src;
-    if (!pl.Contains(my_rank)) continue;
-    x = RunStep(s, pl, x, logical, my_rank);
-  }
+  for (const Step& s : plan.steps) x = kRun[static_cast<int>(s.kind)](plan, s, x, logical, my_rank);
   if (!plan.dst.Contains(my_rank)) {
     return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype(),
                      local.device());

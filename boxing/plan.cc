@@ -10,55 +10,6 @@ namespace {
 
 using Kind = Step::Kind;
 
-const char* KindName(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return "all_reduce";
-    case Kind::kAllGather:
-      return "all_gather";
-    case Kind::kReduceScatter:
-      return "reduce_scatter";
-    case Kind::kAllToAll:
-      return "all_to_all";
-    case Kind::kSlice:
-      return "local slice";
-    case Kind::kKeepOnFirst:
-      return "local: first rank keeps, others zero";
-    case Kind::kZeroPad:
-      return "local zero pad";
-    case Kind::kRoute:
-      return "point-to-point pieces";
-    default:
-      return "send whole tensor";
-  }
-}
-
-double Cost(Kind k, double bytes, int64_t n) {
-  const double f = static_cast<double>(n - 1) / static_cast<double>(n);
-  switch (k) {
-    case Kind::kAllReduce:
-      return 2 * bytes * f;
-    case Kind::kAllGather:
-    case Kind::kReduceScatter:
-      return bytes * f;
-    case Kind::kAllToAll:
-      return bytes * f / static_cast<double>(n);
-    case Kind::kSendWhole:
-      return bytes;
-    default:
-      return 0;
-  }
-}
-
-// The step turning `from` into `to` on one hierarchy dimension (from != to).
-Kind StepKind(const Sbp& from, const Sbp& to) {
-  if (from.is_partial()) return to.is_broadcast() ? Kind::kAllReduce : Kind::kReduceScatter;
-  if (from.is_broadcast()) return to.is_split() ? Kind::kSlice : Kind::kKeepOnFirst;
-  if (to.is_broadcast()) return Kind::kAllGather;
-  if (to.is_partial()) return Kind::kZeroPad;
-  return Kind::kAllToAll;
-}
-
 bool SplitsAxis(const Sbp& s, int axis) { return s.is_split() && s.axis() == axis; }
 
 // Changing dimension d is safe when no inner dimension (already in its final state) splits an
@@ -77,7 +28,8 @@ void Add(Plan& p, NdSbp& state, int d, const Sbp& to, double bytes, const Placem
          bool on_dst) {
   if (state[d] == to) return;
   Step s;
-  s.kind = StepKind(state[d], to);
+  const sbp::BoxingStep& kind = sbp::StepFor(state[d], to);
+  s.kind = kind.kind;
   s.dim = d;
   s.from = state[d];
   s.to = to;
@@ -85,7 +37,7 @@ void Add(Plan& p, NdSbp& state, int d, const Sbp& to, double bytes, const Placem
   state[d] = to;
   s.after = state;
   s.on_destination = on_dst;
-  s.cost = Cost(s.kind, bytes, pl.hierarchy()[d]);
+  s.cost = kind.cost(bytes, pl.hierarchy()[d]);
   p.cost += s.cost;
   p.steps.push_back(std::move(s));
 }
@@ -157,15 +109,15 @@ std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placeme
 
 std::string Step::ToString(const Placement& placement) const {
   if (kind == Kind::kRoute) {
-    return StrCat(from.ToString(), "->", to.ToString(), ": ", KindName(kind), " to the ranks of ",
+    return StrCat(from.ToString(), "->", to.ToString(), ": ", sbp::Step(kind).name, " to the ranks of ",
                   placement.ToString(), " (", static_cast<int64_t>(cost), " bytes)");
   }
   if (kind == Kind::kSendWhole) {
-    return StrCat("B->B: ", KindName(kind), " to the ranks of ", placement.ToString());
+    return StrCat("B->B: ", sbp::Step(kind).name, " to the ranks of ", placement.ToString());
   }
   std::string where = placement.ToString();
   if (placement.ndim() > 1) where += StrCat(" (hierarchy dim ", dim, ")");
-  return StrCat(from.ToString(), "->", to.ToString(), ": ", KindName(kind), " over ", where);
+  return StrCat(from.ToString(), "->", to.ToString(), ": ", sbp::Step(kind).name, " over ", where);
 }
 
 std::string Plan::ToString() const {
@@ -226,8 +178,8 @@ Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, c
   send.before = state;
   send.after = NdSbp(n_dst, Sbp::Broadcast());
   send.on_destination = true;
-  send.cost = bytes;
-  p.cost += bytes;
+  send.cost = sbp::Step(Kind::kSendWhole).cost(bytes, n_dst);
+  p.cost += send.cost;
   p.steps.push_back(send);
   NdSbp dstate(n_dst, Sbp::Broadcast());
   for (int d = 0; d < n_dst; ++d) Add(p, dstate, d, to[d], bytes, dst, true);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "sbp/boxing_steps.h"
 #include "sbp/sbp.h"
 
 namespace oneflow {
@@ -27,17 +28,7 @@ using sbp::Placement;
 using sbp::Sbp;
 
 struct Step {
-  enum class Kind {
-    kAllReduce,      // P -> B
-    kAllGather,      // S(i) -> B
-    kReduceScatter,  // P -> S(i)
-    kAllToAll,       // S(i) -> S(j)
-    kSlice,          // B -> S(i), local
-    kKeepOnFirst,    // B -> P, local: coordinate 0 keeps, the others hold zeros
-    kZeroPad,        // S(i) -> P, local: zeros outside this rank's piece
-    kSendWhole,      // B on the source placement -> every destination rank
-    kRoute,          // 1-D to 1-D between placements: point-to-point pieces (Route below)
-  };
+  using Kind = sbp::BoxingKind;  // the step kinds: sbp/boxing_steps.h
   Kind kind;
   int dim = 0;        // hierarchy dimension (placement of the step)
   Sbp from = Sbp::Broadcast(), to = Sbp::Broadcast();

@@ -4,20 +4,10 @@
 #include <limits>
 
 #include "core/error.h"
+#include "sbp/boxing_steps.h"
 
 namespace oneflow {
 namespace sbp {
-
-double BoxingCost(const Sbp& from, const Sbp& to, double bytes, int64_t n) {
-  if (from == to || n == 1) return 0;
-  const double k = static_cast<double>(n - 1) / static_cast<double>(n);
-  if (from.is_broadcast()) return 0;                  // local slice or zeros
-  if (from.is_split() && to.is_partial()) return 0;   // local, zero padded
-  if (from.is_split() && to.is_broadcast()) return bytes * k;                // all-gather
-  if (from.is_split() && to.is_split()) return bytes * k / n;                // all-to-all
-  if (from.is_partial() && to.is_broadcast()) return 2 * bytes * k;          // all-reduce
-  return bytes * k;                                                          // reduce-scatter
-}
 
 std::string Deduction::ToString() const {
   std::string s = "(";

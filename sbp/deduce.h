@@ -9,13 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "sbp/boxing_steps.h"  // BoxingCost
 #include "sbp/rules.h"
 
 namespace oneflow {
 namespace sbp {
-
-// Bytes one rank moves to turn `from` into `to` for a tensor of `bytes` over n ranks.
-double BoxingCost(const Sbp& from, const Sbp& to, double bytes, int64_t n);
 
 struct Deduction {
   std::vector<NdSbp> in;

@@ -43,6 +43,20 @@ std::vector<std::string> SbpRuleNames() {
   return names;
 }
 
+bool ShapeAttrsAsShard(const ShardCall& call, Attrs* local) {
+  bool changed = false;
+  for (const char* name : {"shape", "input_shape", "weight_shape"}) {
+    if (!call.attrs.Has(name)) continue;
+    if (!changed) *local = call.attrs, changed = true;
+    local->Set(name, LocalShape(call.out[0].shape, call.placement, call.out_sbps[0], call.rank).dims());
+  }
+  return changed;
+}
+
+bool LocalAttrs(const SbpRule& rule, const ShardCall& call, Attrs* local) {
+  return rule.local_attrs ? rule.local_attrs(call, local) : ShapeAttrsAsShard(call, local);
+}
+
 Signature AllBroadcast(const RuleContext& c) {
   return Signature{std::vector<Sbp>(c.in.size(), Sbp::Broadcast()),
                    std::vector<Sbp>(c.out.size(), Sbp::Broadcast())};

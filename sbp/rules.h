@@ -7,8 +7,12 @@
 //
 //   ONEFLOW_REGISTER_SBP_RULE(relu, Pointwise(/*linear=*/false));
 //
-// Shape attributes ("shape", "input_shape", "weight_shape") always describe output 0; the
-// interpreter rewrites them to the local shard's shape, so rules need not.
+// A rule also says everything else the global interpreter (oneflow/global/interpret.h) needs
+// about its op: the attrs of the local kernel on one rank (by default the shape attributes
+// "shape", "input_shape", "weight_shape", which describe output 0, become the rank's shard
+// shape), a per-rank lowering for ops whose global form is not "run the local kernel on the
+// shards" (dropout_mask: the whole mask, sliced), and a rewrite for ops whose global form is
+// other global op calls (nll_loss 'mean': a sum and a global count).
 #pragma once
 
 #include <functional>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "core/attrs.h"
+#include "core/op_registry.h"
 #include "core/tensor.h"
 #include "sbp/sbp.h"
 
@@ -40,12 +45,47 @@ struct RuleContext {
 
 using RuleFn = std::function<std::vector<Signature>(const RuleContext&)>;
 
+// One rank's part of a global op call under a chosen signature (logical metas, the call's
+// attrs, the signature's NdSbps).
+struct ShardCall {
+  const std::vector<TensorMeta>& in;
+  const std::vector<TensorMeta>& out;
+  const Attrs& attrs;
+  const Placement& placement;
+  const std::vector<NdSbp>& in_sbps;
+  const std::vector<NdSbp>& out_sbps;
+  int rank;
+};
+// Sets *local and returns true when the local kernel on call.rank needs other attrs.
+using LocalAttrsFn = std::function<bool(const ShardCall& call, Attrs* local)>;
+// The rank's local outputs from its local inputs (boxed to call.in_sbps).
+using LowerFn = std::function<std::vector<Tensor>(const OpDef& op, const ShardCall& call,
+                                                  const std::vector<Tensor>& locals)>;
+
+// A global op call before deduction: the global inputs and their layouts.
+struct GlobalCall {
+  const OpDef& op;
+  const std::vector<Tensor>& in;
+  const std::vector<NdSbp>& in_sbps;
+  const Attrs& attrs;
+};
+// Sets *out from other global op calls and returns true, or returns false to run as usual.
+using RewriteFn = std::function<bool(const GlobalCall& call, std::vector<Tensor>* out)>;
+
 struct SbpRule {
   RuleFn candidates;
   // Inputs the op writes in place (optimizer updates): candidates must keep their current Sbp.
   std::vector<int> inplace_inputs;
   std::string at;  // where it was registered ("sbp/rules/pointwise.cc:40")
+  LocalAttrsFn local_attrs;  // null: ShapeAttrsAsShard
+  LowerFn lower;             // null: the local kernel with local_attrs
+  RewriteFn rewrite;         // null: deduce, box, lower
 };
+
+// The default local attrs: "shape", "input_shape" and "weight_shape" as output 0's shard shape.
+bool ShapeAttrsAsShard(const ShardCall& call, Attrs* local);
+// rule.local_attrs, or the default.
+bool LocalAttrs(const SbpRule& rule, const ShardCall& call, Attrs* local);
 
 void RegisterSbpRule(const std::string& op, SbpRule rule);
 const SbpRule* FindSbpRule(const std::string& op);  // null when the op has none
@@ -77,7 +117,10 @@ struct RuleRegistrar {
     RegisterSbpRule(op, std::move(rule));
   }
   RuleRegistrar(const char* at, const char* op, RuleFn fn) {
-    RegisterSbpRule(op, SbpRule{std::move(fn), {}, at});
+    SbpRule rule;
+    rule.candidates = std::move(fn);
+    rule.at = at;
+    RegisterSbpRule(op, std::move(rule));
   }
 };
 

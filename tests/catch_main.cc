@@ -1,2 +1,8 @@
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The main of every Catch suite (Catch itself: tests/catch_impl.cc).
+namespace oneflow {
+namespace testing {
+int RunCatch(int argc, char* argv[]);
+}  // namespace testing
+}  // namespace oneflow
+
+int main(int argc, char* argv[]) { return oneflow::testing::RunCatch(argc, argv); }

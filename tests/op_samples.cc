@@ -60,8 +60,10 @@ Attrs WithShape(Attrs a, const char* name, IntList shape) {
 std::vector<Sample> MakeSamples() {
   Rng r(20240611);
   std::vector<Sample> s;
-  auto add = [&](const char* op, std::string what, std::vector<Tensor> in, Attrs a = Attrs()) {
-    s.push_back(Sample{op, std::move(what), std::move(in), std::move(a)});
+  auto add = [&](const char* op, std::string what, std::vector<Tensor> in, Attrs a = Attrs(),
+                 int line = __builtin_LINE()) {
+    s.push_back(Sample{op, std::move(what), std::move(in), std::move(a),
+                       StrCat(__FILE__, ":", line)});
   };
   const DType f32 = DType::kFloat32, f64 = DType::kFloat64, i64 = DType::kInt64;
   const std::string cpu = Device::CPU().ToString();

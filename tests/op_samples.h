@@ -40,6 +40,7 @@ struct Sample {
   std::string what;  // tells samples of one op apart in messages
   std::vector<Tensor> in;
   Attrs attrs;
+  std::string at;  // where it is made ("tests/op_samples.cc:70"), for tools/op_facets
 };
 
 // Every registered op at least once; creation ops have no inputs and the attr device "cpu".

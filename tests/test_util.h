@@ -23,7 +23,9 @@ inline std::vector<double> ToVector(const Tensor& t) {
 
 inline Tensor FromVector(const std::vector<double>& v, const Shape& shape,
                          DType dtype = DType::kFloat32) {
-  REQUIRE(static_cast<int64_t>(v.size()) == shape.numel());
+  // A check that throws rather than REQUIRE: tools/op_facets builds the samples outside a test.
+  ONEFLOW_CHECK(static_cast<int64_t>(v.size()) == shape.numel(), "FromVector: ", v.size(),
+                " values for shape ", shape);
   Tensor d = fn::from_blob_copy(v.data(), shape, DType::kFloat64);
   return dtype == DType::kFloat64 ? d : fn::to_dtype(d, dtype);
 }

@@ -1,6 +1,8 @@
-// Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels and
-// SBP rule (and, for one op, how its CPU kernel takes float16/bfloat16 and its autocast policy), as file:line from the registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL /
-// _SBP_RULE record __FILE__ and __LINE__).
+// Where each facet of an op lives: shape/dtype inference, gradient, CPU and CUDA kernels, SBP
+// rule (and whether it lowers or rewrites the op), samples, how its CPU kernel takes
+// float16/bfloat16 and its autocast policy, as file:line from the
+// registrations themselves (ONEFLOW_REGISTER_OP / _KERNEL / _SBP_RULE and the samples' add
+// record __FILE__ and __LINE__).
 //
 //   tools/op_facets relu          one op, a line per facet
 //   tools/op_facets               every op, one line each
@@ -10,6 +12,7 @@
 #include "core/autocast.h"
 #include "core/op_registry.h"
 #include "sbp/rules.h"
+#include "tests/op_samples.h"
 
 namespace {
 
@@ -24,7 +27,21 @@ std::string Kernel(const OpDef& op, DeviceType t) {
 
 std::string Rule(const std::string& name) {
   const auto* rule = oneflow::sbp::FindSbpRule(name);
-  return rule ? Or(rule->at, "(registered)") : "(none)";
+  if (!rule) return "(none)";
+  std::string s = Or(rule->at, "(registered)");
+  if (rule->lower) s += " (lowered per rank)";
+  if (rule->rewrite) s += " (rewritten into other global ops)";
+  return s;
+}
+
+// Where the op's samples are made, each place once.
+std::string Samples(const std::string& name) {
+  std::string s;
+  for (const auto& sample : oneflow::testing::Samples()) {
+    if (sample.op != name || s.find(sample.at) != std::string::npos) continue;
+    s += (s.empty() ? "" : " ") + sample.at;
+  }
+  return s.empty() ? "(none)" : s;
 }
 
 const char* Policy(const OpDef& op) {
@@ -58,10 +75,10 @@ int main(int argc, char** argv) {
     const OpDef& op = it->second;
     std::printf(
         "%s\n  definition  %s\n  gradient    %s\n  cpu kernel  %s\n  cuda kernel %s\n"
-        "  sbp rule    %s\n  cpu half    %s\n  autocast    %s\n",
+        "  sbp rule    %s\n  samples     %s\n  cpu half    %s\n  autocast    %s\n",
         op.name.c_str(), Or(op.infer_at, "(none)").c_str(), Grad(op).c_str(),
         Kernel(op, DeviceType::kCPU).c_str(), Kernel(op, DeviceType::kCUDA).c_str(),
-        Rule(op.name).c_str(),
+        Rule(op.name).c_str(), Samples(op.name).c_str(),
         op.cpu_half ? "its own (OpDef::cpu_half)" : "computed in float32 (RunKernelInFloat32)",
         Policy(op));
     return 0;

@@ -5,16 +5,14 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 
 #include "boxing/execute.h"
+#include "oneflow/global/interpret.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
 #include "runtime/env.h"
-#include "sbp/deduce.h"
 
 namespace oneflow {
 namespace global {
@@ -61,177 +59,33 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
 
 // ---------------------------------------------------------------- the interpreter
 
-// The deduction cache's key: raw bytes of everything deduction depends on (op, attrs, and per
-// input the logical shape, dtype, nd_sbp and placement). Built on every global op call, so no
-// text formatting.
-template <typename T>
-void PutBytes(std::string& k, const T& v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-void PutValue(std::string& k, const std::vector<int64_t>& v) {
-  PutBytes(k, v.size());
-  k.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
-}
-void PutValue(std::string& k, const std::string& v) {
-  PutBytes(k, v.size());
-  k += v;
-}
-template <typename T>
-void PutValue(std::string& k, const T& v) {
-  PutBytes(k, v);
-}
-
-std::string DecisionKey(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins) {
-  std::string k;
-  k.reserve(128);
-  PutBytes(k, &op);
-  for (const auto& [name, value] : attrs.items()) {
-    k += name;
-    PutBytes(k, static_cast<uint8_t>(value.index()));
-    std::visit([&k](const auto& v) { PutValue(k, v); }, value);
+// This process's rank of the world: boxing runs the cached plans on runtime/ communicators.
+class ProcessWorld : public World {
+ public:
+  const Layout& LayoutOf(const Tensor& t) const override { return Meta(t); }
+  Tensor Lift(const Tensor& scalar, const Placement& pl) override {
+    return MakeGlobal(scalar, Shape(), pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
   }
-  for (const Tensor& t : ins) {
+  std::pair<int, int> RankRange(const Placement& pl) override {
+    const int index = pl.IndexOf(MyRank());
+    return index < 0 ? std::make_pair(0, 0) : std::make_pair(index, index + 1);
+  }
+  Tensor Boxed(const Tensor& t, const NdSbp&, const boxing::Plan* plan, int rank) override {
     const GlobalMeta& m = Meta(t);
-    PutValue(k, t.shape().dims());
-    PutBytes(k, static_cast<uint8_t>(t.dtype()));
-    for (const Sbp& s : m.nd_sbp) {
-      PutBytes(k, static_cast<uint8_t>(s.kind()));
-      PutBytes(k, static_cast<int32_t>(s.axis()));
-    }
-    PutBytes(k, static_cast<uint8_t>(m.placement.device()));
-    PutBytes(k, m.placement.ranks().size());
-    k.append(reinterpret_cast<const char*>(m.placement.ranks().data()),
-             m.placement.ranks().size() * sizeof(int));
-    PutValue(k, m.placement.hierarchy());
+    return plan ? boxing::ExecuteBoxing(*plan, m.local, t.shape(), rank) : m.local;
   }
-  return k;
-}
+  Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
+              const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
+    Tensor local = rank_outs.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype)
+                                     : rank_outs[0][k];
+    return MakeGlobal(local, logical.shape, pl, nd_sbp);
+  }
+};
 
-const sbp::Deduction& Decide(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& ins,
-                             const std::vector<TensorMeta>& in_metas,
-                             const std::vector<TensorMeta>& out_metas, const Placement& pl) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, sbp::Deduction> cache;
-  const std::string key = DecisionKey(op, attrs, ins);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  const sbp::SbpRule* rule = sbp::FindSbpRule(op.name);
-  if (!rule) throw Error(StrCat(op.name, ": has no SBP rule, so it cannot run on global tensors"));
-  std::vector<NdSbp> in_sbps;
-  for (const Tensor& t : ins) in_sbps.push_back(Meta(t).nd_sbp);
-  sbp::RuleContext ctx{in_metas, out_metas, attrs};
-  return cache.emplace(key, sbp::Deduce(op.name, *rule, ctx, pl, in_sbps)).first->second;
-}
-
-bool AllBroadcast(const std::vector<Tensor>& ins) {
-  for (const Tensor& t : ins) {
-    for (const Sbp& s : Meta(t).nd_sbp) {
-      if (!s.is_broadcast()) return false;
-    }
-  }
-  return true;
-}
-
-// The number of targets that count in a 'mean' loss, as a broadcast float scalar.
-Tensor CountTargets(const Tensor& target, int64_t ignore_index, DType dtype) {
-  Tensor valid = fn::ne(target, fn::full(Shape(), static_cast<double>(ignore_index), DType::kInt64));
-  Tensor n = fn::sum(fn::to_dtype(valid, dtype));
-  const GlobalMeta& m = Meta(n);
-  return ToGlobalImpl(n, m.placement, NdSbp(m.placement.ndim(), Sbp::Broadcast()));
-}
-
-// Ops whose local kernel would use local sizes where the logical ones are meant.
-bool Special(const OpDef& op, const std::vector<Tensor>& ins, const Attrs& attrs,
-             const std::vector<TensorMeta>& out_metas, std::vector<Tensor>* out) {
-  if (AllBroadcast(ins)) return false;
-  if ((op.name == "nll_loss" || op.name == "nll_loss_grad") &&
-      attrs.Get<std::string>("reduction") == "mean") {
-    // mean = sum / (number of counted targets over the whole batch).
-    Attrs a = attrs;
-    a.Set("reduction", std::string("sum"));
-    Tensor sum = CallOp1(op, ins, a);
-    Tensor n = CountTargets(ins[1], attrs.Get<int64_t>("ignore_index"), out_metas[0].dtype);
-    *out = {fn::div(sum, n)};
-    return true;
-  }
-  if (op.name == "dropout_mask") {
-    // Draw the logical mask (same seed and offset everywhere) and keep this rank's slice.
-    const GlobalMeta& m = Meta(ins[0]);
-    Tensor whole = RunLocalKernel(
-        op, {fn::empty(ins[0].shape(), ins[0].dtype(), ShardDevice(m.placement))}, attrs)[0];
-    *out = {FromWhole(whole, m.placement, WithoutPartial(m.nd_sbp))};
-    return true;
-  }
-  return false;
-}
-
-std::vector<Tensor> Interpret(const OpDef& op, const std::vector<Tensor>& inputs,
-                              const Attrs& attrs) {
-  // One placement for every global input; 0-dim local tensors (Python scalars) join as B.
-  const Placement* pl = nullptr;
-  int pl_input = -1;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined() || !inputs[i].is_global()) continue;
-    const Placement& p = Meta(inputs[i]).placement;
-    if (!pl) {
-      pl = &p, pl_input = static_cast<int>(i);
-    } else if (p != *pl) {
-      throw Error(StrCat(op.name, ": input ", pl_input, " is on placement ", pl->ToString(),
-                         " but input ", i, " is on ", p.ToString(),
-                         "; move one with to_global(placement=...)"));
-    }
-  }
-  std::vector<Tensor> ins = inputs;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    if (ins[i].is_global()) continue;
-    if (ins[i].ndim() != 0) {
-      throw Error(StrCat(op.name, ": input ", i, " is a local tensor of shape ", ins[i].shape(),
-                         " while input ", pl_input,
-                         " is global; make it global with to_global(placement, sbp) first"));
-    }
-    ins[i] = MakeGlobal(ins[i], Shape(), *pl, NdSbp(pl->ndim(), Sbp::Broadcast()));
-  }
-  std::vector<TensorMeta> in_metas;
-  for (const Tensor& t : ins) in_metas.push_back(t.meta());
-  std::vector<TensorMeta> out_metas = op.infer(in_metas, attrs);
-
-  std::vector<Tensor> special;
-  if (Special(op, ins, attrs, out_metas, &special)) return special;
-
-  const sbp::Deduction& d = Decide(op, attrs, ins, in_metas, out_metas, *pl);
-  const int rank = MyRank();
-  std::vector<Tensor> locals;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const GlobalMeta& m = Meta(ins[i]);
-    if (m.nd_sbp == d.in[i]) {
-      locals.push_back(m.local);
-    } else {
-      auto plan = boxing::PlanBoxing(*pl, m.nd_sbp, *pl, d.in[i], ins[i].shape(), ins[i].dtype());
-      locals.push_back(boxing::ExecuteBoxing(plan, m.local, ins[i].shape(), rank));
-    }
-  }
-  std::vector<Tensor> outs;
-  if (!pl->Contains(rank)) {
-    for (size_t k = 0; k < out_metas.size(); ++k) {
-      outs.push_back(MakeGlobal(EmptyShard(out_metas[k].shape, *pl, d.out[k], out_metas[k].dtype),
-                                out_metas[k].shape, *pl, d.out[k]));
-    }
-    return outs;
-  }
-  // Shape attrs name the logical output; the kernel makes this rank's shard.
-  std::optional<Attrs> local_attrs;
-  for (const char* name : {"shape", "input_shape", "weight_shape"}) {
-    if (attrs.Has(name)) {
-      if (!local_attrs) local_attrs = attrs;
-      local_attrs->Set(name, sbp::LocalShape(out_metas[0].shape, *pl, d.out[0], rank).dims());
-    }
-  }
-  std::vector<Tensor> local_outs = RunLocalKernel(op, locals, local_attrs ? *local_attrs : attrs);
-  for (size_t k = 0; k < local_outs.size(); ++k) {
-    outs.push_back(MakeGlobal(local_outs[k], out_metas[k].shape, *pl, d.out[k]));
-  }
-  return outs;
+std::vector<Tensor> InterpretHere(const OpDef& op, const std::vector<Tensor>& inputs,
+                                  const Attrs& attrs) {
+  static ProcessWorld world;
+  return Interpret(world, op, inputs, attrs);
 }
 
 // ---------------------------------------------------------------- hooks
@@ -366,7 +220,7 @@ void Install() {
   static std::once_flag once;
   std::call_once(once, [] {
     GlobalHooks hooks;
-    hooks.interpret = &Interpret;
+    hooks.interpret = &InterpretHere;
     hooks.leaf_grad = &LeafGrad;
     hooks.full_like = &GlobalFullLike;
     hooks.copy = &GlobalCopy;

@@ -2,9 +2,10 @@
 //
 // A global Tensor is an ordinary core Tensor whose TensorImpl has the logical shape (no data of
 // its own) and a GlobalMeta extension holding the placement, the NdSbp and the shard. Core's
-// dispatch hands every op call with a global input to the interpreter installed here (deduce
-// the signature, box the inputs, run the local kernel on the shards, wrap the outputs), so
-// every op and autograd work on global tensors.
+// dispatch hands every op call with a global input to the interpreter installed here
+// (oneflow/global/interpret.h over this process's rank: deduce the signature, box the inputs,
+// run the rule's per-rank part on the shards, wrap the outputs), so every op and autograd work
+// on global tensors.
 //
 //   global::Install();   // once, before the first global op
 //   Tensor w = global::LocalToGlobal(fn::randn({4, 4}), placement, {Sbp::Broadcast()});
@@ -14,6 +15,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "oneflow/global/layout.h"
 #include "sbp/sbp.h"
 
 namespace oneflow {
@@ -23,9 +25,8 @@ using sbp::NdSbp;
 using sbp::Placement;
 using sbp::Sbp;
 
-struct GlobalMeta : TensorExtension {
-  Placement placement;
-  NdSbp nd_sbp;
+// placement and nd_sbp: the Layout the interpreter reads.
+struct GlobalMeta : TensorExtension, Layout {
   Tensor local;  // this rank's shard; empty (zeros in every dim) outside the placement
 };
 

@@ -1,4 +1,6 @@
 // Convolution, pooling, batch norm, softmax and the losses.
+#include "core/dispatch.h"
+#include "core/functional.h"
 #include "sbp/rules.h"
 
 namespace oneflow {
@@ -59,7 +61,7 @@ std::vector<Signature> SoftmaxGradRule(const RuleContext& c) {
 }
 
 // nll_loss(log_probs [N, C, ...], target [N, ...]): split the batch. 'none' keeps it split,
-// 'sum' leaves partial sums; 'mean' is split by the interpreter into a sum and a global count.
+// 'sum' leaves partial sums; 'mean' is rewritten into a sum and a global count (MeanAsSum).
 std::vector<Signature> NllLossRule(const RuleContext& c) {
   std::vector<Signature> out{AllBroadcast(c)};
   if (c.in[0].shape.ndim() < 2) return out;
@@ -76,6 +78,32 @@ std::vector<Signature> NllLossGradRule(const RuleContext& c) {
   if (reduction == "none") out.push_back({{S(0), S(0)}, {S(0)}});
   if (reduction == "sum") out.push_back({{B, S(0)}, {S(0)}});
   return out;
+}
+
+// nll_loss(_grad) 'mean' on inputs that are not all broadcast: the local kernel would divide by
+// the local count, so the call is the 'sum' over the shards divided by the number of counted
+// targets of the whole batch (a global sum: its partial sums are reduced for the division).
+bool MeanAsSum(const GlobalCall& c, std::vector<Tensor>* out) {
+  if (c.attrs.Get<std::string>("reduction") != "mean") return false;
+  bool all_b = true;
+  for (const NdSbp& nd : c.in_sbps) {
+    for (const Sbp& s : nd) all_b &= s.is_broadcast();
+  }
+  if (all_b) return false;
+  Attrs a = c.attrs;
+  a.Set("reduction", std::string("sum"));
+  Tensor sum = CallOp1(c.op, c.in, a);
+  const double ignore = static_cast<double>(c.attrs.Get<int64_t>("ignore_index"));
+  Tensor valid = fn::ne(c.in[1], fn::full(Shape(), ignore, DType::kInt64));
+  *out = {fn::div(sum, fn::sum(fn::to_dtype(valid, sum.dtype())))};
+  return true;
+}
+
+SbpRule MeanAsSumRule(RuleFn candidates) {
+  SbpRule r;
+  r.candidates = std::move(candidates);
+  r.rewrite = MeanAsSum;
+  return r;
 }
 
 // batch_norm_elemt(x, mean, invstd, w, b) normalizes with given statistics: split the batch.
@@ -118,8 +146,8 @@ ONEFLOW_REGISTER_SBP_RULE(softmax, SoftmaxRule);
 ONEFLOW_REGISTER_SBP_RULE(log_softmax, SoftmaxRule);
 ONEFLOW_REGISTER_SBP_RULE(softmax_grad, SoftmaxGradRule);
 ONEFLOW_REGISTER_SBP_RULE(log_softmax_grad, SoftmaxGradRule);
-ONEFLOW_REGISTER_SBP_RULE(nll_loss, NllLossRule);
-ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, NllLossGradRule);
+ONEFLOW_REGISTER_SBP_RULE(nll_loss, MeanAsSumRule(NllLossRule));
+ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, MeanAsSumRule(NllLossGradRule));
 // The fused training kernel needs statistics over the whole batch: broadcast. nn.BatchNorm on a
 // split global batch does not come here: it computes the statistics with global reductions and
 // normalises with batch_norm_elemt, which splits (oneflow/nn/modules/batchnorm.py).

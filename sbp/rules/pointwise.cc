@@ -1,6 +1,8 @@
 // Elementwise ops: a common split along any output axis, and P through the linear ones
 // (add/sub of P and P, P * B, B * P, P / B for floats, -P, copy of P and the casts that keep
 // sums), never for bool tensors.
+#include "core/dispatch.h"
+#include "core/functional.h"
 #include "core/ops/unary_functors.h"
 #include "sbp/rules.h"
 
@@ -8,6 +10,33 @@ namespace oneflow {
 namespace sbp {
 
 namespace {
+
+using namespace shorthand;  // NOLINT: S(axis), B, P, Wrap (sbp/rules.h)
+
+// The mask takes its input's layout (a partial sum's is B): the input's values are unused, so
+// nothing is boxed.
+std::vector<Signature> DropoutMaskRule(const RuleContext& c) {
+  static const RuleFn pointwise = Pointwise();
+  std::vector<Signature> out = pointwise(c);
+  out.push_back({{P}, {B}});
+  return out;
+}
+// The mask is drawn from (seed, offset) over the logical tensor's elements: every rank draws
+// the whole mask and keeps its slice, so it is the mask one process would draw.
+std::vector<Tensor> WholeMaskSliced(const OpDef& op, const ShardCall& call,
+                                    const std::vector<Tensor>& locals) {
+  Tensor x = RunLocalKernel(
+      op, {fn::empty(call.in[0].shape, call.in[0].dtype, locals[0].device())}, call.attrs)[0];
+  const auto ranges = LocalRanges(x.shape(), call.placement.hierarchy(), call.out_sbps[0],
+                                  call.placement.Coord(call.rank));
+  bool whole = true;
+  for (size_t a = 0; a < ranges.size(); ++a) {
+    if (ranges[a].first == 0 && ranges[a].second == x.size(a)) continue;
+    x = fn::slice(x, static_cast<int64_t>(a), ranges[a].first, ranges[a].second);
+    whole = false;
+  }
+  return {whole ? x : fn::contiguous_copy(x)};
+}
 
 // P / B is P only for true division: integer division truncates each part.
 std::vector<Signature> DivRule(const RuleContext& c) {
@@ -70,9 +99,7 @@ ONEFLOW_REGISTER_SBP_RULE(logical_not, Pointwise());
   ONEFLOW_REGISTER_SBP_RULE(name##_grad, Pointwise({{0}}));
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_RULES)
 #undef ONEFLOW_REGISTER_TABLE_RULES
-// The mask takes its input's layout; the interpreter draws the logical mask and keeps the
-// local slice, so a split input gets the same mask as one process would.
-ONEFLOW_REGISTER_SBP_RULE(dropout_mask, Pointwise());
+ONEFLOW_REGISTER_SBP_RULE(dropout_mask, (SbpRule{DropoutMaskRule, {}, "", {}, WholeMaskSliced}));
 
 // Creation ops take no tensor: the global API builds them whole and slices.
 ONEFLOW_REGISTER_SBP_RULE(full, BroadcastOnly);

@@ -2,30 +2,31 @@
 //
 // For each sample call of every registered op and each simulated placement (1-D over 2 and 3
 // ranks, and a 2x2 mesh), the op's SBP rule lists its candidate signatures. For each signature
-// the test splits the full inputs as the signature says, runs the op's local kernel once per
-// simulated rank the way the global interpreter (oneflow/global/global_tensor.cc, Interpret)
-// does, assembles the outputs as the output Sbp says and compares them with the op run on the
-// full inputs.
+// the test splits the full inputs as the signature says, runs the global interpreter's per-rank
+// core (global::RunShard) once per simulated rank, assembles the outputs as the output Sbp says
+// and compares them with the op run on the full inputs. A wrong rule fails by name, e.g.
+// softmax split along its own dim: "op 'softmax' [[5, 6, 4] dim 1], signature (S(1)) -> S(1),
+// world size 2: output 0 differs from the full computation, max difference 0.599".
 //
-// What the simulation mirrors of the interpreter:
+// The simulation runs the interpreter's own code (oneflow/global/interpret.h):
 //   * local inputs are what boxing hands each rank: S(k) the SplitRange slice along k, B the
 //     whole tensor, P some per-rank parts that sum to the whole (random here, so that a rule
 //     that only works for the zero-padding decomposition is caught too). On an n-D mesh each
 //     hierarchy dimension splits what the previous ones left (sbp::LocalRanges' nesting).
 //   * on the 2x2 mesh every pair of the rule's 1-D candidates runs, one per hierarchy
 //     dimension, as sbp::Deduce combines them (for every sample: it takes well under a second).
-//   * the attrs "shape", "input_shape" and "weight_shape" are rewritten to the local shard
-//     shape of output 0 (sbp::LocalShape under the signature's output Sbp).
-//   * nll_loss / nll_loss_grad with reduction 'mean' and an input that is not all-broadcast
-//     run as reduction 'sum' under the 'sum' rule, each rank's result divided by the count of
-//     counted targets of the whole batch (the interpreter's Special path). Such calls never
-//     reach the 'mean' rule's own non-broadcast candidates (there are none today).
-//   * dropout_mask with an input that is not all-broadcast draws the whole logical mask and
-//     keeps each rank's slice of it, laid out as the input (without P). Comparing the assembled
-//     mask with the full computation then holds by construction (both draw the same mask), so
-//     every rank's mask is also checked for a property of its own: each element 0 or exactly
-//     1 / (1 - p), and about 1 - p of a large shard kept; and a larger sample shows that the
-//     comparison does fail when each rank draws a mask for its own shard from the seed.
+//   * each simulated rank's outputs come from global::RunShard, the per-rank core of every
+//     global op call: the rule's lower hook (dropout_mask: the whole mask drawn, the rank's
+//     slice kept) or the local kernel with the rule's local attrs (shape attrs of output 0 as
+//     the rank's shard).
+//   * ops whose rule rewrites the call into other global op calls (nll_loss 'mean': a sum and a
+//     global count) run through global::Interpret itself on a simulated world (deduction,
+//     boxing by Distribute / Assemble, RunShard per rank), from every layout of the inputs with
+//     one Sbp on every hierarchy dimension.
+//   * dropout_mask's assembled mask equals the full computation by construction (both draw the
+//     same mask), so every rank's mask is also checked for a property of its own: each element 0
+//     or exactly 1 / (1 - p), and about 1 - p of a large shard kept; and a larger sample shows
+//     that the comparison does fail when each rank draws a mask for its own shard.
 //   * 0-dim local inputs (Python scalars) join as B; boxing may then turn them into any Sbp a
 //     signature asks for, so samples with 0-dim inputs are distributed like any other input.
 //   * ops that update inputs in place (the rule's inplace_inputs) are also checked on those
@@ -54,6 +55,7 @@
 
 #include "core/dispatch.h"
 #include "core/op_registry.h"
+#include "oneflow/global/interpret.h"
 #include "sbp/deduce.h"
 #include "sbp/rules.h"
 #include "sbp/sbp.h"
@@ -265,24 +267,87 @@ bool AllBroadcast(const std::vector<NdSbp>& sbps) {
   return true;
 }
 
-NdSbp WithoutPartial(NdSbp nd) {
-  for (Sbp& s : nd) {
-    if (s.is_partial()) s = Sbp::Broadcast();
-  }
-  return nd;
-}
-
-// How the interpreter runs a call under a signature.
-enum class Path {
-  kKernel,     // the local kernel on each rank's shards
-  kMeanAsSum,  // nll_loss(_grad) 'mean': 'sum' on the shards, divided by the global count
-  kWholeMask,  // dropout_mask: the whole mask drawn on every rank, each keeps its slice
-};
-
 struct Mesh {
   IntList hierarchy;
   std::string name;
 };
+
+Placement MeshPlacement(const IntList& h) {
+  int world = 1;
+  for (int64_t x : h) world *= static_cast<int>(x);
+  std::vector<int> ranks(world);
+  for (int i = 0; i < world; ++i) ranks[i] = i;
+  return Placement(DeviceType::kCPU, ranks, h);
+}
+
+// ---------------------------------------------------------------- a simulated world
+
+// A global tensor of the simulation: the local of every rank of its placement, in rank order.
+struct SimMeta : TensorExtension, global::Layout {
+  std::vector<Tensor> locals;
+  std::map<std::string, std::vector<Tensor>> boxed;  // by the NdSbp boxed to
+};
+
+SimMeta& Sim(const Tensor& t) { return *dynamic_cast<SimMeta*>(t.impl()->extension.get()); }
+
+// Every rank of a placement in one process; boxing assembles the logical tensor and
+// distributes it again (Assemble, Distribute).
+class SimWorld : public global::World {
+ public:
+  explicit SimWorld(Rng& rng) : rng_(rng) {}
+  const global::Layout& LayoutOf(const Tensor& t) const override { return Sim(t); }
+  Tensor Lift(const Tensor& scalar, const Placement& pl) override {
+    return Make(std::vector<Tensor>(pl.size(), scalar), scalar.meta(), pl,
+                NdSbp(pl.ndim(), Sbp::Broadcast()));
+  }
+  std::pair<int, int> RankRange(const Placement& pl) override { return {0, pl.size()}; }
+  Tensor Boxed(const Tensor& t, const NdSbp& to, const boxing::Plan*, int rank) override {
+    SimMeta& m = Sim(t);
+    const int index = m.placement.IndexOf(rank);
+    if (to == m.nd_sbp) return m.locals[index];
+    std::vector<Tensor>& parts = m.boxed[sbp::ToString(to)];
+    if (parts.empty()) {
+      std::string problem;
+      Tensor whole = Assemble(m.locals, 0, m.nd_sbp, m.placement.hierarchy(), 0, &problem);
+      if (!problem.empty()) throw Error(StrCat("simulated boxing: ", problem));
+      parts = Distribute(whole, to, m.placement.hierarchy(), 0, rng_);
+    }
+    return parts[index];
+  }
+  Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
+              const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
+    std::vector<Tensor> locals;
+    for (const std::vector<Tensor>& outs : rank_outs) locals.push_back(outs.at(k));
+    return Make(std::move(locals), logical, pl, nd_sbp);
+  }
+  // The global tensor whose locals, in rank order, are `locals`.
+  Tensor Make(std::vector<Tensor> locals, const TensorMeta& logical, const Placement& pl,
+              const NdSbp& nd_sbp) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = Storage::Allocate(Device::CPU(), 0);
+    impl->shape = logical.shape;
+    impl->strides = ContiguousStrides(logical.shape);
+    impl->dtype = logical.dtype;
+    auto meta = std::make_shared<SimMeta>();
+    meta->placement = pl;
+    meta->nd_sbp = nd_sbp;
+    meta->locals = std::move(locals);
+    impl->extension = std::move(meta);
+    return Tensor(std::move(impl));
+  }
+
+ private:
+  Rng& rng_;
+};
+
+// Op calls on the simulation's global tensors (those a rule's rewrite makes) come here.
+SimWorld* g_sim_world = nullptr;
+std::vector<Tensor> SimInterpret(const OpDef& op, const std::vector<Tensor>& inputs,
+                                 const Attrs& attrs) {
+  return global::Interpret(*g_sim_world, op, inputs, attrs);
+}
+
+// ---------------------------------------------------------------- running a call
 
 struct Call {
   const Sample& sample;
@@ -291,12 +356,47 @@ struct Call {
   std::vector<TensorMeta> out_metas;
   std::vector<Tensor> full_out;  // the op on the full inputs
   std::vector<Tensor> full_in;   // the full inputs after that call (in-place ops update them)
-  double mean_count = 0;         // kMeanAsSum: counted targets of the whole batch
 };
 
-// Runs `sig` on `mesh` as the interpreter would; returns what went wrong, if anything.
+// What is wrong with per-rank locals of `want` laid out as s on pl, if anything: a shape other
+// than LocalShape's, ranks that disagree under B, an assembled tensor that differs.
+std::optional<std::string> CheckLocals(const std::vector<Tensor>& locals, const NdSbp& s,
+                                       const Tensor& want, const Placement& pl,
+                                       const std::string& what) {
+  for (int r = 0; r < pl.size(); ++r) {
+    const Shape expect = sbp::LocalShape(want.shape(), pl, s, r);
+    const Tensor& got = locals[r];
+    if (got.shape() != expect || got.dtype() != want.dtype()) {
+      return StrCat(what, " on rank ", r, " is ", got.shape(), " ", DTypeName(got.dtype()),
+                    ", the shard of ", SbpString(s), " is ", expect, " ", DTypeName(want.dtype()));
+    }
+  }
+  std::string problem;
+  Tensor whole = Assemble(locals, 0, s, pl.hierarchy(), 0, &problem);
+  if (!problem.empty()) return StrCat(what, ": ", problem);
+  Diff diff = Compare(whole, want);
+  if (!diff.ok) {
+    return StrCat(what, " differs from the full computation, max difference ", Num(diff.max));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckDropoutLocals(const Call& call,
+                                              const std::vector<std::vector<Tensor>>& local_out) {
+  if (call.sample.op != "dropout_mask") return std::nullopt;
+  for (size_t r = 0; r < local_out.size(); ++r) {
+    if (auto e = CheckDropoutShard(local_out[r][0], call.sample.attrs.Get<double>("p"))) {
+      return StrCat("rank ", r, ": ", *e);
+    }
+  }
+  return std::nullopt;
+}
+
+// Runs `sig` on `mesh` as the interpreter does (global::RunShard on every rank; kernel_only:
+// the local kernel instead, to show what a lowering is for); returns what went wrong, if
+// anything.
 std::optional<std::string> Simulate(const Call& call, const NdSignature& sig, const Mesh& mesh,
-                                    Path path, Rng& rng) {
+                                    bool kernel_only, Rng& rng) {
   const Sample& sample = call.sample;
   const IntList& h = mesh.hierarchy;
   const size_t nd = h.size();
@@ -322,85 +422,29 @@ std::optional<std::string> Simulate(const Call& call, const NdSignature& sig, co
     if (auto e = check_axes(sig.out[i], call.out_metas[i].shape.ndim(), "output", i)) return e;
   }
 
-  int world = 1;
-  for (int64_t x : h) world *= static_cast<int>(x);
-  std::vector<int> ranks(world);
-  for (int i = 0; i < world; ++i) ranks[i] = i;
-  const Placement pl(DeviceType::kCPU, ranks, h);
-
+  const Placement pl = MeshPlacement(h);
+  const int world = pl.size();
   // Each rank's inputs, as boxing leaves them.
   std::vector<std::vector<Tensor>> local_in(world, std::vector<Tensor>(sample.in.size()));
   for (size_t i = 0; i < sample.in.size(); ++i) {
     std::vector<Tensor> parts = Distribute(sample.in[i], sig.in[i], h, 0, rng);
     for (int r = 0; r < world; ++r) local_in[r][i] = parts[r];
   }
-
-  std::vector<NdSbp> out_sbp = sig.out;
-  Attrs attrs = sample.attrs;
-  if (path == Path::kMeanAsSum) attrs.Set("reduction", std::string("sum"));
-  if (path == Path::kWholeMask) out_sbp = {WithoutPartial(sig.in[0])};
+  std::vector<TensorMeta> in_metas;
+  for (const Tensor& t : sample.in) in_metas.push_back(t.meta());
 
   std::vector<std::vector<Tensor>> local_out(world);
-  Tensor whole_mask;
-  if (path == Path::kWholeMask) {
-    whole_mask =
-        RunLocalKernel(call.op, {fn::empty(sample.in[0].shape(), sample.in[0].dtype())}, attrs)[0];
-  }
   for (int r = 0; r < world; ++r) {
     try {
-      if (path == Path::kWholeMask) {
-        auto ranges = sbp::LocalRanges(whole_mask.shape(), h, out_sbp[0], pl.Coord(r));
-        Tensor x = whole_mask;
-        for (size_t a = 0; a < ranges.size(); ++a) {
-          x = fn::slice(x, static_cast<int64_t>(a), ranges[a].first, ranges[a].second);
-        }
-        local_out[r] = {fn::contiguous_copy(x)};
-        continue;
-      }
-      Attrs local_attrs = attrs;
-      for (const char* name : {"shape", "input_shape", "weight_shape"}) {
-        if (attrs.Has(name)) {
-          local_attrs.Set(name, sbp::LocalShape(call.out_metas[0].shape, pl, sig.out[0], r).dims());
-        }
-      }
-      local_out[r] = RunLocalKernel(call.op, local_in[r], local_attrs);
-      if (path == Path::kMeanAsSum) {
-        Tensor n = fn::full(Shape(), call.mean_count, local_out[r][0].dtype());
-        local_out[r][0] = fn::div(local_out[r][0], n);
-      }
+      const sbp::ShardCall shard{in_metas, call.out_metas, sample.attrs, pl, sig.in, sig.out, r};
+      local_out[r] = kernel_only ? RunLocalKernel(call.op, local_in[r], sample.attrs)
+                                 : global::RunShard(call.op, call.rule, shard, local_in[r]);
     } catch (const std::exception& e) {
       return StrCat("rank ", r, ": ", e.what());
     }
   }
+  if (auto e = CheckDropoutLocals(call, local_out)) return e;
 
-  if (sample.op == "dropout_mask") {
-    for (int r = 0; r < world; ++r) {
-      if (auto e = CheckDropoutShard(local_out[r][0], attrs.Get<double>("p"))) {
-        return StrCat("rank ", r, ": ", *e);
-      }
-    }
-  }
-
-  auto check = [&](const std::vector<Tensor>& locals_of_rank_order, const NdSbp& s,
-                   const Tensor& want, const std::string& what) -> std::optional<std::string> {
-    for (int r = 0; r < world; ++r) {
-      const Shape expect = sbp::LocalShape(want.shape(), pl, s, r);
-      const Tensor& got = locals_of_rank_order[r];
-      if (got.shape() != expect || got.dtype() != want.dtype()) {
-        return StrCat(what, " on rank ", r, " is ", got.shape(), " ", DTypeName(got.dtype()),
-                      ", the shard of ", SbpString(s), " is ", expect, " ",
-                      DTypeName(want.dtype()));
-      }
-    }
-    std::string problem;
-    Tensor whole = Assemble(locals_of_rank_order, 0, s, h, 0, &problem);
-    if (!problem.empty()) return StrCat(what, ": ", problem);
-    Diff diff = Compare(whole, want);
-    if (!diff.ok) {
-      return StrCat(what, " differs from the full computation, max difference ", Num(diff.max));
-    }
-    return std::nullopt;
-  };
   for (size_t k = 0; k < call.full_out.size(); ++k) {
     std::vector<Tensor> locals;
     for (int r = 0; r < world; ++r) {
@@ -409,13 +453,68 @@ std::optional<std::string> Simulate(const Call& call, const NdSignature& sig, co
       }
       locals.push_back(local_out[r][k]);
     }
-    if (auto e = check(locals, out_sbp[k], call.full_out[k], StrCat("output ", k))) return e;
+    if (auto e = CheckLocals(locals, sig.out[k], call.full_out[k], pl, StrCat("output ", k))) {
+      return e;
+    }
   }
   for (int i : call.rule.inplace_inputs) {
     if (i >= static_cast<int>(sample.in.size())) continue;
     std::vector<Tensor> locals;
     for (int r = 0; r < world; ++r) locals.push_back(local_in[r][i]);
-    if (auto e = check(locals, sig.in[i], call.full_in[i], StrCat("in-place input ", i))) return e;
+    if (auto e = CheckLocals(locals, sig.in[i], call.full_in[i], pl,
+                             StrCat("in-place input ", i))) {
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+// Every layout of the inputs with one Sbp repeated on each hierarchy dimension: S along any
+// axis, B, and P for number tensors.
+std::vector<std::vector<NdSbp>> UniformLayouts(const Sample& sample, size_t nd) {
+  std::vector<std::vector<NdSbp>> out{{}};
+  for (const Tensor& t : sample.in) {
+    std::vector<Sbp> options{Sbp::Broadcast()};
+    for (int64_t a = 0; a < t.ndim(); ++a) options.push_back(Sbp::Split(static_cast<int>(a)));
+    if (IsFloating(t.dtype())) options.push_back(Sbp::PartialSum());
+    std::vector<std::vector<NdSbp>> next;
+    for (const auto& prefix : out) {
+      for (const Sbp& s : options) {
+        next.push_back(prefix);
+        next.back().push_back(NdSbp(nd, s));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The whole call through global::Interpret on a simulated world, the inputs laid out as
+// `layout`: what global ops do for ops whose rule rewrites the call.
+std::optional<std::string> SimulateInterpreter(const Call& call, const std::vector<NdSbp>& layout,
+                                               const Mesh& mesh, Rng& rng) {
+  const Placement pl = MeshPlacement(mesh.hierarchy);
+  SimWorld world(rng);
+  g_sim_world = &world;
+  GlobalHooks hooks = GetGlobalHooks();  // the simulated world's interpreter, the rest kept
+  hooks.interpret = &SimInterpret;
+  SetGlobalHooks(hooks);
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < call.sample.in.size(); ++i) {
+    ins.push_back(world.Make(Distribute(call.sample.in[i], layout[i], mesh.hierarchy, 0, rng),
+                             call.sample.in[i].meta(), pl, layout[i]));
+  }
+  std::vector<Tensor> outs;
+  try {
+    outs = global::Interpret(world, call.op, ins, call.sample.attrs);
+  } catch (const std::exception& e) {
+    return StrCat("threw: ", e.what());
+  }
+  for (size_t k = 0; k < outs.size() && k < call.full_out.size(); ++k) {
+    if (auto e = CheckLocals(Sim(outs[k]).locals, Sim(outs[k]).nd_sbp, call.full_out[k], pl,
+                             StrCat("output ", k, " (", SbpString(Sim(outs[k]).nd_sbp), ")"))) {
+      return e;
+    }
   }
   return std::nullopt;
 }
@@ -455,7 +554,7 @@ TEST_CASE("dropout_mask: each rank's mask is its slice of the one-process mask, 
   const OpDef& op = OpRegistry::Global().Get("dropout_mask");
   const sbp::SbpRule* rule = sbp::FindSbpRule("dropout_mask");
   REQUIRE(rule != nullptr);
-  Call call{sample, op, *rule, op.infer({sample.in[0].meta()}, attrs), {}, {sample.in[0]}, 0};
+  Call call{sample, op, *rule, op.infer({sample.in[0].meta()}, attrs), {}, {sample.in[0]}};
   call.full_out = RunLocalKernel(op, call.full_in, attrs);
   {
     std::optional<std::string> e = CheckDropoutShard(call.full_out[0], 0.3);
@@ -469,8 +568,7 @@ TEST_CASE("dropout_mask: each rank's mask is its slice of the one-process mask, 
     for (const NdSignature& sig : Combine(*rule, ctx, mesh.hierarchy)) {
       const bool all_b = AllBroadcast(sig.in);
       INFO(ToString(sig) << " on " << mesh.name);
-      std::optional<std::string> err =
-          Simulate(call, sig, mesh, all_b ? Path::kKernel : Path::kWholeMask, rng);
+      std::optional<std::string> err = Simulate(call, sig, mesh, /*kernel_only=*/false, rng);
       CHECK(err.value_or("") == "");
       if (all_b) continue;
       bool split = false;
@@ -478,9 +576,9 @@ TEST_CASE("dropout_mask: each rank's mask is its slice of the one-process mask, 
       if (!split) continue;
       ++split_signatures;
       // Each rank drawing a mask for its own shard from the same seed and offset (the local
-      // kernel without the interpreter's whole-mask path) must be caught: the shards repeat the
-      // start of the mask instead of holding their slices of it.
-      std::optional<std::string> naive = Simulate(call, sig, mesh, Path::kKernel, rng);
+      // kernel without the rule's lowering) must be caught: the shards repeat the start of the
+      // mask instead of holding their slices of it.
+      std::optional<std::string> naive = Simulate(call, sig, mesh, /*kernel_only=*/true, rng);
       REQUIRE(naive.has_value());
       CHECK(naive->find("differs from the full computation") != std::string::npos);
     }
@@ -494,7 +592,7 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
   std::set<std::string> ops_seen;
   int64_t samples = 0, checks = 0, expected = 0;
   std::map<std::string, int64_t> per_mesh;
-  int64_t special[3] = {0, 0, 0};  // per Path
+  int64_t lowered = 0, interpreted = 0;
   std::vector<std::string> failures;
   std::set<std::string> expected_failed;
 
@@ -517,7 +615,7 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
 
     std::vector<TensorMeta> in_metas;
     for (const Tensor& t : sample.in) in_metas.push_back(t.meta());
-    Call call{sample, *op, *rule, {}, {}, {}, 0};
+    Call call{sample, *op, *rule, {}, {}, {}};
     try {
       call.out_metas = op->infer(in_metas, sample.attrs);
       for (const Tensor& t : sample.in) call.full_in.push_back(fn::contiguous_copy(t));
@@ -527,60 +625,43 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
       continue;
     }
 
-    // (signature source, path) pairs: the rule's own candidates run the kernel; nll 'mean'
-    // adds the 'sum' rule's non-broadcast candidates run as the interpreter's Special path.
-    const bool nll_mean = (sample.op == "nll_loss" || sample.op == "nll_loss_grad") &&
-                          sample.attrs.Get<std::string>("reduction") == "mean";
     sbp::RuleContext ctx{in_metas, call.out_metas, sample.attrs};
-    std::optional<sbp::RuleContext> sum_ctx;
-    Attrs sum_attrs;
-    std::vector<TensorMeta> sum_out;
-    if (nll_mean) {
-      sum_attrs = sample.attrs;
-      sum_attrs.Set("reduction", std::string("sum"));
-      sum_out = op->infer(in_metas, sum_attrs);
-      sum_ctx.emplace(sbp::RuleContext{in_metas, sum_out, sum_attrs});
-      std::vector<double> t = testing::ToVector(sample.in[1]);
-      const double ignore = static_cast<double>(sample.attrs.Get<int64_t>("ignore_index"));
-      call.mean_count = static_cast<double>(
-          std::count_if(t.begin(), t.end(), [&](double v) { return v != ignore; }));
-    }
-
+    auto record = [&](const std::string& key, const std::string& what,
+                      const std::optional<std::string>& err) {
+      if (kExpectedFailures.count(key) && err) {
+        expected_failed.insert(key);
+        ++expected;
+      } else if (err) {
+        failures.push_back(StrCat(where, ", ", what, ": ", *err));
+      }
+    };
     for (const Mesh& mesh : kMeshes) {
-      std::vector<std::pair<NdSignature, Path>> runs;
-      for (NdSignature& s : Combine(*rule, ctx, mesh.hierarchy)) {
-        const bool all_b = AllBroadcast(s.in);
-        // Non-broadcast inputs of a 'mean' loss never reach its own rule (Special path).
-        if (nll_mean && !all_b) continue;
-        Path p = sample.op == "dropout_mask" && !all_b ? Path::kWholeMask : Path::kKernel;
-        runs.emplace_back(std::move(s), p);
-      }
-      if (sum_ctx) {
-        for (NdSignature& s : Combine(*rule, *sum_ctx, mesh.hierarchy)) {
-          if (!AllBroadcast(s.in)) runs.emplace_back(std::move(s), Path::kMeanAsSum);
-        }
-      }
-      for (const auto& [sig, path] : runs) {
+      for (const NdSignature& sig : Combine(*rule, ctx, mesh.hierarchy)) {
         ++checks;
         ++per_mesh[mesh.name];
-        ++special[static_cast<int>(path)];
+        lowered += rule->lower != nullptr;
         std::optional<std::string> err;
         try {
-          err = Simulate(call, sig, mesh, path, rng);
+          err = Simulate(call, sig, mesh, /*kernel_only=*/false, rng);
         } catch (const std::exception& e) {
           err = StrCat("threw: ", e.what());
         }
-        const std::string key = StrCat(sample.op, " | ", ToString(sig), " | ", mesh.name);
-        if (kExpectedFailures.count(key) && err) {
-          expected_failed.insert(key);
-          ++expected;
-          continue;
-        }
-        if (err) {
-          failures.push_back(StrCat(where, ", signature ", ToString(sig),
-                                    path == Path::kMeanAsSum ? " (as reduction 'sum' / count)" : "",
-                                    ", ", mesh.name, ": ", *err));
-        }
+        record(StrCat(sample.op, " | ", ToString(sig), " | ", mesh.name),
+               StrCat("signature ", ToString(sig), ", ", mesh.name), err);
+      }
+      if (!rule->rewrite) continue;
+      // The rule rewrites some calls into other global op calls: the whole interpreter, from
+      // every uniform layout of the inputs.
+      for (const std::vector<NdSbp>& layout : UniformLayouts(sample, mesh.hierarchy.size())) {
+        ++checks;
+        ++per_mesh[mesh.name];
+        ++interpreted;
+        NdSignature in_only{layout, {}};
+        const std::string sig = ToString(in_only);
+        record(StrCat(sample.op, " | ", sig, " | ", mesh.name),
+               StrCat("inputs ", sig.substr(0, sig.find(" ->")), " through the interpreter, ",
+                      mesh.name),
+               SimulateInterpreter(call, layout, mesh, rng));
       }
     }
   }
@@ -596,9 +677,9 @@ TEST_CASE("every signature of every SBP rule matches the full computation") {
                 static_cast<long long>(per_mesh[mesh.name]));
   }
   std::printf(
-      "  of which nll 'mean' as 'sum' / count: %lld, dropout_mask whole-mask slices: %lld\n",
-      static_cast<long long>(special[static_cast<int>(Path::kMeanAsSum)]),
-      static_cast<long long>(special[static_cast<int>(Path::kWholeMask)]));
+      "  of which lowered by the rule: %lld; whole calls through the interpreter (rewrites): "
+      "%lld\n",
+      static_cast<long long>(lowered), static_cast<long long>(interpreted));
   for (const std::string& f : failures) FAIL_CHECK(f);
   for (const std::string& key : kExpectedFailures) {
     INFO("expected failure '" << key << "'");
