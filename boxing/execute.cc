@@ -1,8 +1,8 @@
 #include "boxing/execute.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
@@ -123,9 +123,8 @@ Tensor AllToAll(const DimStep& d, const Tensor& x) {
     recv_dims.push_back(dims);
   }
   Tensor in = fn::cat(pieces, 0);
-  Tensor out = fn::empty(
-      Shape({std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0})}), x.dtype(),
-      x.device());
+  Tensor out = fn::empty(Shape({std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0})}),
+                         x.dtype(), x.device());
   d.comm->AllToAllV(in, out, in_counts, out_counts);
   std::vector<Tensor> parts;
   int64_t off = 0;
@@ -248,7 +247,8 @@ Tensor OnDim(const Plan& plan, const Step& s, const Tensor& x, const Shape& logi
   const Placement& pl = s.on_destination ? plan.dst : plan.src;
   if (!pl.Contains(rank)) return x;
   runtime::Communicator* comm = nullptr;
-  if (sbp::Step(s.kind).collective) comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
+  if (sbp::Step(s.kind).collective)
+    comm = &runtime::Env::Get().Comm(pl.SubGroup(rank, s.dim), pl.device());
   const DimStep d{s, static_cast<int>(pl.Coord(rank)[s.dim]),
                   MemberRanges(pl, s.before, logical, rank, s.dim),
                   MemberRanges(pl, s.after, logical, rank, s.dim), comm};
@@ -265,9 +265,8 @@ Tensor Between(const Plan& plan, const Step&, const Tensor& x, const Shape& logi
 // How each kind of sbp/boxing_steps.h runs, indexed by kind.
 using RunFn = Tensor (*)(const Plan&, const Step&, const Tensor&, const Shape&, int);
 constexpr RunFn kRun[] = {
-    OnDim<AllReduce>, OnDim<AllGather>, OnDim<ReduceScatter>, OnDim<AllToAll>,
-    OnDim<Slice>,     OnDim<KeepOnFirst>, OnDim<ZeroPad>,     Between<SendWhole>,
-    Between<RunRoute>,
+    OnDim<AllReduce>,   OnDim<AllGather>, OnDim<ReduceScatter>, OnDim<AllToAll>,   OnDim<Slice>,
+    OnDim<KeepOnFirst>, OnDim<ZeroPad>,   Between<SendWhole>,   Between<RunRoute>,
 };
 static_assert(sizeof(kRun) / sizeof(kRun[0]) == static_cast<size_t>(Kind::kCount),
               "one run function per boxing step kind");

@@ -109,8 +109,9 @@ std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placeme
 
 std::string Step::ToString(const Placement& placement) const {
   if (kind == Kind::kRoute) {
-    return StrCat(from.ToString(), "->", to.ToString(), ": ", sbp::Step(kind).name, " to the ranks of ",
-                  placement.ToString(), " (", static_cast<int64_t>(cost), " bytes)");
+    return StrCat(from.ToString(), "->", to.ToString(), ": ", sbp::Step(kind).name,
+                  " to the ranks of ", placement.ToString(), " (", static_cast<int64_t>(cost),
+                  " bytes)");
   }
   if (kind == Kind::kSendWhole) {
     return StrCat("B->B: ", sbp::Step(kind).name, " to the ranks of ", placement.ToString());

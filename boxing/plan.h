@@ -30,7 +30,7 @@ using sbp::Sbp;
 struct Step {
   using Kind = sbp::BoxingKind;  // the step kinds: sbp/boxing_steps.h
   Kind kind;
-  int dim = 0;        // hierarchy dimension (placement of the step)
+  int dim = 0;  // hierarchy dimension (placement of the step)
   Sbp from = Sbp::Broadcast(), to = Sbp::Broadcast();
   NdSbp before, after;
   bool on_destination = false;  // the step runs on the destination placement

@@ -33,10 +33,11 @@ TEST_CASE("plans print each step with its kind's name") {
   const Shape shape({4, 4});
   CHECK(PlanBoxing(pl, {Sbp::PartialSum()}, pl, {Sbp::Broadcast()}, shape, DType::kFloat32)
             .ToString() == "P->B: all_reduce over cpu:[0, 1]");
-  CHECK(PlanBoxing(pl, {Sbp::Split(0)}, pl, {Sbp::Split(1)}, shape, DType::kFloat32)
-            .ToString() == "S(0)->S(1): all_to_all over cpu:[0, 1]");
-  CHECK(PlanBoxing(pl, {Sbp::Broadcast()}, pl, {Sbp::Split(0)}, shape, DType::kFloat32)
-            .ToString() == "B->S(0): local slice over cpu:[0, 1]");
+  CHECK(PlanBoxing(pl, {Sbp::Split(0)}, pl, {Sbp::Split(1)}, shape, DType::kFloat32).ToString() ==
+        "S(0)->S(1): all_to_all over cpu:[0, 1]");
+  CHECK(
+      PlanBoxing(pl, {Sbp::Broadcast()}, pl, {Sbp::Split(0)}, shape, DType::kFloat32).ToString() ==
+      "B->S(0): local slice over cpu:[0, 1]");
   const Placement other(DeviceType::kCPU, {2, 3}, {1, 2});
   Plan p = PlanBoxing(pl, {Sbp::Broadcast()}, other, {Sbp::Broadcast(), Sbp::Broadcast()}, shape,
                       DType::kFloat32);

@@ -98,8 +98,7 @@ AutocastSuspendGuard::AutocastSuspendGuard() : prev_(t_state.suspended) {
 }
 AutocastSuspendGuard::~AutocastSuspendGuard() { t_state.suspended = prev_; }
 
-bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs,
-                    std::vector<Tensor>* cast) {
+bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs, std::vector<Tensor>* cast) {
   if (t_state.suspended || inputs.empty()) return false;
   if (!t_state.enabled[0] && !t_state.enabled[1]) return false;
   const DeviceType type = inputs[0].device().type;

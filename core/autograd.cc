@@ -40,8 +40,9 @@ int64_t NextHookId() {
 }  // namespace
 
 int64_t RegisterGradHook(const Tensor& t, std::function<Tensor(const Tensor&)> fn) {
-  ONEFLOW_CHECK(t.requires_grad(), "register_hook: cannot register a hook on a tensor that "
-                                   "does not require grad");
+  ONEFLOW_CHECK(t.requires_grad(),
+                "register_hook: cannot register a hook on a tensor that "
+                "does not require grad");
   const int64_t id = NextHookId();
   AutogradMeta& am = t.impl()->mutable_autograd();
   if (am.grad_fn) {
@@ -61,13 +62,15 @@ void RemoveGradHook(const Tensor& t, int64_t id) {
                 hooks.end());
   }
   auto& leaf = am.grad_hooks;
-  leaf.erase(std::remove_if(leaf.begin(), leaf.end(), [id](const auto& h) { return h.first == id; }),
-             leaf.end());
+  leaf.erase(
+      std::remove_if(leaf.begin(), leaf.end(), [id](const auto& h) { return h.first == id; }),
+      leaf.end());
 }
 
 void RetainGrad(const Tensor& t) {
-  ONEFLOW_CHECK(t.requires_grad(), "retain_grad: cannot retain the gradient of a tensor that "
-                                   "does not require grad");
+  ONEFLOW_CHECK(t.requires_grad(),
+                "retain_grad: cannot retain the gradient of a tensor that "
+                "does not require grad");
   AutogradMeta& am = t.impl()->mutable_autograd();
   if (!am.grad_fn || am.retains_grad) return;  // leaves keep theirs anyway
   am.retains_grad = true;
@@ -106,7 +109,7 @@ std::vector<Tensor> AccumulateGrad::Apply(std::vector<Tensor>&& grads) {
     if (g.impl()->view_base && g.impl()->view_base.use_count() == 1) --owners;
     bool sole_owner = g.impl_ptr().use_count() == 1 && owners == 1;
     am.grad = (sole_owner && g.is_contiguous() && g.offset() == 0) ? g.impl_ptr()
-                                                                    : CopyGrad(g).impl_ptr();
+                                                                   : CopyGrad(g).impl_ptr();
   } else {
     am.grad = AddGrads(Tensor(am.grad), g).impl_ptr();  // out of place: grads may alias
   }

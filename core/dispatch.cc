@@ -9,7 +9,6 @@ namespace oneflow {
 
 namespace {
 
-
 class OpNode;
 // The saved tensors of the gradient formula running on this thread: an op call that reads one
 // of them (passes it as an input) checks that no in-place write changed it since the forward.
@@ -267,8 +266,7 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
   return kernel(inputs, attrs, out);
 }
 
-std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given,
-                           const Attrs& attrs) {
+std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given, const Attrs& attrs) {
   CheckArity(op, given);
   std::vector<Tensor> cast;
   const std::vector<Tensor>& inputs = AutocastInputs(op, given, &cast) ? cast : given;

@@ -214,7 +214,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const std::string& reduction = "mean", int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 
-
 // ---- everyday API: kernels in core/ops/index.cc (tril, triu, flip, scatter), core/ops/sort.cc
 // (sort, cumsum, cumprod) and core/ops/random.cc (multinomial); the rest are composites in
 // core/ops/everyday.cc ----

@@ -519,8 +519,8 @@ TEST_CASE("communicator: out-of-place all-reduce leaves its input alone (boxing 
         REQUIRE(in[i] == static_cast<float>(static_cast<double>(i) + r * 1000));
       }
     }
-    REQUIRE(o[6] == std::vector<double>{1 * mean, 4 * mean, 2 * mean, 5 * mean, 3 * mean,
-                                        6 * mean});
+    REQUIRE(o[6] ==
+            std::vector<double>{1 * mean, 4 * mean, 2 * mean, 5 * mean, 3 * mean, 6 * mean});
     REQUIRE(o[7] == std::vector<double>{static_cast<double>(n - 1), 0});
   }
 }

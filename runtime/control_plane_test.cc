@@ -144,8 +144,7 @@ TEST_CASE("control plane: wrong token is refused", "[runtime]") {
                                       Target(server.port()) + ": its job token differs"));
 }
 
-TEST_CASE("control plane: a refused rank learns what differs; a gathering job stops",
-          "[runtime]") {
+TEST_CASE("control plane: a refused rank learns what differs; a gathering job stops", "[runtime]") {
   const std::string ours = "command=python3 -u a.py\nworld size=2\nranks per node=1\n";
   const std::string theirs = "command=python3 -u b.py\nworld size=2\nranks per node=1\n";
   ControlServer server(kAddr, 0, ours, 0, JobShape{2, 1, ours});

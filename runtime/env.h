@@ -10,11 +10,12 @@
 // Rank 0 binds MASTER_ADDR:MASTER_PORT; the others connect within the timeout
 // (ONEFLOW_TIMEOUT_SECONDS), presenting the job's token (ONEFLOW_JOB_TOKEN, else the job's
 // description: see JobDescription), and all meet before Get() returns; meanwhile rank 0 prints
-// every ONEFLOW_WAIT_REPORT_SECONDS (30) which ranks it still waits for. A thread sends a heartbeat every second; the master aborts the job
-// when a rank stays silent for ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10). When a rank
-// learns the job was aborted (another rank failed or died) it prints one line naming that rank
-// and exits with status 1, instead of waiting in a collective until the timeout. At exit every
-// rank meets the others once (so rank 0 keeps serving until all are done).
+// every ONEFLOW_WAIT_REPORT_SECONDS (30) which ranks it still waits for. A thread sends a heartbeat
+// every second; the master aborts the job when a rank stays silent for
+// ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10). When a rank learns the job was aborted (another
+// rank failed or died) it prints one line naming that rank and exits with status 1, instead of
+// waiting in a collective until the timeout. At exit every rank meets the others once (so rank 0
+// keeps serving until all are done).
 #pragma once
 
 #include <atomic>

@@ -97,15 +97,23 @@ namespace {
 
 ncclDataType_t NcclType(DType t, const char* name) {
   switch (t) {
-    case DType::kFloat32: return ncclFloat32;
-    case DType::kFloat64: return ncclFloat64;
-    case DType::kFloat16: return ncclFloat16;
-    case DType::kBFloat16: return ncclBfloat16;
-    case DType::kInt32: return ncclInt32;
-    case DType::kInt64: return ncclInt64;
-    case DType::kInt8: return ncclInt8;
+    case DType::kFloat32:
+      return ncclFloat32;
+    case DType::kFloat64:
+      return ncclFloat64;
+    case DType::kFloat16:
+      return ncclFloat16;
+    case DType::kBFloat16:
+      return ncclBfloat16;
+    case DType::kInt32:
+      return ncclInt32;
+    case DType::kInt64:
+      return ncclInt64;
+    case DType::kInt8:
+      return ncclInt8;
     case DType::kUInt8:
-    case DType::kBool: return ncclUint8;
+    case DType::kBool:
+      return ncclUint8;
   }
   throw Error(StrCat(name, ": NCCL cannot reduce ", DTypeName(t), " tensors"));
 }
@@ -114,10 +122,14 @@ ncclDataType_t NcclType(DType t, const char* name) {
 ncclRedOp_t NcclOp(ReduceOp op, DType t) {
   if (t == DType::kBool && op == ReduceOp::kSum) return ncclMax;
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kAvg:
+      return ncclAvg;
   }
   return ncclSum;
 }
@@ -135,7 +147,8 @@ void AwaitComm(ncclComm_t comm, ncclResult_t first, double timeout_s, const std:
   auto t0 = Clock::now();
   while (state == ncclInProgress) {
     if (Since(t0) > timeout_s) {
-      throw Error(StrCat(what, " timed out after ", timeout_s, " s (is another rank dead or "
+      throw Error(StrCat(what, " timed out after ", timeout_s,
+                         " s (is another rank dead or "
                          "stuck?)"));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -195,8 +208,7 @@ std::unique_ptr<NcclGroup> NcclGroup::Create(ControlClient& client, const std::s
   state->timeout_s = timeout_s;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t r =
-      NCCL(ncclCommInitRankConfig)(&state->comm, size, id, group_rank, &config);
+  ncclResult_t r = NCCL(ncclCommInitRankConfig)(&state->comm, size, id, group_rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     throw Error(StrCat("nccl: rank ", my_rank, " could not join group ", desc, ": ",
                        NcclError(r, state->comm)));
@@ -307,8 +319,8 @@ void NcclGroup::Broadcast(const Tensor& t, int root, const char* name) {
   });
 }
 
-void NcclGroup::AllGatherV(const Tensor& in, const Tensor& out,
-                           const std::vector<int64_t>& counts, const char* name) {
+void NcclGroup::AllGatherV(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts,
+                           const char* name) {
   ncclDataType_t type = NcclType(out.dtype(), name);
   bool even = true;
   for (int64_t c : counts) even &= c == counts[0];
@@ -327,8 +339,7 @@ void NcclGroup::AllGatherV(const Tensor& in, const Tensor& out,
 }
 
 void NcclGroup::ReduceScatterV(const Tensor& in, const Tensor& out,
-                               const std::vector<int64_t>& counts, ReduceOp op,
-                               const char* name) {
+                               const std::vector<int64_t>& counts, ReduceOp op, const char* name) {
   ncclDataType_t type = NcclType(out.dtype(), name);
   ncclRedOp_t red = NcclOp(op, out.dtype());
   bool even = true;

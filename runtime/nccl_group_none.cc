@@ -27,8 +27,8 @@ void NcclGroup::AllGatherV(const Tensor&, const Tensor&, const std::vector<int64
                            const char* name) {
   NoCuda(name);
 }
-void NcclGroup::ReduceScatterV(const Tensor&, const Tensor&, const std::vector<int64_t>&,
-                               ReduceOp, const char* name) {
+void NcclGroup::ReduceScatterV(const Tensor&, const Tensor&, const std::vector<int64_t>&, ReduceOp,
+                               const char* name) {
   NoCuda(name);
 }
 void NcclGroup::AllToAllV(const Tensor&, const Tensor&, const std::vector<int64_t>&,

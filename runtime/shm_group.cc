@@ -320,7 +320,7 @@ void ShmGroup::ReduceRegions(const SharedRegions& regions, size_t byte_offset, i
     }
     T* mine = region[group_rank_];
     T* result = out ? static_cast<T*>(out) : mine;  // where this rank's part of the sum goes
-    Meet(opname);  // every member's data is in its region
+    Meet(opname);                                   // every member's data is in its region
     // Reduces [from, to) with this rank's data read from `own` (pointing at element `from`),
     // block by block, so the result is still in cache when copied into the other regions.
     // This rank's data comes first: ReduceRange reads the first two sources, then adds the

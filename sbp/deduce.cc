@@ -93,7 +93,8 @@ Deduction Deduce(const std::string& op, const SbpRule& rule, const RuleContext& 
     if (!best) {
       std::string have;
       for (size_t i = 0; i < in_sbps.size(); ++i) have += (i ? ", " : "") + ToString(in_sbps[i]);
-      throw Error(StrCat(op, ": no SBP signature keeps the tensors it updates in place as they are (",
+      throw Error(StrCat(op,
+                         ": no SBP signature keeps the tensors it updates in place as they are (",
                          have, "); give them one Sbp"));
     }
     chosen.push_back(*best);

@@ -48,7 +48,8 @@ bool ShapeAttrsAsShard(const ShardCall& call, Attrs* local) {
   for (const char* name : {"shape", "input_shape", "weight_shape"}) {
     if (!call.attrs.Has(name)) continue;
     if (!changed) *local = call.attrs, changed = true;
-    local->Set(name, LocalShape(call.out[0].shape, call.placement, call.out_sbps[0], call.rank).dims());
+    local->Set(name,
+               LocalShape(call.out[0].shape, call.placement, call.out_sbps[0], call.rank).dims());
   }
   return changed;
 }

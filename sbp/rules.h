@@ -76,7 +76,7 @@ struct SbpRule {
   RuleFn candidates;
   // Inputs the op writes in place (optimizer updates): candidates must keep their current Sbp.
   std::vector<int> inplace_inputs;
-  std::string at;  // where it was registered ("sbp/rules/pointwise.cc:40")
+  std::string at;            // where it was registered ("sbp/rules/pointwise.cc:40")
   LocalAttrsFn local_attrs;  // null: ShapeAttrsAsShard
   LowerFn lower;             // null: the local kernel with local_attrs
   RewriteFn rewrite;         // null: deduce, box, lower

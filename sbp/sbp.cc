@@ -140,8 +140,8 @@ void CheckNdSbp(const NdSbp& nd, const Placement& placement, int64_t ndim, const
   }
   for (const Sbp& s : nd) {
     if (s.is_split() && (s.axis() < 0 || s.axis() >= ndim)) {
-      throw Error(StrCat(op, ": split axis ", s.axis(), " is out of range for a tensor with ",
-                         ndim, " dim", ndim == 1 ? "" : "s"));
+      throw Error(StrCat(op, ": split axis ", s.axis(), " is out of range for a tensor with ", ndim,
+                         " dim", ndim == 1 ? "" : "s"));
     }
   }
 }

@@ -65,7 +65,7 @@ class Placement {
   int ndim() const { return static_cast<int>(hierarchy_.size()); }
   int size() const { return static_cast<int>(ranks_.size()); }
   bool Contains(int rank) const { return IndexOf(rank) >= 0; }
-  int IndexOf(int rank) const;  // -1 when absent
+  int IndexOf(int rank) const;                 // -1 when absent
   std::vector<int64_t> Coord(int rank) const;  // REQUIRES: Contains(rank)
   int RankAt(const std::vector<int64_t>& coord) const;
   // The ranks that share every coordinate of `rank` but dimension d, in order along d.

@@ -62,8 +62,8 @@ std::vector<Sample> MakeSamples() {
   std::vector<Sample> s;
   auto add = [&](const char* op, std::string what, std::vector<Tensor> in, Attrs a = Attrs(),
                  int line = __builtin_LINE()) {
-    s.push_back(Sample{op, std::move(what), std::move(in), std::move(a),
-                       StrCat(__FILE__, ":", line)});
+    s.push_back(
+        Sample{op, std::move(what), std::move(in), std::move(a), StrCat(__FILE__, ":", line)});
   };
   const DType f32 = DType::kFloat32, f64 = DType::kFloat64, i64 = DType::kInt64;
   const std::string cpu = Device::CPU().ToString();
@@ -119,9 +119,9 @@ std::vector<Sample> MakeSamples() {
   add("where", "[5, 6] ? [5, 6] : [6]", {r.Bools({5, 6}), r.Floats({5, 6}), r.Floats({6})});
   add("where", "[5, 1] ? [5, 6] : 0-dim", {r.Bools({5, 1}), r.Floats({5, 6}), r.Floats({})});
   // ---- the unary table: each op and its gradient op, x inside the op's domain
-#define ONEFLOW_TABLE_SAMPLES(name, F, lo, hi)                                              \
+#define ONEFLOW_TABLE_SAMPLES(name, F, lo, hi)                                                 \
   add(#name, "[5, 7] f32", {r.Floats({5, 7}, lo, hi)}, functors::DefaultAttrs<functors::F>()); \
-  add(#name "_grad", "[5, 7] f32", {r.Floats({5, 7}), r.Floats({5, 7}, lo, hi)},            \
+  add(#name "_grad", "[5, 7] f32", {r.Floats({5, 7}), r.Floats({5, 7}, lo, hi)},               \
       functors::DefaultAttrs<functors::F>());
   ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_TABLE_SAMPLES)
 #undef ONEFLOW_TABLE_SAMPLES

@@ -73,13 +73,13 @@ struct RemF {
 // (core/ops/elementwise.cc) registers the op, its gradient and kernel; the CUDA side
 // (core/kernels/cuda/elementwise.cu) its kernel over the dtypes named (elementwise.cu's Types).
 // PowF is each file's own (the devices compute pow differently on purpose).
-#define ONEFLOW_BINARY_TABLE_OPS(X)                  \
-  X(add, AddF, AddGrad, kWithHalf)                   \
-  X(sub, SubF, SubGrad, kWithHalf)                   \
-  X(mul, MulF, MulGrad, kWithHalf)                   \
-  X(div, DivF, DivGrad, kWithHalf)                   \
-  X(pow, PowF, PowGrad, kAll)                        \
-  X(maximum, MaxF, MaximumGrad, kAll)                \
+#define ONEFLOW_BINARY_TABLE_OPS(X)   \
+  X(add, AddF, AddGrad, kWithHalf)    \
+  X(sub, SubF, SubGrad, kWithHalf)    \
+  X(mul, MulF, MulGrad, kWithHalf)    \
+  X(div, DivF, DivGrad, kWithHalf)    \
+  X(pow, PowF, PowGrad, kAll)         \
+  X(maximum, MaxF, MaximumGrad, kAll) \
   X(minimum, MinF, MinimumGrad, kAll)
 
 // Comparisons and logical and/or: bool results, not differentiable. X(name, Functor).

@@ -58,7 +58,7 @@ void BinaryLoop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
 }
 
 using namespace functors;  // NOLINT: the shared functors (binary_functors.h)
-struct PowF {  // through double: see the CUDA kernel's PowF for its integer rule
+struct PowF {              // through double: see the CUDA kernel's PowF for its integer rule
   template <typename T>
   auto operator()(T a, T b) const {
     return std::pow(a, b);

@@ -123,7 +123,9 @@ std::vector<Tensor> ProdGrad(const GradCtx& c) {
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (mask[i]) dims.push_back(i);
   }
-  auto widen = [&](const Tensor& t) { return fn::expand(fn::reshape(t, keep.dims()), x.shape().dims()); };
+  auto widen = [&](const Tensor& t) {
+    return fn::expand(fn::reshape(t, keep.dims()), x.shape().dims());
+  };
   Tensor g = widen(c.grad_outputs[0]);
   Tensor out = widen(c.outputs[0]);
   Tensor is_zero = fn::eq(x, fn::scalar_like(0, x));
@@ -131,10 +133,10 @@ std::vector<Tensor> ProdGrad(const GradCtx& c) {
   Tensor rest = widen(fn::prod(fn::where(is_zero, fn::ones_like(x), x), dims, true));
   Tensor no_zero = fn::eq(zeros, fn::scalar_like(0, zeros));
   Tensor safe_x = fn::where(is_zero, fn::ones_like(x), x);
-  Tensor others = fn::where(
-      no_zero, fn::div(out, safe_x),
-      fn::where(fn::logical_and(fn::eq(zeros, fn::scalar_like(1, zeros)), is_zero), rest,
-                fn::zeros_like(x)));
+  Tensor others =
+      fn::where(no_zero, fn::div(out, safe_x),
+                fn::where(fn::logical_and(fn::eq(zeros, fn::scalar_like(1, zeros)), is_zero), rest,
+                          fn::zeros_like(x)));
   return {fn::mul(g, others)};
 }
 
@@ -213,11 +215,8 @@ std::vector<Tensor> ArgReduceGrad(const GradCtx& c) {
 }  // namespace
 
 ONEFLOW_REGISTER_OP(sum).Inputs(1).Infer(InferSum).Grad(SumGrad).Kernel(DeviceType::kCPU, SumCpu);
-ONEFLOW_REGISTER_OP(prod)
-    .Inputs(1)
-    .Infer(InferProd)
-    .Grad(ProdGrad)
-    .Kernel(DeviceType::kCPU, ProdCpu);
+ONEFLOW_REGISTER_OP(prod).Inputs(1).Infer(InferProd).Grad(ProdGrad).Kernel(DeviceType::kCPU,
+                                                                           ProdCpu);
 ONEFLOW_REGISTER_OP(max_dim)
     .Inputs(1)
     .Infer(InferArgReduce)
@@ -297,7 +296,8 @@ Tensor ExtremeDims(const Tensor& x, const IntList& dims, bool keepdim, bool is_m
   Tensor m = x.detach();
   for (int64_t d = 0; d < x.ndim(); ++d) {
     if (!mask[d]) continue;
-    ONEFLOW_CHECK(x.shape()[d] > 0, op, ": cannot reduce over dim ", d, " of size 0 in a tensor of shape ", x.shape());
+    ONEFLOW_CHECK(x.shape()[d] > 0, op, ": cannot reduce over dim ", d,
+                  " of size 0 in a tensor of shape ", x.shape());
     m = is_max ? max(m, d, true).first : min(m, d, true).first;
   }
   if (x.requires_grad() && GradModeEnabled()) {

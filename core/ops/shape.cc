@@ -338,8 +338,8 @@ ONEFLOW_REGISTER_OP(copy)
     .Kernel(DeviceType::kCPU, CopyCpu);
 ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).CpuHalf().Kernel(
     DeviceType::kCPU, CopyCpu);
-ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).CpuHalf().Kernel(
-    DeviceType::kCPU, CatCpu);
+ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).CpuHalf().Kernel(DeviceType::kCPU,
+                                                                                   CatCpu);
 
 namespace {
 

@@ -119,14 +119,21 @@ ONEFLOW_UNARY_TABLE_FUNCTOR(SiluF, x / (T(1) + std::exp(-x)),
                                 (T(1) + x * (T(1) - T(1) / (T(1) + std::exp(-x)))))
 ONEFLOW_UNARY_TABLE_FUNCTOR(MishF, x* std::tanh(std::log1p(std::exp(x))),
                             std::tanh(std::log1p(std::exp(x))) +
-                                x * (T(1) - std::tanh(std::log1p(std::exp(x))) *
+                                x *
+                                    (T(1) - std::tanh(std::log1p(std::exp(x))) *
                                                 std::tanh(std::log1p(std::exp(x)))) /
                                     (T(1) + std::exp(-x)))
 ONEFLOW_UNARY_TABLE_FUNCTOR(HardswishF,
-                            x <= T(-3) ? T(0) : x >= T(3) ? x : x * (x + T(3)) / T(6),
-                            x < T(-3) ? T(0) : x <= T(3) ? x / T(3) + T(0.5) : T(1))
+                            x <= T(-3)  ? T(0)
+                            : x >= T(3) ? x
+                                        : x * (x + T(3)) / T(6),
+                            x < T(-3)   ? T(0)
+                            : x <= T(3) ? x / T(3) + T(0.5)
+                                        : T(1))
 ONEFLOW_UNARY_TABLE_FUNCTOR(HardsigmoidF,
-                            x <= T(-3) ? T(0) : x >= T(3) ? T(1) : x / T(6) + T(0.5),
+                            x <= T(-3)  ? T(0)
+                            : x >= T(3) ? T(1)
+                                        : x / T(6) + T(0.5),
                             (x > T(-3) && x < T(3)) ? T(1) / T(6) : T(0))
 // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|.
 ONEFLOW_UNARY_TABLE_FUNCTOR(LogSigmoidF,
@@ -143,8 +150,7 @@ ONEFLOW_UNARY_TABLE_FUNCTOR(SeluF,
 // gelu with PyTorch's approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 ONEFLOW_UNARY_TABLE_FUNCTOR(
     GeluTanhF,
-    T(0.5) * x *
-        (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x))),
+    T(0.5) * x * (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x))),
     T(0.5) * (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x))) +
         T(0.5) * x *
             (T(1) - std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x)) *
@@ -262,39 +268,39 @@ Attrs DefaultAttrs() {
 
 // X(op name, functor, lo, hi): samples draw x uniformly from (lo, hi), inside the op's domain
 // (log1p, atanh, erfinv, asin, acos need |x| < 1; the logs and reciprocal x > 0).
-#define ONEFLOW_UNARY_TABLE_OPS(X)       \
-  X(log1p, Log1pF, -0.9, 0.9)                  \
-  X(expm1, Expm1F, -2.0, 2.0)                  \
-  X(log2, Log2F, 0.2, 3.0)                    \
-  X(log10, Log10F, 0.2, 3.0)                  \
-  X(reciprocal, ReciprocalF, 0.3, 3.0)        \
-  X(sin, SinF, -3.0, 3.0)                      \
-  X(cos, CosF, -3.0, 3.0)                      \
-  X(tan, TanF, -1.2, 1.2)                      \
-  X(asin, AsinF, -0.9, 0.9)                    \
-  X(acos, AcosF, -0.9, 0.9)                    \
-  X(atan, AtanF, -3.0, 3.0)                    \
-  X(sinh, SinhF, -2.0, 2.0)                    \
-  X(cosh, CoshF, -2.0, 2.0)                    \
-  X(asinh, AsinhF, -3.0, 3.0)                  \
-  X(atanh, AtanhF, -0.9, 0.9)                  \
-  X(erf, ErfF, -2.0, 2.0)                      \
-  X(erfc, ErfcF, -2.0, 2.0)                    \
-  X(erfinv, ErfinvF, -0.9, 0.9)                \
-  X(floor, FloorF, -3.0, 3.0)                  \
-  X(ceil, CeilF, -3.0, 3.0)                    \
-  X(round, RoundF, -3.0, 3.0)                  \
-  X(trunc, TruncF, -3.0, 3.0)                  \
-  X(silu, SiluF, -4.0, 4.0)                    \
-  X(mish, MishF, -4.0, 4.0)                    \
-  X(hardswish, HardswishF, -4.0, 4.0)          \
-  X(hardsigmoid, HardsigmoidF, -4.0, 4.0)      \
-  X(logsigmoid, LogSigmoidF, -4.0, 4.0)        \
-  X(softsign, SoftsignF, -4.0, 4.0)            \
-  X(selu, SeluF, -3.0, 3.0)                    \
-  X(gelu_tanh, GeluTanhF, -4.0, 4.0)           \
-  X(leaky_relu, LeakyReluF, -3.0, 3.0)         \
-  X(elu, EluF, -3.0, 3.0)                      \
-  X(softplus, SoftplusF, -3.0, 3.0)            \
-  X(shrink, ShrinkF, -2.0, 2.0)                \
+#define ONEFLOW_UNARY_TABLE_OPS(X)        \
+  X(log1p, Log1pF, -0.9, 0.9)             \
+  X(expm1, Expm1F, -2.0, 2.0)             \
+  X(log2, Log2F, 0.2, 3.0)                \
+  X(log10, Log10F, 0.2, 3.0)              \
+  X(reciprocal, ReciprocalF, 0.3, 3.0)    \
+  X(sin, SinF, -3.0, 3.0)                 \
+  X(cos, CosF, -3.0, 3.0)                 \
+  X(tan, TanF, -1.2, 1.2)                 \
+  X(asin, AsinF, -0.9, 0.9)               \
+  X(acos, AcosF, -0.9, 0.9)               \
+  X(atan, AtanF, -3.0, 3.0)               \
+  X(sinh, SinhF, -2.0, 2.0)               \
+  X(cosh, CoshF, -2.0, 2.0)               \
+  X(asinh, AsinhF, -3.0, 3.0)             \
+  X(atanh, AtanhF, -0.9, 0.9)             \
+  X(erf, ErfF, -2.0, 2.0)                 \
+  X(erfc, ErfcF, -2.0, 2.0)               \
+  X(erfinv, ErfinvF, -0.9, 0.9)           \
+  X(floor, FloorF, -3.0, 3.0)             \
+  X(ceil, CeilF, -3.0, 3.0)               \
+  X(round, RoundF, -3.0, 3.0)             \
+  X(trunc, TruncF, -3.0, 3.0)             \
+  X(silu, SiluF, -4.0, 4.0)               \
+  X(mish, MishF, -4.0, 4.0)               \
+  X(hardswish, HardswishF, -4.0, 4.0)     \
+  X(hardsigmoid, HardsigmoidF, -4.0, 4.0) \
+  X(logsigmoid, LogSigmoidF, -4.0, 4.0)   \
+  X(softsign, SoftsignF, -4.0, 4.0)       \
+  X(selu, SeluF, -3.0, 3.0)               \
+  X(gelu_tanh, GeluTanhF, -4.0, 4.0)      \
+  X(leaky_relu, LeakyReluF, -3.0, 3.0)    \
+  X(elu, EluF, -3.0, 3.0)                 \
+  X(softplus, SoftplusF, -3.0, 3.0)       \
+  X(shrink, ShrinkF, -2.0, 2.0)           \
   X(threshold, ThresholdF, -2.0, 2.0)

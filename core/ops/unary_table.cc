@@ -42,27 +42,27 @@ std::vector<Tensor> TableGradCpu(const std::vector<Tensor>& in, const Attrs& a,
 }
 
 std::vector<TensorMeta> InferTableGrad(const std::vector<TensorMeta>& in, const Attrs&) {
-  ONEFLOW_CHECK(in[0].shape == in[1].shape && in[0].dtype == in[1].dtype,
-                "unary op gradient: dy ", in[0].shape, " ", DTypeName(in[0].dtype), " and x ",
-                in[1].shape, " ", DTypeName(in[1].dtype), " differ");
+  ONEFLOW_CHECK(in[0].shape == in[1].shape && in[0].dtype == in[1].dtype, "unary op gradient: dy ",
+                in[0].shape, " ", DTypeName(in[0].dtype), " and x ", in[1].shape, " ",
+                DTypeName(in[1].dtype), " differ");
   return {in[1]};
 }
 
 }  // namespace
 
-#define ONEFLOW_REGISTER_TABLE_OP(name, F, lo, hi)                                     \
-  ONEFLOW_REGISTER_OP(name)                                                            \
-      .Inputs(1)                                                                       \
-      .Infer(SameAsInput0)                                                             \
-      .Grad(+[](const GradCtx& c) {                                                    \
-        return std::vector<Tensor>{                                                    \
-            CallOp1(OP(name##_grad), {c.grad_outputs[0], c.inputs[0]}, c.attrs)};      \
-      })                                                                               \
-      .Kernel(DeviceType::kCPU, TableCpu<functors::F>);                                \
-  ONEFLOW_REGISTER_OP(name##_grad)                                                     \
-      .Inputs(2)                                                                       \
-      .Infer(InferTableGrad)                                                           \
-      .Grad(NoDoubleBackward)                                                          \
+#define ONEFLOW_REGISTER_TABLE_OP(name, F, lo, hi)                                \
+  ONEFLOW_REGISTER_OP(name)                                                       \
+      .Inputs(1)                                                                  \
+      .Infer(SameAsInput0)                                                        \
+      .Grad(+[](const GradCtx& c) {                                               \
+        return std::vector<Tensor>{                                               \
+            CallOp1(OP(name##_grad), {c.grad_outputs[0], c.inputs[0]}, c.attrs)}; \
+      })                                                                          \
+      .Kernel(DeviceType::kCPU, TableCpu<functors::F>);                           \
+  ONEFLOW_REGISTER_OP(name##_grad)                                                \
+      .Inputs(2)                                                                  \
+      .Infer(InferTableGrad)                                                      \
+      .Grad(NoDoubleBackward)                                                     \
       .Kernel(DeviceType::kCPU, TableGradCpu<functors::F>);
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_OP)
 #undef ONEFLOW_REGISTER_TABLE_OP

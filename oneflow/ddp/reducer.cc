@@ -31,9 +31,8 @@ Tensor Piece(const Tensor& flat, int64_t offset, const Tensor& like) {
 
 }  // namespace
 
-std::shared_ptr<Reducer> Reducer::Create(std::vector<Tensor> params,
-                                         std::vector<std::string> names, Communicator& comm,
-                                         ReducerOptions options) {
+std::shared_ptr<Reducer> Reducer::Create(std::vector<Tensor> params, std::vector<std::string> names,
+                                         Communicator& comm, ReducerOptions options) {
   std::shared_ptr<Reducer> r(new Reducer(std::move(params), std::move(names), comm, options));
   r->InstallHooks();
   return r;
@@ -101,7 +100,8 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, Com
   for (const Bucket& bucket : buckets_) {
     for (size_t s = 0; s < bucket.params.size(); ++s) {
       const Tensor& p = params_[bucket.params[s]];
-      p.impl()->mutable_autograd().grad_buffer = Piece(bucket.flat, bucket.offsets[s], p).impl_ptr();
+      p.impl()->mutable_autograd().grad_buffer =
+          Piece(bucket.flat, bucket.offsets[s], p).impl_ptr();
     }
   }
   ready_.assign(n, 0);
@@ -113,7 +113,8 @@ Reducer::~Reducer() {
   for (const Bucket& bucket : buckets_) {
     for (int i : bucket.params) {
       AutogradMeta& am = params_[i].impl()->mutable_autograd();
-      if (am.grad_buffer && am.grad_buffer->storage == bucket.flat.storage()) am.grad_buffer.reset();
+      if (am.grad_buffer && am.grad_buffer->storage == bucket.flat.storage())
+        am.grad_buffer.reset();
     }
   }
 }
@@ -248,10 +249,13 @@ void Reducer::Finalize() {
     if (!options_.find_unused_parameters) {
       std::string name = names_[i];
       Reset();
-      throw Error(StrCat(
-          "DistributedDataParallel: parameter '", name, "' got no gradient in this backward on "
-          "rank ", comm_.rank(), " (it took no part in the loss); pass "
-          "find_unused_parameters=True to DistributedDataParallel, or use every parameter"));
+      throw Error(
+          StrCat("DistributedDataParallel: parameter '", name,
+                 "' got no gradient in this backward on "
+                 "rank ",
+                 comm_.rank(),
+                 " (it took no part in the loss); pass "
+                 "find_unused_parameters=True to DistributedDataParallel, or use every parameter"));
     }
     MarkReady(i, false);
   }
@@ -260,7 +264,8 @@ void Reducer::Finalize() {
     used_flags_ = fn::zeros(Shape({static_cast<int64_t>(n)}), DType::kInt32);
     std::copy(used_.begin(), used_.end(), used_flags_.data<int32_t>());
     Tensor flags = used_flags_;
-    used_work_ = comm_.Async([flags](Communicator& c) mutable { c.AllReduce(flags, ReduceOp::kMax); });
+    used_work_ =
+        comm_.Async([flags](Communicator& c) mutable { c.AllReduce(flags, ReduceOp::kMax); });
   }
   Clock::time_point start = Clock::now();
   for (Bucket& b : buckets_) {

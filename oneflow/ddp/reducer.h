@@ -40,9 +40,9 @@ struct ReducerOptions {
 };
 
 struct ReducerStats {
-  int64_t reductions = 0;       // backward passes whose gradients were averaged
-  double comm_seconds = 0;      // time the worker spent in the buckets' all-reduces
-  double exposed_seconds = 0;   // time backward waited for them (all of it without overlap)
+  int64_t reductions = 0;      // backward passes whose gradients were averaged
+  double comm_seconds = 0;     // time the worker spent in the buckets' all-reduces
+  double exposed_seconds = 0;  // time backward waited for them (all of it without overlap)
   // Gradient bytes copied into buckets; gradients computed in their bucket (see
   // AutogradMeta::grad_buffer) and this rank's own part of a shared bucket are not copied.
   int64_t copied_bytes = 0;
@@ -51,8 +51,7 @@ struct ReducerStats {
 class Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   // params: leaves requiring grad, local (not global) tensors of one device; names for errors.
-  static std::shared_ptr<Reducer> Create(std::vector<Tensor> params,
-                                         std::vector<std::string> names,
+  static std::shared_ptr<Reducer> Create(std::vector<Tensor> params, std::vector<std::string> names,
                                          runtime::Communicator& comm, ReducerOptions options);
 
   ~Reducer();
@@ -78,8 +77,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::shared_ptr<runtime::Work> work;
   };
 
-  Reducer(std::vector<Tensor> params, std::vector<std::string> names,
-          runtime::Communicator& comm, ReducerOptions options);
+  Reducer(std::vector<Tensor> params, std::vector<std::string> names, runtime::Communicator& comm,
+          ReducerOptions options);
   void InstallHooks();
   void OnGradReady(int index);
   void MarkReady(int index, bool used);
@@ -95,7 +94,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<int> bucket_of_;  // parameter -> bucket
   std::vector<int> slot_of_;    // parameter -> position in its bucket
   std::vector<char> ready_;
-  std::vector<int32_t> used_;   // this rank produced a gradient (find_unused_parameters)
+  std::vector<int32_t> used_;  // this rank produced a gradient (find_unused_parameters)
   std::shared_ptr<runtime::Work> used_work_;
   Tensor used_flags_;
   size_t next_bucket_ = 0;

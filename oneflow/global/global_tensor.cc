@@ -7,11 +7,11 @@
 #include <mutex>
 
 #include "boxing/execute.h"
-#include "oneflow/global/interpret.h"
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "oneflow/global/interpret.h"
 #include "runtime/env.h"
 
 namespace oneflow {
@@ -76,8 +76,8 @@ class ProcessWorld : public World {
   }
   Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
               const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
-    Tensor local = rank_outs.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype)
-                                     : rank_outs[0][k];
+    Tensor local =
+        rank_outs.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype) : rank_outs[0][k];
     return MakeGlobal(local, logical.shape, pl, nd_sbp);
   }
 };
@@ -154,8 +154,8 @@ void FinishPendingGrads() {
       total += local.numel();
     }
     Tensor joined = flat.size() == 1 ? flat[0] : fn::cat(flat, 0);
-    Tensor reduced = ToGlobalImpl(MakeGlobal(joined, Shape{total}, b.placement, b.from),
-                                  b.placement, b.to);
+    Tensor reduced =
+        ToGlobalImpl(MakeGlobal(joined, Shape{total}, b.placement, b.from), b.placement, b.to);
     const Tensor& whole = Meta(reduced).local;
     int64_t offset = 0;
     for (const auto& leaf : b.leaves) {
@@ -187,8 +187,8 @@ Tensor LeafGrad(const Tensor& leaf, const Tensor& grad, bool accumulating) {
 Tensor GlobalFullLike(const Tensor& like, double value) {
   const GlobalMeta& m = Meta(like);
   NdSbp nd = WithoutPartial(m.nd_sbp);
-  Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,
-                          like.dtype());
+  Tensor local =
+      fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value, like.dtype());
   return MakeGlobal(local, like.shape(), m.placement, nd);
 }
 
@@ -280,9 +280,9 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
     // The caller knows the global shape (to_local's backward): no communication.
     Shape want = member ? sbp::LocalShape(*global_shape, placement, nd_sbp, rank) : local.shape();
     ONEFLOW_CHECK(!member || want == local.shape(), "to_global: rank ", rank,
-                  " holds a local tensor of shape ", local.shape(), " but ",
-                  sbp::ToString(nd_sbp), " of the global shape ", *global_shape, " on ",
-                  placement.ToString(), " gives it ", want);
+                  " holds a local tensor of shape ", local.shape(), " but ", sbp::ToString(nd_sbp),
+                  " of the global shape ", *global_shape, " on ", placement.ToString(),
+                  " gives it ", want);
     dims = global_shape->dims();
     has_split = false;  // nothing left to compute
   }
@@ -376,8 +376,8 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
         const int peer = placement.ranks()[i];
         Shape want = sbp::LocalShape(Shape(dims), placement, nd_sbp, peer);
         Shape theirs = shape_of(i);
-        if (theirs.dims() != std::vector<int64_t>(want.dims().begin(),
-                                                  want.dims().begin() + theirs.ndim())) {
+        if (theirs.dims() !=
+            std::vector<int64_t>(want.dims().begin(), want.dims().begin() + theirs.ndim())) {
           throw Error(StrCat("to_global: rank ", peer, " holds a local tensor of shape ", theirs,
                              " but ", sbp::ToString(nd_sbp), " of the global shape ", Shape(dims),
                              " on ", placement.ToString(), " gives it ", want,
@@ -402,9 +402,8 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
       runtime::Env::Get().Comm(group, placement.device()).Broadcast(data, group[0]);
     }
   }
-  Tensor shard = member ? data
-                        : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), dtype,
-                                    local.device());
+  Tensor shard =
+      member ? data : fn::empty(Shape(std::vector<int64_t>(dims.size(), 0)), dtype, local.device());
   return MakeGlobal(shard, Shape(dims), placement, nd_sbp);
 }
 
@@ -422,8 +421,8 @@ Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSb
                        : fn::empty(m.local.shape(), m.local.dtype(), ShardDevice(moved));
     return ToGlobalImpl(MakeGlobal(local, global.shape(), moved, m.nd_sbp), placement, nd_sbp);
   }
-  auto plan = boxing::PlanBoxing(m.placement, m.nd_sbp, placement, nd_sbp, global.shape(),
-                                 global.dtype());
+  auto plan =
+      boxing::PlanBoxing(m.placement, m.nd_sbp, placement, nd_sbp, global.shape(), global.dtype());
   Tensor local = boxing::ExecuteBoxing(plan, m.local, global.shape(), MyRank());
   return MakeGlobal(local, global.shape(), placement, nd_sbp);
 }
@@ -436,7 +435,9 @@ class LayoutGrad : public Node {
   enum Kind { kToGlobal, kFromLocal, kToLocal };
   // placement / nd_sbp: the input's layout (kToGlobal, kToLocal) or the output's (kFromLocal).
   LayoutGrad(Kind kind, Placement placement, NdSbp nd_sbp, Shape shape)
-      : kind_(kind), placement_(std::move(placement)), nd_sbp_(std::move(nd_sbp)),
+      : kind_(kind),
+        placement_(std::move(placement)),
+        nd_sbp_(std::move(nd_sbp)),
         shape_(std::move(shape)) {}
 
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
@@ -515,8 +516,8 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
     return MakeGlobal(EmptyShard(whole.shape(), placement, nd_sbp, whole.dtype()), whole.shape(),
                       placement, nd_sbp);
   }
-  auto ranges = sbp::LocalRanges(whole.shape(), placement.hierarchy(), nd_sbp,
-                                 placement.Coord(rank));
+  auto ranges =
+      sbp::LocalRanges(whole.shape(), placement.hierarchy(), nd_sbp, placement.Coord(rank));
   Tensor x = whole;
   for (size_t a = 0; a < ranges.size(); ++a) {
     if (ranges[a].first != 0 || ranges[a].second != whole.size(a)) {
@@ -524,7 +525,7 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
     }
   }
   x = x.device().type == placement.device() ? fn::contiguous_copy(x)
-                                             : fn::to_device(x, ShardDevice(placement));
+                                            : fn::to_device(x, ShardDevice(placement));
   if (!KeepsPartial(placement, nd_sbp, rank)) fn::fill_(x, 0.0);
   return MakeGlobal(x, whole.shape(), placement, nd_sbp);
 }

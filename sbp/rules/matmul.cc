@@ -11,8 +11,8 @@ std::vector<Signature> MatmulRule(const RuleContext& c) {
   const int64_t na = c.in[0].shape.ndim(), nb = c.in[1].shape.ndim(), no = c.out[0].shape.ndim();
   std::vector<Signature> out{AllBroadcast(c)};
   if (na >= 2) out.push_back({{S(na - 2), B}, {S(no - (nb >= 2 ? 2 : 1))}});  // rows of a
-  if (nb >= 2) out.push_back({{B, S(nb - 1)}, {S(no - 1)}});                   // columns of b
-  out.push_back({{S(na - 1), S(nb >= 2 ? nb - 2 : 0)}, {P}});                  // contraction
+  if (nb >= 2) out.push_back({{B, S(nb - 1)}, {S(no - 1)}});                  // columns of b
+  out.push_back({{S(na - 1), S(nb >= 2 ? nb - 2 : 0)}, {P}});                 // contraction
   out.push_back({{P, B}, {P}});
   out.push_back({{B, P}, {P}});
   // Batch dims that both operands hold at full size, or that only a holds.
@@ -38,8 +38,8 @@ std::vector<Signature> LinearRule(const RuleContext& c) {
   };
   std::vector<Signature> out{AllBroadcast(c)};
   for (int64_t a = 0; a + 1 < nx; ++a) out.push_back(sig(S(a), B, B, S(a)));  // data parallel
-  out.push_back(sig(B, S(0), S(0), S(nx - 1)));                                // output features
-  out.push_back(sig(S(nx - 1), S(1), P, P));                                   // input features
+  out.push_back(sig(B, S(0), S(0), S(nx - 1)));                               // output features
+  out.push_back(sig(S(nx - 1), S(1), P, P));                                  // input features
   out.push_back(sig(P, B, P, P));
   return out;
 }

@@ -25,8 +25,8 @@ std::vector<Signature> DropoutMaskRule(const RuleContext& c) {
 // the whole mask and keeps its slice, so it is the mask one process would draw.
 std::vector<Tensor> WholeMaskSliced(const OpDef& op, const ShardCall& call,
                                     const std::vector<Tensor>& locals) {
-  Tensor x = RunLocalKernel(
-      op, {fn::empty(call.in[0].shape, call.in[0].dtype, locals[0].device())}, call.attrs)[0];
+  Tensor x = RunLocalKernel(op, {fn::empty(call.in[0].shape, call.in[0].dtype, locals[0].device())},
+                            call.attrs)[0];
   const auto ranges = LocalRanges(x.shape(), call.placement.hierarchy(), call.out_sbps[0],
                                   call.placement.Coord(call.rank));
   bool whole = true;
@@ -94,8 +94,8 @@ ONEFLOW_REGISTER_SBP_RULE(logical_or, Pointwise());
 ONEFLOW_REGISTER_SBP_RULE(logical_not, Pointwise());
 // The unary table (core/ops/unary_functors.h): f(x) needs a whole value, its gradient
 // dy * f'(x) is linear in dy.
-#define ONEFLOW_REGISTER_TABLE_RULES(name, F, lo, hi)    \
-  ONEFLOW_REGISTER_SBP_RULE(name, Pointwise());          \
+#define ONEFLOW_REGISTER_TABLE_RULES(name, F, lo, hi) \
+  ONEFLOW_REGISTER_SBP_RULE(name, Pointwise());       \
   ONEFLOW_REGISTER_SBP_RULE(name##_grad, Pointwise({{0}}));
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_RULES)
 #undef ONEFLOW_REGISTER_TABLE_RULES

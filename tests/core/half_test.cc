@@ -62,7 +62,8 @@ TEST_CASE("bfloat16 GEMM on oneDNN matches a naive float32 product") {
     Tensor y = fn::matmul(a, tb ? fn::transpose(b, 0, 1) : b);
     CHECK(y.dtype() == DType::kBFloat16);
     std::vector<double> yv = ToVector(y);
-    for (size_t i = 0; i < yv.size(); ++i) CHECK(yv[i] == Approx(cv[i]).epsilon(1.0 / 128).margin(1e-2));
+    for (size_t i = 0; i < yv.size(); ++i)
+      CHECK(yv[i] == Approx(cv[i]).epsilon(1.0 / 128).margin(1e-2));
   }
 }
 

@@ -759,8 +759,11 @@ TEST_CASE("softmax_grad and log_softmax_grad: one pass against the formula, and 
       CheckClose(CallOp1(op, {y, dy}, attrs), ToVector(want), 1e-12);
       Tensor yl = y.detach();
       yl.set_requires_grad(true);
-      CheckGradients([&](const Inputs& in) { return CallOp1(op, {in[0], in[1]}, attrs); },
-                     {yl, dy});
+      CheckGradients(
+          [&](const Inputs& in) {
+            return CallOp1(op, {in[0], in[1]}, attrs);
+          },
+          {yl, dy});
     }
   }
   // The float32 path large enough for oneDNN's primitives, rows and columns, against float64.
@@ -780,7 +783,8 @@ TEST_CASE("softmax_grad and log_softmax_grad: one pass against the formula, and 
   REQUIRE_THROWS_WITH(
       CallOp1(OpRegistry::Global().Get("softmax_grad"), {Random({2, 3}, 1), Random({3, 2}, 1)},
               Attrs().Set("dim", int64_t{1})),
-      Contains("softmax_grad: y and dy must have one shape and dtype, got (2, 3) float64 and (3, 2)"));
+      Contains(
+          "softmax_grad: y and dy must have one shape and dtype, got (2, 3) float64 and (3, 2)"));
 }
 
 TEST_CASE("softmax errors", "[nn][softmax][errors]") {

@@ -1,7 +1,7 @@
 // Tensor ops of core/: each forward against values computed by hand or by a naive loop, each
 // gradient against finite differences, and each user error on its message.
-#include "core/op_registry.h"
 #include "core/dispatch.h"
+#include "core/op_registry.h"
 #include "core/ops/unary_functors.h"
 #include "tests/test_util.h"
 
@@ -143,22 +143,23 @@ double NaiveUnary(const std::string& op, double x) {
   return 0;
 }
 
-TEST_CASE("every op of the unary table: forward against a naive formula, gradient against "
-          "finite differences") {
+TEST_CASE(
+    "every op of the unary table: forward against a naive formula, gradient against "
+    "finite differences") {
   using V = const std::vector<Tensor>&;
   int checked = 0;
-#define ONEFLOW_CHECK_TABLE_OP(name, F, lo, hi)                                          \
-  {                                                                                      \
-    INFO("op " #name);                                                                   \
-    const OpDef& op = OpRegistry::Global().Get(#name);                                   \
-    const Attrs attrs = functors::DefaultAttrs<functors::F>();                           \
-    Tensor x = RandLeaf({7}, lo, hi);                                                    \
-    Tensor y = CallOp1(op, {x}, attrs);                                                  \
-    std::vector<double> xs = ToVector(x), want;                                          \
+#define ONEFLOW_CHECK_TABLE_OP(name, F, lo, hi)                                                    \
+  {                                                                                                \
+    INFO("op " #name);                                                                             \
+    const OpDef& op = OpRegistry::Global().Get(#name);                                             \
+    const Attrs attrs = functors::DefaultAttrs<functors::F>();                                     \
+    Tensor x = RandLeaf({7}, lo, hi);                                                              \
+    Tensor y = CallOp1(op, {x}, attrs);                                                            \
+    std::vector<double> xs = ToVector(x), want;                                                    \
     for (double v : xs) want.push_back(std::string(#name) == "erfinv" ? v : NaiveUnary(#name, v)); \
-    CheckClose(std::string(#name) == "erfinv" ? fn::erf(y) : y, want, 1e-9);             \
-    CheckGradients([&](V in) { return CallOp1(op, {in[0]}, attrs); }, {x});              \
-    ++checked;                                                                           \
+    CheckClose(std::string(#name) == "erfinv" ? fn::erf(y) : y, want, 1e-9);                       \
+    CheckGradients([&](V in) { return CallOp1(op, {in[0]}, attrs); }, {x});                        \
+    ++checked;                                                                                     \
   }
   ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_CHECK_TABLE_OP)
 #undef ONEFLOW_CHECK_TABLE_OP
@@ -168,9 +169,9 @@ TEST_CASE("every op of the unary table: forward against a naive formula, gradien
   CheckClose(fn::leaky_relu(x, 0.2), {-0.4, -0.06, 0.4, 3});
   CheckClose(fn::elu(x, 2.0), {2 * std::expm1(-2.0), 2 * std::expm1(-0.3), 0.4, 3});
   CheckClose(fn::celu(x, 2.0), {2 * std::expm1(-1.0), 2 * std::expm1(-0.15), 0.4, 3});
-  CheckClose(fn::softplus(x, 2.0, 1.0), {std::log1p(std::exp(-4.0)) / 2,
-                                         std::log1p(std::exp(-0.6)) / 2,
-                                         std::log1p(std::exp(0.8)) / 2, 3});  // 2 * 3 > 1
+  CheckClose(fn::softplus(x, 2.0, 1.0),
+             {std::log1p(std::exp(-4.0)) / 2, std::log1p(std::exp(-0.6)) / 2,
+              std::log1p(std::exp(0.8)) / 2, 3});  // 2 * 3 > 1
   CheckClose(fn::softshrink(x, 0.35), {-1.65, 0, 0.05, 2.65});
   CheckClose(fn::hardshrink(x, 0.35), {-2, 0, 0.4, 3});
   CheckClose(fn::threshold(x, 0.0, 9.0), {9, 9, 0.4, 3});

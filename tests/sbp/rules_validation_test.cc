@@ -116,7 +116,8 @@ std::optional<std::string> CheckDropoutShard(const Tensor& local, double p) {
     if (x == scale) {
       ++kept;
     } else if (x != 0.0) {
-      return StrCat("dropout mask element ", Num(x), " is neither 0 nor 1 / (1 - p) = ", Num(scale));
+      return StrCat("dropout mask element ", Num(x),
+                    " is neither 0 nor 1 / (1 - p) = ", Num(scale));
     }
   }
   const double n = static_cast<double>(v.size());
@@ -461,8 +462,8 @@ std::optional<std::string> Simulate(const Call& call, const NdSignature& sig, co
     if (i >= static_cast<int>(sample.in.size())) continue;
     std::vector<Tensor> locals;
     for (int r = 0; r < world; ++r) locals.push_back(local_in[r][i]);
-    if (auto e = CheckLocals(locals, sig.in[i], call.full_in[i], pl,
-                             StrCat("in-place input ", i))) {
+    if (auto e =
+            CheckLocals(locals, sig.in[i], call.full_in[i], pl, StrCat("in-place input ", i))) {
       return e;
     }
   }

@@ -2,10 +2,10 @@
 
 #include <cblas.h>
 #include <cpuid.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <map>
 #include <mutex>
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
@@ -27,8 +27,8 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (m * n * k >= kSmallProduct) {
-    dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b,
-                                      ldb, beta, c, ldc);
+    dnnl_status_t status =
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     ONEFLOW_CHECK(status == dnnl_success, "sgemm: oneDNN failed with status ",
                   static_cast<int>(status), " for ", m, "x", k, " by ", k, "x", n);
     return;

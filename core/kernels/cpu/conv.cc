@@ -1,7 +1,5 @@
 #include "core/kernels/cpu/conv.h"
 
-#include "core/kernels/cpu/onednn_eltwise.h"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -17,6 +15,7 @@
 #include "core/error.h"
 #include "core/kernels/cpu/blas.h"
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/kernels/cpu/onednn_eltwise.h"
 
 namespace oneflow {
 namespace cpu {
@@ -470,9 +469,24 @@ std::shared_ptr<Entry> Build(const ConvGeom& g, Kind kind, bool bias, memory::da
 std::shared_ptr<Entry> Get(const ConvGeom& g, Kind kind, bool bias,
                            memory::data_type dt = memory::data_type::f32) {
   if (!kUseOneDnn || g.depthwise()) return nullptr;
-  const Key key = {g.n,  g.c,  g.h,  g.w,  g.o,      g.kh, g.kw,
-                   g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.groups,
-                   kind, bias, static_cast<int64_t>(dt), 0};
+  const Key key = {g.n,
+                   g.c,
+                   g.h,
+                   g.w,
+                   g.o,
+                   g.kh,
+                   g.kw,
+                   g.sh,
+                   g.sw,
+                   g.ph,
+                   g.pw,
+                   g.dh,
+                   g.dw,
+                   g.groups,
+                   kind,
+                   bias,
+                   static_cast<int64_t>(dt),
+                   0};
   static std::mutex mu;
   static auto* cache = new std::map<Key, std::shared_ptr<Entry>>();
   std::lock_guard<std::mutex> lock(mu);
@@ -575,15 +589,14 @@ void Conv2dGradWeight(const ConvGeom& g, const T* dy, const T* x, T* dw) {
   if (!TryOneDnnGradWeight<T>(g, dy, x, dw)) ConvGradWeight<T>(g, dy, x, dw);
 }
 
-bool Conv2dForwardBf16(const ConvGeom& g, const BFloat16* x, const BFloat16* w,
-                       const BFloat16* b, BFloat16* y) {
+bool Conv2dForwardBf16(const ConvGeom& g, const BFloat16* x, const BFloat16* w, const BFloat16* b,
+                       BFloat16* y) {
   return HasBf16Gemm() && dnn::Forward(g, x, w, b, y, dnnl::memory::data_type::bf16);
 }
 bool Conv2dGradInputBf16(const ConvGeom& g, const BFloat16* dy, const BFloat16* w, BFloat16* dx) {
   return HasBf16Gemm() && dnn::GradInput(g, dy, w, dx, dnnl::memory::data_type::bf16);
 }
-bool Conv2dGradWeightBf16(const ConvGeom& g, const BFloat16* dy, const BFloat16* x,
-                          BFloat16* dw) {
+bool Conv2dGradWeightBf16(const ConvGeom& g, const BFloat16* dy, const BFloat16* x, BFloat16* dw) {
   return HasBf16Gemm() && dnn::GradWeight(g, dy, x, dw, dnnl::memory::data_type::bf16);
 }
 

@@ -111,8 +111,8 @@ void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t outer, 
   if (it == rt.softmax.end()) {
     dnnl::primitive p;
     if (log) {
-      dnnl::logsoftmax_forward::primitive_desc hint(
-          {dnnl::prop_kind::forward_training, md, 1}, rt.eng);
+      dnnl::logsoftmax_forward::primitive_desc hint({dnnl::prop_kind::forward_training, md, 1},
+                                                    rt.eng);
       p = dnnl::logsoftmax_backward(
           dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, rt.eng, hint));
     } else {

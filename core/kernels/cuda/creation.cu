@@ -64,9 +64,7 @@ std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
 
 template <typename T>
 __global__ void EyeDiagonalKernel(int64_t k, T* p, int64_t m) {
-  ONEFLOW_CUDA_GRID_LOOP(i, k) {
-    p[i * m + i] = static_cast<T>(1);
-  }
+  ONEFLOW_CUDA_GRID_LOOP(i, k) { p[i * m + i] = static_cast<T>(1); }
 }
 
 std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,

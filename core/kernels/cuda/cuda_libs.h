@@ -20,11 +20,11 @@ void* LibrarySymbol(const char* soname, const char* symbol);
 }  // namespace cuda
 }  // namespace oneflow
 
-#define ONEFLOW_CUDA_LIB_FN(soname, fn)                                                       \
-  ([]() {                                                                                     \
-    static const auto p =                                                                     \
-        reinterpret_cast<decltype(&::fn)>(::oneflow::cuda::LibrarySymbol(soname, #fn));       \
-    return p;                                                                                 \
+#define ONEFLOW_CUDA_LIB_FN(soname, fn)                                                 \
+  ([]() {                                                                               \
+    static const auto p =                                                               \
+        reinterpret_cast<decltype(&::fn)>(::oneflow::cuda::LibrarySymbol(soname, #fn)); \
+    return p;                                                                           \
   }())
 #define CUBLAS(fn) ONEFLOW_CUDA_LIB_FN("libcublas.so.13", fn)
 #define CUBLASLT(fn) ONEFLOW_CUDA_LIB_FN("libcublasLt.so.13", fn)

@@ -35,8 +35,8 @@ using DevT = typename DevType<T>::type;
 
 // The type arithmetic on T is carried out in: float for the half types, T otherwise.
 template <typename T>
-using Acc = std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
-                               float, T>;
+using Acc =
+    std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, T>;
 
 template <typename T>
 __device__ __forceinline__ Acc<T> Load(T v) {

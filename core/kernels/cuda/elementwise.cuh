@@ -34,9 +34,7 @@ struct StridedIn {
 
 template <typename O, typename F, typename... I>
 __global__ void MapLinearKernel(int64_t n, O* out, F f, LinearIn<I>... in) {
-  ONEFLOW_CUDA_GRID_LOOP(i, n) {
-    out[i] = Store<O>(f(Load(in.ptr[i * in.step])...));
-  }
+  ONEFLOW_CUDA_GRID_LOOP(i, n) { out[i] = Store<O>(f(Load(in.ptr[i * in.step])...)); }
 }
 
 template <typename O, typename F, typename... I>

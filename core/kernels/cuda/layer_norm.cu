@@ -83,7 +83,9 @@ __global__ void LayerNormGradWeightKernel(const T* dy, const T* x, const T* mean
   }
 }
 
-int Blocks(int64_t n) { return static_cast<int>(std::min<int64_t>(std::max<int64_t>(n, 1), 65535)); }
+int Blocks(int64_t n) {
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(n, 1), 65535));
+}
 
 std::vector<Tensor> LayerNormCuda(const std::vector<Tensor>& in, const Attrs& a,
                                   const std::vector<TensorMeta>& out) {
@@ -115,9 +117,9 @@ std::vector<Tensor> LayerNormGradCuda(const std::vector<Tensor>& in, const Attrs
   DispatchFloating(x.dtype(), "layer_norm backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (n > 0) {
-      LayerNormGradInputKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
-          dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(), w.data<T>(), dx.data<T>(), n,
-          d);
+      LayerNormGradInputKernel<T>
+          <<<Blocks(n), kThreads, 0, stream>>>(dy.data<T>(), x.data<T>(), mean.data<T>(),
+                                               rstd.data<T>(), w.data<T>(), dx.data<T>(), n, d);
     }
     LayerNormGradWeightKernel<T><<<Blocks(cuda::CeilDiv(d, kThreads)), kThreads, 0, stream>>>(
         dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(), dw.data<T>(), db.data<T>(), n,

@@ -288,9 +288,7 @@ std::vector<Tensor> MatmulCuda(const std::vector<Tensor>& in, const Attrs&,
 // o (m, n) = bias broadcast over the rows.
 template <typename T>
 __global__ void FillRowsKernel(int64_t total, int64_t n, const T* bias, int64_t bias_stride, T* o) {
-  ONEFLOW_CUDA_GRID_LOOP(i, total) {
-    o[i] = bias[(i % n) * bias_stride];
-  }
+  ONEFLOW_CUDA_GRID_LOOP(i, total) { o[i] = bias[(i % n) * bias_stride]; }
 }
 
 // linear(x (m, k), w (n, k)[, bias (n,)]) = x @ w.T + bias: one gemm whose output starts as the

@@ -156,8 +156,7 @@ void SumLayout(const In* x, Out* y, const Layout& l, const Device& device, cudaS
   // block to later work on the same stream.
   Tensor partial = Tensor::Empty(Shape({l.outer * c.chunks * l.inner}), ScratchDType<A>(), device);
   LaunchReduce(SumOp<In, A, A, R>{x, partial.data<A>()}, l, c, stream);
-  SumLayout<R, A, A, Out>(partial.data<A>(), y, Layout{l.outer, c.chunks, l.inner}, device,
-                          stream);
+  SumLayout<R, A, A, Out>(partial.data<A>(), y, Layout{l.outer, c.chunks, l.inner}, device, stream);
 }
 
 std::vector<bool> ReducedMask(const Attrs& a, int64_t ndim) {

@@ -251,12 +251,13 @@ std::vector<Tensor> SoftmaxGradCuda(const std::vector<Tensor>& in, const Attrs& 
     T* pdx = dx.data<T>();
     if (inner > 1) {
       const int64_t items = outer * CeilDiv(inner, cuda::kWarpSize);
-      SoftmaxGradColsKernel<T, kLog><<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0,
-                                       stream>>>(py, pdy, pdx, outer, d, inner);
+      SoftmaxGradColsKernel<T, kLog>
+          <<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0, stream>>>(py, pdy, pdx,
+                                                                                   outer, d, inner);
     } else if (d <= kWarpRowMax) {
       SoftmaxGradRowsKernel<T, kLog, false>
           <<<cuda::Blocks(outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(py, pdy, pdx,
-                                                                                  outer, d);
+                                                                                 outer, d);
     } else {
       SoftmaxGradRowsKernel<T, kLog, true>
           <<<cuda::Blocks(outer, 1), cuda::kThreads, 0, stream>>>(py, pdy, pdx, outer, d);

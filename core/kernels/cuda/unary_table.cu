@@ -46,8 +46,8 @@ std::vector<Tensor> TableGradCuda(const std::vector<Tensor>& in, const Attrs& a,
 
 }  // namespace
 
-#define ONEFLOW_REGISTER_TABLE_KERNELS(name, F, lo, hi)                     \
-  ONEFLOW_REGISTER_KERNEL(name, kCUDA, TableCuda<functors::F>);            \
+#define ONEFLOW_REGISTER_TABLE_KERNELS(name, F, lo, hi)         \
+  ONEFLOW_REGISTER_KERNEL(name, kCUDA, TableCuda<functors::F>); \
   ONEFLOW_REGISTER_KERNEL(name##_grad, kCUDA, TableGradCuda<functors::F>);
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_KERNELS)
 #undef ONEFLOW_REGISTER_TABLE_KERNELS

@@ -2,9 +2,10 @@
 // inference, gradients and the CPU kernels, which run the backends of core/kernels/cpu/conv.h
 // (oneDNN, depthwise loops, im2col + gemm); the CUDA kernels are core/kernels/cuda/conv.cu.
 
+#include "core/kernels/cpu/conv.h"
+
 #include <vector>
 
-#include "core/kernels/cpu/conv.h"
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/nn/geometry.h"
 #include "core/ops/nn/nn_util.h"
@@ -63,7 +64,8 @@ std::vector<Tensor> Conv2dCpu(const std::vector<Tensor>& in, const Attrs& attrs,
         x.dtype() == DType::kBFloat16 &&
         cpu::Conv2dForwardBf16(g, x.data<BFloat16>(), w.data<BFloat16>(),
                                b.defined() ? b.data<BFloat16>() : nullptr, y.data<BFloat16>());
-    return native ? std::vector<Tensor>{y} : RunKernelInFloat32(OP(conv2d), Conv2dCpu, in, attrs, out);
+    return native ? std::vector<Tensor>{y}
+                  : RunKernelInFloat32(OP(conv2d), Conv2dCpu, in, attrs, out);
   }
   DispatchFloating(x.dtype(), "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;

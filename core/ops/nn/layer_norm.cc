@@ -153,9 +153,9 @@ std::vector<Tensor> LayerNormGradCpu(const std::vector<Tensor>& in, const Attrs&
 }
 
 std::vector<Tensor> LayerNormGrad(const GradCtx& c) {
-  auto g = CallOp(OP(layer_norm_grad),
-                  {c.grad_outputs[0], c.inputs[0], c.outputs[1], c.outputs[2], c.inputs[1]},
-                  c.attrs);
+  auto g =
+      CallOp(OP(layer_norm_grad),
+             {c.grad_outputs[0], c.inputs[0], c.outputs[1], c.outputs[2], c.inputs[1]}, c.attrs);
   return {c.needs_input_grad[0] ? g[0] : Tensor(), c.needs_input_grad[1] ? g[1] : Tensor(),
           c.needs_input_grad[2] ? g[2] : Tensor()};
 }

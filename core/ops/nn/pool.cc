@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/kernels/cpu/cpu_util.h"
-#include "core/ops/nn/nn.h"
 #include "core/ops/nn/geometry.h"
+#include "core/ops/nn/nn.h"
 #include "core/ops/nn/nn_util.h"
 #include "core/ops/op_util.h"
 
@@ -81,7 +81,8 @@ void MaxPoolForward(const PoolGeom& g, const T* x, T* y, int64_t* idx) {
       for (int64_t ow = 0; ow < g.ow; ++ow) {
         T best = -std::numeric_limits<T>::infinity();
         int64_t best_idx;
-        nn_util::MaxOverWindow(g, xp, oh, ow, [](T v) { return v; }, &best, &best_idx);
+        nn_util::MaxOverWindow(
+            g, xp, oh, ow, [](T v) { return v; }, &best, &best_idx);
         const int64_t o = (p * g.oh + oh) * g.ow + ow;
         y[o] = best;
         idx[o] = best_idx;

@@ -147,8 +147,8 @@ std::vector<Tensor> SoftmaxGradCpu(const std::vector<Tensor>& in, const Attrs& a
   Tensor dx = Tensor::Empty(out[0]);
   DimLayout l = MakeDimLayout(y.shape(), attrs.Get<int64_t>("dim"), op);
   if (y.dtype() == DType::kFloat32 && cpu::UseOneDnn(y.numel()) && l.d > 0) {
-    cpu::SoftmaxBackward(y.data<float>(), dy.data<float>(), dx.data<float>(), l.outer, l.d,
-                         l.inner, kLog);
+    cpu::SoftmaxBackward(y.data<float>(), dy.data<float>(), dx.data<float>(), l.outer, l.d, l.inner,
+                         kLog);
     return {dx};
   }
   DispatchFloating(y.dtype(), op, [&](auto tag) {

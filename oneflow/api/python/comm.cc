@@ -77,19 +77,19 @@ void BindComm(py::module_& m) {
   });
 
   py::class_<Work, std::shared_ptr<Work>>(m, "Work")
-      .def(
-          "wait",
-          [](Work& w) {
-            py::gil_scoped_release release;
-            w.Wait();
-            return true;
-          })
+      .def("wait",
+           [](Work& w) {
+             py::gil_scoped_release release;
+             w.Wait();
+             return true;
+           })
       .def("is_completed", &Work::IsCompleted);
 
   const auto ranks = py::arg("ranks") = py::none();
   const auto async_op = py::arg("async_op") = false;
-  m.def("comm_transport",
-        [](const py::object& r) { return std::string(CommOf(r).transport()); }, ranks);
+  m.def(
+      "comm_transport", [](const py::object& r) { return std::string(CommOf(r).transport()); },
+      ranks);
   m.def(
       "comm_all_reduce",
       [](Tensor t, const std::string& op, const py::object& r, bool async) {
@@ -108,7 +108,8 @@ void BindComm(py::module_& m) {
       "comm_all_gather",
       [](Tensor out, Tensor in, const py::object& counts, const py::object& r, bool async) {
         if (counts.is_none()) {
-          return Run(CommOf(r), async, [out, in](Communicator& c) mutable { c.AllGather(in, out); });
+          return Run(CommOf(r), async,
+                     [out, in](Communicator& c) mutable { c.AllGather(in, out); });
         }
         auto cs = counts.cast<std::vector<int64_t>>();
         return Run(CommOf(r), async,
@@ -158,7 +159,8 @@ void BindComm(py::module_& m) {
       },
       py::arg("tensor"), py::arg("src"), py::arg("tag") = 0, ranks);
   m.def(
-      "comm_barrier", [](const py::object& r) { Run(CommOf(r), false, [](Communicator& c) { c.Barrier(); }); },
+      "comm_barrier",
+      [](const py::object& r) { Run(CommOf(r), false, [](Communicator& c) { c.Barrier(); }); },
       ranks);
 }
 

@@ -42,9 +42,8 @@ void BindCuda(py::module_& m) {
            "missing, or with ONEFLOW_CUDA=0)";
   });
   auto none = [](const char* op) {
-    return [op](py::args, py::kwargs) {
-      throw Error(StrCat(op, ": this build has no CUDA support"));
-    };
+    return
+        [op](py::args, py::kwargs) { throw Error(StrCat(op, ": this build has no CUDA support")); };
   };
   m.def("cuda_synchronize", none("oneflow.cuda.synchronize"));
   m.def("cuda_memory_allocated", [](int) { return size_t{0}; });

@@ -133,8 +133,10 @@ void BindFunctional(py::module_& m) {
   m.def("div", [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); });
   m.def("pow", [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); });
   m.def("maximum", &fn::maximum);
-  m.def("remainder", [](const Tensor& a, py::handle b) { return fn::remainder(a, ScalarOrTensor(b, a)); });
-  m.def("rremainder", [](const Tensor& b, py::handle a) { return fn::remainder(ScalarOrTensor(a, b), b); });
+  m.def("remainder",
+        [](const Tensor& a, py::handle b) { return fn::remainder(a, ScalarOrTensor(b, a)); });
+  m.def("rremainder",
+        [](const Tensor& b, py::handle a) { return fn::remainder(ScalarOrTensor(a, b), b); });
   m.def("minimum", &fn::minimum);
   m.def("eq", [](const Tensor& a, py::handle b) { return fn::eq(a, ScalarOrTensor(b, a)); });
   m.def("ne", [](const Tensor& a, py::handle b) { return fn::ne(a, ScalarOrTensor(b, a)); });
@@ -150,10 +152,12 @@ void BindFunctional(py::module_& m) {
   // (n, ndim) int64 coordinates of x's nonzero elements, in row-major order.
   m.def("nonzero", [](const Tensor& x) {
     if (x.is_global()) {
-      throw Error("nonzero: not supported on a global tensor; use to_local() (each shard's "
-                  "coordinates) or gather it first (to_global(sbp=broadcast))");
+      throw Error(
+          "nonzero: not supported on a global tensor; use to_local() (each shard's "
+          "coordinates) or gather it first (to_global(sbp=broadcast))");
     }
-    Tensor out = TrueCoordinates(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool));
+    Tensor out =
+        TrueCoordinates(x.dtype() == DType::kBool ? x : fn::to_dtype(x.detach(), DType::kBool));
     return x.is_cpu() ? out : fn::to_device(out, x.device());
   });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
@@ -184,21 +188,36 @@ void BindFunctional(py::module_& m) {
   m.def("gelu", &fn::gelu);
   // The unary table (core/ops/unary_table.cc).
   for (auto [name, f] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
-           {"log1p", &fn::log1p},         {"expm1", &fn::expm1},
-           {"log2", &fn::log2},           {"log10", &fn::log10},
-           {"reciprocal", &fn::reciprocal}, {"sin", &fn::sin},
-           {"cos", &fn::cos},             {"tan", &fn::tan},
-           {"asin", &fn::asin},           {"acos", &fn::acos},
-           {"atan", &fn::atan},           {"sinh", &fn::sinh},
-           {"cosh", &fn::cosh},           {"asinh", &fn::asinh},
-           {"atanh", &fn::atanh},         {"erf", &fn::erf},
-           {"erfc", &fn::erfc},           {"erfinv", &fn::erfinv},
-           {"floor", &fn::floor},         {"ceil", &fn::ceil},
-           {"round", &fn::round},         {"trunc", &fn::trunc},
-           {"silu", &fn::silu},           {"mish", &fn::mish},
-           {"hardswish", &fn::hardswish}, {"hardsigmoid", &fn::hardsigmoid},
-           {"logsigmoid", &fn::logsigmoid}, {"softsign", &fn::softsign},
-           {"selu", &fn::selu},           {"gelu_tanh", &fn::gelu_tanh}}) {
+           {"log1p", &fn::log1p},
+           {"expm1", &fn::expm1},
+           {"log2", &fn::log2},
+           {"log10", &fn::log10},
+           {"reciprocal", &fn::reciprocal},
+           {"sin", &fn::sin},
+           {"cos", &fn::cos},
+           {"tan", &fn::tan},
+           {"asin", &fn::asin},
+           {"acos", &fn::acos},
+           {"atan", &fn::atan},
+           {"sinh", &fn::sinh},
+           {"cosh", &fn::cosh},
+           {"asinh", &fn::asinh},
+           {"atanh", &fn::atanh},
+           {"erf", &fn::erf},
+           {"erfc", &fn::erfc},
+           {"erfinv", &fn::erfinv},
+           {"floor", &fn::floor},
+           {"ceil", &fn::ceil},
+           {"round", &fn::round},
+           {"trunc", &fn::trunc},
+           {"silu", &fn::silu},
+           {"mish", &fn::mish},
+           {"hardswish", &fn::hardswish},
+           {"hardsigmoid", &fn::hardsigmoid},
+           {"logsigmoid", &fn::logsigmoid},
+           {"softsign", &fn::softsign},
+           {"selu", &fn::selu},
+           {"gelu_tanh", &fn::gelu_tanh}}) {
     m.def(name, f);
   }
   m.def("leaky_relu", &fn::leaky_relu);
@@ -226,8 +245,10 @@ void BindFunctional(py::module_& m) {
   m.def("amin", [](const Tensor& x, const IntList& dims, bool keepdim) {
     return fn::amin(x, dims, keepdim);
   });
-  m.def("layer_norm", [](const Tensor& x, const IntList& shape, py::object w, py::object b,
-                         double eps) { return fn::layer_norm(x, shape, OptTensor(w), OptTensor(b), eps); });
+  m.def("layer_norm",
+        [](const Tensor& x, const IntList& shape, py::object w, py::object b, double eps) {
+          return fn::layer_norm(x, shape, OptTensor(w), OptTensor(b), eps);
+        });
   m.def("max_dim",
         [](const Tensor& x, int64_t dim, bool keepdim) { return fn::max(x, dim, keepdim); });
   m.def("min_dim",
@@ -296,9 +317,10 @@ void BindFunctional(py::module_& m) {
     optim::AdamUpdate(p, g, m1, m2, OptTensor(vmax), step, lr, b1, b2, eps, wd, amsgrad, decoupled);
   });
   // ---- everyday API (core/functional.h's everyday block); Python signatures in _tensor_api.py
-  m.def("linspace", [](double start, double end, int64_t steps, py::handle dtype, py::handle device) {
-    return fn::linspace(start, end, steps, ToDType(dtype, DType::kFloat32), ToDevice(device));
-  });
+  m.def("linspace",
+        [](double start, double end, int64_t steps, py::handle dtype, py::handle device) {
+          return fn::linspace(start, end, steps, ToDType(dtype, DType::kFloat32), ToDevice(device));
+        });
   m.def("meshgrid", &fn::meshgrid);
   m.def("diag", &fn::diag);
   m.def("diagonal", &fn::diagonal);
@@ -311,7 +333,8 @@ void BindFunctional(py::module_& m) {
   m.def("roll", &fn::roll);
   m.def("repeat", &fn::repeat);
   m.def("repeat_interleave", [](const Tensor& x, py::handle repeats, std::optional<int64_t> dim) {
-    if (py::isinstance<Tensor>(repeats)) return fn::repeat_interleave(x, repeats.cast<Tensor>(), dim);
+    if (py::isinstance<Tensor>(repeats))
+      return fn::repeat_interleave(x, repeats.cast<Tensor>(), dim);
     return fn::repeat_interleave(x, repeats.cast<int64_t>(), dim);
   });
   m.def("tril", &fn::tril);

@@ -49,8 +49,9 @@ std::vector<py::object> IndexItems(py::handle index) {
     } else if (py::isinstance<Tensor>(h)) {
       Tensor t = h.cast<Tensor>();
       if (t.is_global()) {
-        throw IndexError("index tensors must be local tensors, got a global one; index with "
-                         "its to_local() or a local copy");
+        throw IndexError(
+            "index tensors must be local tensors, got a global one; index with "
+            "its to_local() or a local copy");
       }
       if (t.dtype() == DType::kUInt8) {
         out.push_back(py::cast(fn::to_dtype(t, DType::kBool)));
@@ -169,8 +170,8 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
     } else if (py::isinstance<py::int_>(h)) {
       int64_t i = h.cast<int64_t>(), n = y.shape()[dim];
       if (i < -n || i >= n) {  // name the dim of x, as PyTorch does
-        throw IndexError(StrCat("index ", i, " is out of bounds for dimension ", x_dim,
-                                " with size ", n));
+        throw IndexError(
+            StrCat("index ", i, " is out of bounds for dimension ", x_dim, " with size ", n));
       }
       y = fn::select(y, dim, i);
       ++x_dim;
@@ -251,17 +252,20 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
         "value.detach()");
   }
   if (t.is_global()) {
-    throw IndexError("__setitem__: index tensors on a global tensor are not supported; use "
-                     "oneflow.where (or write to_local())");
+    throw IndexError(
+        "__setitem__: index tensors on a global tensor are not supported; use "
+        "oneflow.where (or write to_local())");
   }
   if (t.requires_grad() && GradModeEnabled()) {
-    throw Error("__setitem__: writing through an index tensor into a tensor that requires grad "
-                "is not supported; use masked_fill or oneflow.where, which autograd follows");
+    throw Error(
+        "__setitem__: writing through an index tensor into a tensor that requires grad "
+        "is not supported; use masked_fill or oneflow.where, which autograd follows");
   }
   NoGradGuard no_grad;
-  Tensor named = ApplyIndex(
-      fn::reshape(fn::arange(0, static_cast<double>(t.numel()), 1, DType::kInt64), t.shape().dims()),
-      items);
+  Tensor named =
+      ApplyIndex(fn::reshape(fn::arange(0, static_cast<double>(t.numel()), 1, DType::kInt64),
+                             t.shape().dims()),
+                 items);
   // The value broadcasts to the indexed shape.
   Tensor given = ScalarOrTensor(value, t).detach();
   Tensor v = DropLeadingOnes(given, named.ndim());
@@ -277,7 +281,8 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
   v = fn::contiguous_copy(fn::expand(v, named.shape().dims()));
   if (v.dtype() != t.dtype()) v = fn::to_dtype(v, t.dtype());
   if (!v.is_cpu()) v = fn::to_device(v, Device::CPU());
-  Tensor dst = t.is_cpu() && t.is_contiguous() ? t : fn::contiguous_copy(fn::to_device(t, Device::CPU()));
+  Tensor dst =
+      t.is_cpu() && t.is_contiguous() ? t : fn::contiguous_copy(fn::to_device(t, Device::CPU()));
   Tensor pos = fn::contiguous(named);
   const int64_t* p = pos.data<int64_t>();
   DispatchAll(t.dtype(), "__setitem__", [&](auto tag) {
