@@ -40,6 +40,20 @@ double LaneSum(const T* x, int64_t d, F f) {
   return s;
 }
 
+// sum of a[j] * b[j] over a row, in LaneSum's eight lanes.
+template <typename T>
+double LaneDot(const T* a, const T* b, int64_t d) {
+  T lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] += a[j + k] * b[j + k];
+  }
+  double s = 0;
+  for (int k = 0; k < 8; ++k) s += lane[k];
+  for (; j < d; ++j) s += a[j] * b[j];
+  return s;
+}
+
 std::vector<TensorMeta> InferLayerNorm(const std::vector<TensorMeta>& in, const Attrs& a) {
   const TensorMeta& x = in[0];
   const int64_t k = a.Get<int64_t>("normalized_ndim");
@@ -110,41 +124,29 @@ std::vector<Tensor> LayerNormGradCpu(const std::vector<Tensor>& in, const Attrs&
     T* pdx = dx.data<T>();
     // Column sums in x's type over the rows (every column its own accumulator: vectorised);
     // the row sums in eight lanes (LaneSum's scheme), so no loop carries one serial sum.
-    std::vector<T> sw_buf(r.d, T(0)), sb_buf(r.d, T(0)), xhat_buf(r.d);
+    std::vector<T> sw_buf(r.d, T(0)), sb_buf(r.d, T(0)), xhat_buf(r.d), g_buf(r.d);
     T* __restrict sw = sw_buf.data();
     T* __restrict sb = sb_buf.data();
     T* __restrict xhat = xhat_buf.data();
+    T* __restrict g = g_buf.data();
     for (int64_t i = 0; i < r.n; ++i) {
       const T* __restrict dyr = pdy + i * r.d;
       const T* __restrict xr = px + i * r.d;
       const T m = pmean[i], rs = prstd[i];
-      T lg[8] = {}, lgx[8] = {};
-      int64_t j = 0;
-      for (; j + 8 <= r.d; j += 8) {
-        for (int k = 0; k < 8; ++k) {
-          const T xh = (xr[j + k] - m) * rs;
-          const T g = dyr[j + k] * pw[j + k];
-          xhat[j + k] = xh;
-          lg[k] += g;
-          lgx[k] += g * xh;
-        }
+      // Each loop one simple pass the compiler vectorises; the row is in L1 throughout.
+      for (int64_t j = 0; j < r.d; ++j) {
+        xhat[j] = (xr[j] - m) * rs;
+        g[j] = dyr[j] * pw[j];
       }
-      double sg = 0, sgx = 0;
-      for (int k = 0; k < 8; ++k) sg += lg[k], sgx += lgx[k];
-      for (; j < r.d; ++j) {
-        const T xh = (xr[j] - m) * rs;
-        const T g = dyr[j] * pw[j];
-        xhat[j] = xh;
-        sg += g;
-        sgx += g * xh;
-      }
-      for (j = 0; j < r.d; ++j) {
+      const double sg = LaneSum(g, r.d, [](T v) { return v; });
+      const double sgx = LaneDot(g, xhat, r.d);
+      for (int64_t j = 0; j < r.d; ++j) {
         sw[j] += dyr[j] * xhat[j];
         sb[j] += dyr[j];
       }
       const T mg = static_cast<T>(sg / r.d), mgx = static_cast<T>(sgx / r.d);
       T* __restrict dxr = pdx + i * r.d;
-      for (j = 0; j < r.d; ++j) dxr[j] = rs * (dyr[j] * pw[j] - mg - xhat[j] * mgx);
+      for (int64_t j = 0; j < r.d; ++j) dxr[j] = rs * (g[j] - mg - xhat[j] * mgx);
     }
     std::copy(sw_buf.begin(), sw_buf.end(), dw.data<T>());
     std::copy(sb_buf.begin(), sb_buf.end(), db.data<T>());
