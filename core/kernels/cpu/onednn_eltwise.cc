@@ -80,24 +80,44 @@ void GeluBackward(const float* dy, const float* x, float* dx, int64_t n) {
   rt.strm.wait();
 }
 
+namespace {
+
+// The (log-)softmax primitive over d of (outer, d, inner), forward or backward, made once per
+// shape. REQUIRES: rt.mu held.
+dnnl::primitive& SoftmaxPrimitive(Runtime& rt, const memory::desc& md, int64_t outer, int64_t d,
+                                  int64_t inner, bool log, bool backward) {
+  auto key = std::make_tuple(outer, d, inner, log, backward);
+  auto it = rt.softmax.find(key);
+  if (it != rt.softmax.end()) return it->second;
+  const auto prop =
+      backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  dnnl::primitive p;
+  if (log) {
+    dnnl::logsoftmax_forward::primitive_desc fwd({prop, md, 1}, rt.eng);
+    p = backward ? dnnl::primitive(dnnl::logsoftmax_backward(
+                       dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, rt.eng, fwd)))
+                 : dnnl::primitive(dnnl::logsoftmax_forward(fwd));
+  } else {
+    dnnl::softmax_forward::primitive_desc fwd({prop, md, 1}, rt.eng);
+    p = backward ? dnnl::primitive(dnnl::softmax_backward(
+                       dnnl::softmax_backward::primitive_desc({md, md, 1}, rt.eng, fwd)))
+                 : dnnl::primitive(dnnl::softmax_forward(fwd));
+  }
+  return rt.softmax.emplace(key, p).first->second;
+}
+
+memory::desc Rows3(int64_t outer, int64_t d, int64_t inner) {
+  return memory::desc({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
+}
+
+}  // namespace
+
 void Softmax(const float* x, float* y, int64_t outer, int64_t d, int64_t inner, bool log) {
   Runtime& rt = Rt();
   std::lock_guard<std::mutex> lock(rt.mu);
-  const memory::desc md({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
-  auto key = std::make_tuple(outer, d, inner, log, false);
-  auto it = rt.softmax.find(key);
-  if (it == rt.softmax.end()) {
-    dnnl::primitive p;
-    if (log) {
-      dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-      p = dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(desc, rt.eng));
-    } else {
-      dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-      p = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, rt.eng));
-    }
-    it = rt.softmax.emplace(key, p).first;
-  }
-  it->second.execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)}, {DNNL_ARG_DST, Mem(md, y)}});
+  const memory::desc md = Rows3(outer, d, inner);
+  SoftmaxPrimitive(rt, md, outer, d, inner, log, false)
+      .execute(rt.strm, {{DNNL_ARG_SRC, Mem(md, x)}, {DNNL_ARG_DST, Mem(md, y)}});
   rt.strm.wait();
 }
 
@@ -105,26 +125,11 @@ void SoftmaxBackward(const float* y, const float* dy, float* dx, int64_t outer, 
                      int64_t inner, bool log) {
   Runtime& rt = Rt();
   std::lock_guard<std::mutex> lock(rt.mu);
-  const memory::desc md({outer, d, inner}, memory::data_type::f32, memory::format_tag::abc);
-  auto key = std::make_tuple(outer, d, inner, log, true);
-  auto it = rt.softmax.find(key);
-  if (it == rt.softmax.end()) {
-    dnnl::primitive p;
-    if (log) {
-      dnnl::logsoftmax_forward::primitive_desc hint({dnnl::prop_kind::forward_training, md, 1},
-                                                    rt.eng);
-      p = dnnl::logsoftmax_backward(
-          dnnl::logsoftmax_backward::primitive_desc({md, md, 1}, rt.eng, hint));
-    } else {
-      dnnl::softmax_forward::primitive_desc hint({dnnl::prop_kind::forward_training, md, 1},
-                                                 rt.eng);
-      p = dnnl::softmax_backward(dnnl::softmax_backward::primitive_desc({md, md, 1}, rt.eng, hint));
-    }
-    it = rt.softmax.emplace(key, p).first;
-  }
-  it->second.execute(rt.strm, {{DNNL_ARG_DST, Mem(md, y)},
-                               {DNNL_ARG_DIFF_DST, Mem(md, dy)},
-                               {DNNL_ARG_DIFF_SRC, Mem(md, dx)}});
+  const memory::desc md = Rows3(outer, d, inner);
+  SoftmaxPrimitive(rt, md, outer, d, inner, log, true)
+      .execute(rt.strm, {{DNNL_ARG_DST, Mem(md, y)},
+                         {DNNL_ARG_DIFF_DST, Mem(md, dy)},
+                         {DNNL_ARG_DIFF_SRC, Mem(md, dx)}});
   rt.strm.wait();
 }
 

@@ -127,6 +127,40 @@ __global__ void SoftmaxColsKernel(const T* x, T* y, int64_t outer, int64_t d, in
   }
 }
 
+// x seen as (outer, d, inner) around attrs' dim.
+struct RowLayout {
+  int64_t outer = 1, d = 1, inner = 1;
+};
+
+RowLayout LayoutAround(const Tensor& x, const Attrs& attrs, const char* op) {
+  RowLayout l;
+  if (x.ndim() == 0) return l;
+  const int64_t dim = WrapDim(attrs.Get<int64_t>("dim"), x.ndim(), op);
+  for (int64_t i = 0; i < dim; ++i) l.outer *= x.shape()[i];
+  l.d = x.shape()[dim];
+  for (int64_t i = dim + 1; i < x.ndim(); ++i) l.inner *= x.shape()[i];
+  return l;
+}
+
+// One geometry for the forward and gradient kernels: columns (inner > 1) a block of 32 columns
+// each, rows a warp each, or a block each when longer than kWarpRowMax. The kernels take `args`
+// then (outer, d, inner) or (rows, d).
+template <typename Cols, typename WarpRows, typename BlockRows, typename... Args>
+void LaunchAround(const RowLayout& l, cudaStream_t stream, Cols cols, WarpRows warp_rows,
+                  BlockRows block_rows, Args... args) {
+  if (l.inner > 1) {
+    const int64_t items = l.outer * CeilDiv(l.inner, cuda::kWarpSize);
+    cols<<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0, stream>>>(args..., l.outer,
+                                                                                 l.d, l.inner);
+  } else if (l.d <= kWarpRowMax) {
+    warp_rows<<<cuda::Blocks(l.outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(args...,
+                                                                                      l.outer, l.d);
+  } else {
+    block_rows<<<cuda::Blocks(l.outer, 1), cuda::kThreads, 0, stream>>>(args..., l.outer, l.d);
+  }
+  ONEFLOW_CUDA_CHECK(cudaGetLastError());
+}
+
 template <bool kLog>
 std::vector<Tensor> SoftmaxCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                 const std::vector<TensorMeta>& out) {
@@ -136,31 +170,12 @@ std::vector<Tensor> SoftmaxCuda(const std::vector<Tensor>& in, const Attrs& attr
   DispatchFloating(in[0].dtype(), op, [](auto) {});
   if (y.numel() == 0) return {y};
   Tensor x = fn::contiguous(in[0]);
-  int64_t outer = 1, d = 1, inner = 1;
-  if (x.ndim() > 0) {
-    const int64_t dim = WrapDim(attrs.Get<int64_t>("dim"), x.ndim(), op);
-    for (int64_t i = 0; i < dim; ++i) outer *= x.shape()[i];
-    d = x.shape()[dim];
-    for (int64_t i = dim + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
-  }
-  cudaStream_t stream = cuda::StreamFor(x.device());
+  const RowLayout l = LayoutAround(x, attrs, op);
   DispatchFloating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* px = x.data<T>();
-    T* py = y.data<T>();
-    if (inner > 1) {
-      const int64_t items = outer * CeilDiv(inner, cuda::kWarpSize);
-      SoftmaxColsKernel<T, kLog>
-          <<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0, stream>>>(px, py, outer, d,
-                                                                                   inner);
-    } else if (d <= kWarpRowMax) {
-      SoftmaxRowsKernel<T, kLog, false>
-          <<<cuda::Blocks(outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(px, py, outer, d);
-    } else {
-      SoftmaxRowsKernel<T, kLog, true>
-          <<<cuda::Blocks(outer, 1), cuda::kThreads, 0, stream>>>(px, py, outer, d);
-    }
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    LaunchAround(l, cuda::StreamFor(x.device()), SoftmaxColsKernel<T, kLog>,
+                 SoftmaxRowsKernel<T, kLog, false>, SoftmaxRowsKernel<T, kLog, true>,
+                 static_cast<const T*>(x.data<T>()), y.data<T>());
   });
   return {y};
 }
@@ -236,33 +251,13 @@ std::vector<Tensor> SoftmaxGradCuda(const std::vector<Tensor>& in, const Attrs& 
   if (dx.numel() == 0) return {dx};
   Tensor y = fn::contiguous(in[0]);
   Tensor dy = fn::contiguous(in[1]);
-  int64_t outer = 1, d = 1, inner = 1;
-  if (y.ndim() > 0) {
-    const int64_t dim = WrapDim(attrs.Get<int64_t>("dim"), y.ndim(), op);
-    for (int64_t i = 0; i < dim; ++i) outer *= y.shape()[i];
-    d = y.shape()[dim];
-    for (int64_t i = dim + 1; i < y.ndim(); ++i) inner *= y.shape()[i];
-  }
-  cudaStream_t stream = cuda::StreamFor(y.device());
+  const RowLayout l = LayoutAround(y, attrs, op);
   DispatchFloating(y.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* py = y.data<T>();
-    const T* pdy = dy.data<T>();
-    T* pdx = dx.data<T>();
-    if (inner > 1) {
-      const int64_t items = outer * CeilDiv(inner, cuda::kWarpSize);
-      SoftmaxGradColsKernel<T, kLog>
-          <<<cuda::Blocks(items, 1), dim3(cuda::kWarpSize, kColRows), 0, stream>>>(py, pdy, pdx,
-                                                                                   outer, d, inner);
-    } else if (d <= kWarpRowMax) {
-      SoftmaxGradRowsKernel<T, kLog, false>
-          <<<cuda::Blocks(outer * cuda::kWarpSize), cuda::kThreads, 0, stream>>>(py, pdy, pdx,
-                                                                                 outer, d);
-    } else {
-      SoftmaxGradRowsKernel<T, kLog, true>
-          <<<cuda::Blocks(outer, 1), cuda::kThreads, 0, stream>>>(py, pdy, pdx, outer, d);
-    }
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    LaunchAround(l, cuda::StreamFor(y.device()), SoftmaxGradColsKernel<T, kLog>,
+                 SoftmaxGradRowsKernel<T, kLog, false>, SoftmaxGradRowsKernel<T, kLog, true>,
+                 static_cast<const T*>(y.data<T>()), static_cast<const T*>(dy.data<T>()),
+                 dx.data<T>());
   });
   return {dx};
 }
