@@ -125,83 +125,80 @@ void Col2ImAdd(const ConvGeom& g, const T* col, int64_t ld, T* dx) {
 // Each loops over the kernel taps outside and one output plane inside, so the inner loop is a
 // strided axpy (or dot product) over a row.
 
-template <typename T>
-void DepthwiseForward(const ConvGeom& g, const T* x, const T* w, const T* b, T* y) {
+// Visits every (sample n, output channel oc, tap (i, j)): plane(oc, out_plane) once per output
+// plane, then tap(in_plane, out_plane, k, rh, rw, off_h, off_w) for each tap, with the planes as
+// element offsets of input channel oc / multiplier and output channel oc, k the weight's index
+// and [rh.lo, rh.hi) x [rw.lo, rw.hi) the output rows and columns the tap reaches.
+template <typename Plane, typename Tap>
+void ForEachDepthwiseTap(const ConvGeom& g, Plane plane, Tap tap) {
   const int64_t mult = g.o / g.c;
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t oc = 0; oc < g.o; ++oc) {
-      const T* xp = x + (n * g.c + oc / mult) * g.h * g.w;
-      T* yp = y + (n * g.o + oc) * g.out_plane();
-      std::fill(yp, yp + g.out_plane(), b ? b[oc] : T(0));
+      const int64_t in_plane = (n * g.c + oc / mult) * g.h * g.w;
+      const int64_t out_plane = (n * g.o + oc) * g.out_plane();
+      plane(oc, out_plane);
       for (int64_t i = 0; i < g.kh; ++i) {
         const int64_t off_h = i * g.dh - g.ph;
         const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
         for (int64_t j = 0; j < g.kw; ++j) {
           const int64_t off_w = j * g.dw - g.pw;
           const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
-          const T wv = w[(oc * g.kh + i) * g.kw + j];
-          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-            const T* xrow = xp + (oh * g.sh + off_h) * g.w + off_w;
-            T* yrow = yp + oh * g.ow;
-            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) yrow[ow] += wv * xrow[ow * g.sw];
-          }
+          tap(in_plane, out_plane, (oc * g.kh + i) * g.kw + j, rh, rw, off_h, off_w);
         }
       }
     }
   }
+}
+
+template <typename T>
+void DepthwiseForward(const ConvGeom& g, const T* x, const T* w, const T* b, T* y) {
+  ForEachDepthwiseTap(
+      g,
+      [&](int64_t oc, int64_t out_plane) {
+        std::fill(y + out_plane, y + out_plane + g.out_plane(), b ? b[oc] : T(0));
+      },
+      [&](int64_t in_plane, int64_t out_plane, int64_t k, TapRange rh, TapRange rw, int64_t off_h,
+          int64_t off_w) {
+        const T wv = w[k];
+        for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+          const T* xrow = x + in_plane + (oh * g.sh + off_h) * g.w + off_w;
+          T* yrow = y + out_plane + oh * g.ow;
+          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) yrow[ow] += wv * xrow[ow * g.sw];
+        }
+      });
 }
 
 // REQUIRES: dx zeroed.
 template <typename T>
 void DepthwiseGradInput(const ConvGeom& g, const T* dy, const T* w, T* dx) {
-  const int64_t mult = g.o / g.c;
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t oc = 0; oc < g.o; ++oc) {
-      T* dxp = dx + (n * g.c + oc / mult) * g.h * g.w;
-      const T* dyp = dy + (n * g.o + oc) * g.out_plane();
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t off_h = i * g.dh - g.ph;
-        const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const int64_t off_w = j * g.dw - g.pw;
-          const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
-          const T wv = w[(oc * g.kh + i) * g.kw + j];
-          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-            T* dxrow = dxp + (oh * g.sh + off_h) * g.w + off_w;
-            const T* dyrow = dyp + oh * g.ow;
-            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) dxrow[ow * g.sw] += wv * dyrow[ow];
-          }
+  ForEachDepthwiseTap(
+      g, [](int64_t, int64_t) {},
+      [&](int64_t in_plane, int64_t out_plane, int64_t k, TapRange rh, TapRange rw, int64_t off_h,
+          int64_t off_w) {
+        const T wv = w[k];
+        for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+          T* dxrow = dx + in_plane + (oh * g.sh + off_h) * g.w + off_w;
+          const T* dyrow = dy + out_plane + oh * g.ow;
+          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) dxrow[ow * g.sw] += wv * dyrow[ow];
         }
-      }
-    }
-  }
+      });
 }
 
 // REQUIRES: dw zeroed.
 template <typename T>
 void DepthwiseGradWeight(const ConvGeom& g, const T* dy, const T* x, T* dw) {
-  const int64_t mult = g.o / g.c;
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t oc = 0; oc < g.o; ++oc) {
-      const T* xp = x + (n * g.c + oc / mult) * g.h * g.w;
-      const T* dyp = dy + (n * g.o + oc) * g.out_plane();
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t off_h = i * g.dh - g.ph;
-        const TapRange rh = ValidOutputs(off_h, g.sh, g.h, g.oh);
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const int64_t off_w = j * g.dw - g.pw;
-          const TapRange rw = ValidOutputs(off_w, g.sw, g.w, g.ow);
-          T acc = 0;
-          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-            const T* xrow = xp + (oh * g.sh + off_h) * g.w + off_w;
-            const T* dyrow = dyp + oh * g.ow;
-            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) acc += dyrow[ow] * xrow[ow * g.sw];
-          }
-          dw[(oc * g.kh + i) * g.kw + j] += acc;
+  ForEachDepthwiseTap(
+      g, [](int64_t, int64_t) {},
+      [&](int64_t in_plane, int64_t out_plane, int64_t k, TapRange rh, TapRange rw, int64_t off_h,
+          int64_t off_w) {
+        T acc = 0;
+        for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+          const T* xrow = x + in_plane + (oh * g.sh + off_h) * g.w + off_w;
+          const T* dyrow = dy + out_plane + oh * g.ow;
+          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) acc += dyrow[ow] * xrow[ow * g.sw];
         }
-      }
-    }
-  }
+        dw[k] += acc;
+      });
 }
 
 // ---- gemm paths ----
