@@ -156,49 +156,29 @@ Tensor ZeroPad(const DimStep& d, const Tensor& x) {
   return z;
 }
 
-// The source's first rank sends the whole tensor to every destination rank outside the source.
-// Only those ranks form the group (every member of a group must join it): the other source
-// ranks already hold the whole tensor or are not needed.
-Tensor SendWhole(const Plan& plan, const Tensor& x, const Shape& logical, int rank) {
-  const int root = plan.src.ranks()[0];
-  std::vector<int> group{root};
-  for (int r : plan.dst.ranks()) {
-    if (!plan.src.Contains(r)) group.push_back(r);
+// Per logical axis, the [begin, end) rank holds under nd on pl (a partial piece: the whole).
+std::vector<std::pair<int64_t, int64_t>> RegionOf(const Placement& pl, NdSbp nd,
+                                                  const Shape& logical, int rank) {
+  for (Sbp& x : nd) {
+    if (x.is_partial()) x = Sbp::Broadcast();
   }
-  if (group.size() == 1 || (rank != root && plan.src.Contains(rank))) return x;
-  std::sort(group.begin(), group.end());
-  runtime::Communicator& comm = runtime::Env::Get().Comm(group, plan.src.device());
-  if (rank == root) {
-    Tensor c = fn::contiguous_copy(x);
-    for (int r : group) {
-      if (r != root) comm.Send(c, r, 0x51);
-    }
-    return x;
-  }
-  Tensor out = fn::empty(logical, x.dtype(), x.device());
-  comm.Recv(out, root, 0x51);
-  return out;
+  return sbp::LocalRanges(logical, pl.hierarchy(), nd, pl.Coord(rank));
 }
 
-// The kRoute step: every rank of either placement walks the transfers in the one order Route
-// gives, sending what it holds and adding what it receives into zeros of its new local shape.
-Tensor RunRoute(const Plan& plan, const Tensor& x, const Shape& logical, int rank) {
-  const Sbp& from = plan.from[0];
-  const Sbp& to = plan.to[0];
-  std::vector<Transfer> transfers = Route(plan.src, from, plan.dst, to, logical);
+// The kRoute step, run by the ranks of either placement: each walks the transfers in the one
+// order Route gives, sending what it holds and adding what it receives into zeros of its new
+// local shape. Only a 1-D route has partial layouts (before or after).
+Tensor RunRoute(const Plan& plan, const Step& s, const Tensor& x, const Shape& logical, int rank) {
   const bool in_src = plan.src.Contains(rank), in_dst = plan.dst.Contains(rank);
-  // Where my source piece and my destination piece start in the logical tensor.
+  if (!in_src && !in_dst) return x;
+  std::vector<Transfer> transfers = Route(plan.src, s.before, plan.dst, s.after, logical);
+  // Where my source piece and my destination piece lie in the logical tensor (a 1-D partial
+  // piece is the whole).
   std::vector<std::pair<int64_t, int64_t>> mine_src, mine_dst;
-  if (in_src) {
-    mine_src = sbp::LocalRanges(logical, plan.src.hierarchy(),
-                                NdSbp{from.is_split() ? from : Sbp::Broadcast()},
-                                std::vector<int64_t>{plan.src.IndexOf(rank)});
-  }
+  if (in_src) mine_src = RegionOf(plan.src, s.before, logical, rank);
   Tensor out;
   if (in_dst) {
-    mine_dst = sbp::LocalRanges(logical, plan.dst.hierarchy(),
-                                NdSbp{to.is_split() ? to : Sbp::Broadcast()},
-                                std::vector<int64_t>{plan.dst.IndexOf(rank)});
+    mine_dst = RegionOf(plan.dst, s.after, logical, rank);
     std::vector<int64_t> dims;
     for (auto [b, e] : mine_dst) dims.push_back(e - b);
     out = Zeros(dims, x);
@@ -255,18 +235,11 @@ Tensor OnDim(const Plan& plan, const Step& s, const Tensor& x, const Shape& logi
   return F(d, x);
 }
 
-// The steps between placements, run by the ranks of either.
-template <Tensor (*F)(const Plan&, const Tensor&, const Shape&, int)>
-Tensor Between(const Plan& plan, const Step&, const Tensor& x, const Shape& logical, int rank) {
-  if (!plan.src.Contains(rank) && !plan.dst.Contains(rank)) return x;
-  return F(plan, x, logical, rank);
-}
-
 // How each kind of sbp/boxing_steps.h runs, indexed by kind.
 using RunFn = Tensor (*)(const Plan&, const Step&, const Tensor&, const Shape&, int);
 constexpr RunFn kRun[] = {
-    OnDim<AllReduce>,   OnDim<AllGather>, OnDim<ReduceScatter>, OnDim<AllToAll>,   OnDim<Slice>,
-    OnDim<KeepOnFirst>, OnDim<ZeroPad>,   Between<SendWhole>,   Between<RunRoute>,
+    OnDim<AllReduce>, OnDim<AllGather>,   OnDim<ReduceScatter>, OnDim<AllToAll>,
+    OnDim<Slice>,     OnDim<KeepOnFirst>, OnDim<ZeroPad>,       RunRoute,
 };
 static_assert(sizeof(kRun) / sizeof(kRun[0]) == static_cast<size_t>(Kind::kCount),
               "one run function per boxing step kind");

@@ -107,14 +107,59 @@ std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placeme
   return out;
 }
 
+std::vector<Transfer> Route(const Placement& src, const NdSbp& from, const Placement& dst,
+                            const NdSbp& to, const Shape& logical) {
+  if (src.ndim() == 1 && dst.ndim() == 1) return Route(src, from[0], dst, to[0], logical);
+  using Region = std::vector<std::pair<int64_t, int64_t>>;
+  auto region = [&](const Placement& pl, const NdSbp& nd, int rank) {
+    return sbp::LocalRanges(logical, pl.hierarchy(), nd, pl.Coord(rank));
+  };
+  // The distinct pieces of the source and the ranks holding each (broadcast dimensions repeat
+  // a piece on every rank along them).
+  std::vector<std::pair<Region, std::vector<int>>> pieces;
+  for (int r : src.ranks()) {
+    Region g = region(src, from, r);
+    auto it =
+        std::find_if(pieces.begin(), pieces.end(), [&](const auto& p) { return p.first == g; });
+    if (it == pieces.end()) {
+      pieces.push_back({std::move(g), {r}});
+    } else {
+      it->second.push_back(r);
+    }
+  }
+  std::vector<Transfer> out;
+  for (size_t j = 0; j < dst.ranks().size(); ++j) {
+    const int d = dst.ranks()[j];
+    const Region need = region(dst, to, d);
+    for (const auto& [have, holders] : pieces) {
+      Transfer t;
+      t.src = std::find(holders.begin(), holders.end(), d) != holders.end()
+                  ? d
+                  : holders[j % holders.size()];
+      t.dst = d;
+      bool empty = false;
+      for (size_t a = 0; a < have.size(); ++a) {
+        const int64_t b = std::max(have[a].first, need[a].first);
+        const int64_t e = std::min(have[a].second, need[a].second);
+        empty = empty || e <= b;
+        t.region.emplace_back(b, e);
+      }
+      if (!empty && t.numel() > 0) out.push_back(std::move(t));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Transfer& a, const Transfer& b) {
+    return std::make_pair(a.src, a.dst) < std::make_pair(b.src, b.dst);
+  });
+  return out;
+}
+
 std::string Step::ToString(const Placement& placement) const {
   if (kind == Kind::kRoute) {
-    return StrCat(from.ToString(), "->", to.ToString(), ": ", sbp::Step(kind).name,
-                  " to the ranks of ", placement.ToString(), " (", static_cast<int64_t>(cost),
-                  " bytes)");
-  }
-  if (kind == Kind::kSendWhole) {
-    return StrCat("B->B: ", sbp::Step(kind).name, " to the ranks of ", placement.ToString());
+    const std::string change = before.size() == 1 && after.size() == 1
+                                   ? StrCat(from.ToString(), "->", to.ToString())
+                                   : StrCat(sbp::ToString(before), "->", sbp::ToString(after));
+    return StrCat(change, ": ", sbp::Step(kind).name, " to the ranks of ", placement.ToString(),
+                  " (", static_cast<int64_t>(cost), " bytes)");
   }
   std::string where = placement.ToString();
   if (placement.ndim() > 1) where += StrCat(" (hierarchy dim ", dim, ")");
@@ -172,18 +217,27 @@ Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, c
     p.steps.push_back(std::move(r));
     return p;
   }
+  // An N-D placement on either side: reduce the source's partial dimensions, move only the
+  // pieces each destination needs point to point, then make the destination's partial
+  // dimensions locally (the first rank along each keeps the value, the others zeros).
   NdSbp state = from;
-  for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);
-  Step send;
-  send.kind = Kind::kSendWhole;
-  send.before = state;
-  send.after = NdSbp(n_dst, Sbp::Broadcast());
-  send.on_destination = true;
-  send.cost = sbp::Step(Kind::kSendWhole).cost(bytes, n_dst);
-  p.cost += send.cost;
-  p.steps.push_back(send);
-  NdSbp dstate(n_dst, Sbp::Broadcast());
-  for (int d = 0; d < n_dst; ++d) Add(p, dstate, d, to[d], bytes, dst, true);
+  for (int d = n_src - 1; d >= 0; --d) {
+    if (state[d].is_partial()) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);
+  }
+  NdSbp whole_to = to;
+  for (Sbp& s : whole_to) {
+    if (s.is_partial()) s = Sbp::Broadcast();
+  }
+  Step r;
+  r.kind = Kind::kRoute;
+  r.before = state, r.after = whole_to;
+  r.on_destination = true;
+  for (const Transfer& t : Route(src, state, dst, whole_to, logical)) {
+    if (t.src != t.dst) r.cost += static_cast<double>(t.numel()) * SizeOf(dtype);
+  }
+  p.cost += r.cost;
+  p.steps.push_back(std::move(r));
+  for (int d = 0; d < n_dst; ++d) Add(p, whole_to, d, to[d], bytes, dst, true);
   return p;
 }
 

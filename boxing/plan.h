@@ -65,6 +65,11 @@ struct Transfer {
 };
 std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placement& dst,
                             const Sbp& to, const Shape& logical);
+// The same between placements of any number of dimensions, neither layout partial: each
+// destination rank gets, from one holder of each distinct source piece (itself when it holds
+// it, else holder (destination index % holders)), the piece's overlap with what it needs.
+std::vector<Transfer> Route(const Placement& src, const NdSbp& from, const Placement& dst,
+                            const NdSbp& to, const Shape& logical);
 
 }  // namespace boxing
 }  // namespace oneflow

@@ -32,8 +32,6 @@ constexpr std::array<BoxingStep, kKinds> kSteps = {{
      [](const Sbp& f, const Sbp& t) { return f.is_broadcast() && t.is_partial(); }, Free, false},
     {BoxingKind::kZeroPad, "local zero pad",
      [](const Sbp& f, const Sbp& t) { return f.is_split() && t.is_partial(); }, Free, false},
-    {BoxingKind::kSendWhole, "send whole tensor", nullptr,
-     [](double bytes, int64_t) { return bytes; }, false},
     {BoxingKind::kRoute, "point-to-point pieces", nullptr, Free, false},
 }};
 

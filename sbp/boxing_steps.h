@@ -22,8 +22,7 @@ enum class BoxingKind : int8_t {
   kSlice,          // B -> S(i), local
   kKeepOnFirst,    // B -> P, local: coordinate 0 keeps, the others hold zeros
   kZeroPad,        // S(i) -> P, local: zeros outside this rank's piece
-  kSendWhole,      // B on the source placement -> every destination rank
-  kRoute,          // 1-D to 1-D between placements: point-to-point pieces (boxing::Route)
+  kRoute,          // between placements: point-to-point pieces (boxing::Route)
   kCount,
 };
 

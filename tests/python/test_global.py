@@ -169,9 +169,10 @@ def test_planner_two_dimensions_and_placement_changes():
     # B -> S into a contained placement, S -> S into the same ranks: nothing moves
     assert plan([0, 1, 2, 3], [B], [1, 2], [S0])[1] == 0
     assert plan([0, 1], [S0], [0, 1, 2], [S0])[1] == 16  # row 2 of 4 rows moves: 4 floats
-    # n-D keeps the gather / send / slice path
-    text, _ = plan([0, 1, 2, 3], [S0, S0], [0, 1], [S1], hs=[2, 2])
-    assert "send whole tensor" in text
+    # N-D placements route too: only the pieces each destination lacks (3 half-rows each)
+    text, cost = plan([0, 1, 2, 3], [S0, S0], [0, 1], [S1], hs=[2, 2])
+    assert text == "(S(0), S(0))->(S(1)): point-to-point pieces to the ranks of cpu:[0, 1] (48 bytes)"
+    assert cost == 48
 
 
 def test_single_process_global_tensors():

@@ -227,3 +227,13 @@ def test_everyday_ops_on_global_tensors_equal_one_process():
                os.path.join(DIST, "everyday_global.py"), timeout=120)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in ("ops", "one_hot"))
+
+
+def test_placement_changes_with_a_2d_mesh_route_pieces():
+    # Issue 16: a placement change where either side is a 2-D mesh moves only the pieces each
+    # destination needs, point to point (no gather to broadcast, no whole tensor sent).
+    r = launch("--nproc_per_node", 4, "--master_port", free_port(),
+               os.path.join(DIST, "nd_placement_changes.py"), timeout=180,
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == sorted(f"rank {k} nd routes ok" for k in range(4))
