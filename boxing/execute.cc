@@ -156,15 +156,6 @@ Tensor ZeroPad(const DimStep& d, const Tensor& x) {
   return z;
 }
 
-// Per logical axis, the [begin, end) rank holds under nd on pl (a partial piece: the whole).
-std::vector<std::pair<int64_t, int64_t>> RegionOf(const Placement& pl, NdSbp nd,
-                                                  const Shape& logical, int rank) {
-  for (Sbp& x : nd) {
-    if (x.is_partial()) x = Sbp::Broadcast();
-  }
-  return sbp::LocalRanges(logical, pl.hierarchy(), nd, pl.Coord(rank));
-}
-
 // The kRoute step, run by the ranks of either placement: each walks the transfers in the one
 // order Route gives, sending what it holds and adding what it receives into zeros of its new
 // local shape. Only a 1-D route has partial layouts (before or after).
@@ -175,10 +166,10 @@ Tensor RunRoute(const Plan& plan, const Step& s, const Tensor& x, const Shape& l
   // Where my source piece and my destination piece lie in the logical tensor (a 1-D partial
   // piece is the whole).
   std::vector<std::pair<int64_t, int64_t>> mine_src, mine_dst;
-  if (in_src) mine_src = RegionOf(plan.src, s.before, logical, rank);
+  if (in_src) mine_src = RankRegion(plan.src, s.before, logical, rank);
   Tensor out;
   if (in_dst) {
-    mine_dst = RegionOf(plan.dst, s.after, logical, rank);
+    mine_dst = RankRegion(plan.dst, s.after, logical, rank);
     std::vector<int64_t> dims;
     for (auto [b, e] : mine_dst) dims.push_back(e - b);
     out = Zeros(dims, x);

@@ -42,6 +42,34 @@ void Add(Plan& p, NdSbp& state, int d, const Sbp& to, double bytes, const Placem
   p.steps.push_back(std::move(s));
 }
 
+using Region = std::vector<std::pair<int64_t, int64_t>>;
+
+// a and b overlapped; empty when they do not meet.
+Region Intersect(Region a, const Region& b) {
+  for (size_t k = 0; k < a.size(); ++k) {
+    a[k].first = std::max(a[k].first, b[k].first);
+    a[k].second = std::min(a[k].second, b[k].second);
+    if (a[k].second <= a[k].first) return Region();
+  }
+  return a;
+}
+
+// Appends the transfer of `region` from s to d unless it holds nothing (an empty region of a
+// tensor with axes: no overlap).
+void AddTransfer(std::vector<Transfer>& out, int s, int d, Region region, const Shape& logical) {
+  if (region.empty() && logical.ndim() > 0) return;
+  Transfer t;
+  t.src = s, t.dst = d, t.region = std::move(region);
+  if (t.numel() > 0) out.push_back(std::move(t));
+}
+
+// One order on every rank: by (src, dst), which also makes blocking send/recv deadlock-free.
+void SortTransfers(std::vector<Transfer>& out) {
+  std::stable_sort(out.begin(), out.end(), [](const Transfer& a, const Transfer& b) {
+    return std::make_pair(a.src, a.dst) < std::make_pair(b.src, b.dst);
+  });
+}
+
 }  // namespace
 
 int64_t Transfer::numel() const {
@@ -50,39 +78,32 @@ int64_t Transfer::numel() const {
   return n;
 }
 
+Region RankRegion(const Placement& pl, NdSbp nd, const Shape& logical, int rank) {
+  for (Sbp& x : nd) {
+    if (x.is_partial()) x = Sbp::Broadcast();
+  }
+  return sbp::LocalRanges(logical, pl.hierarchy(), nd, pl.Coord(rank));
+}
+
 std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placement& dst,
                             const Sbp& to, const Shape& logical) {
   const int m = src.size(), n = dst.size();
   auto ranges = [&](const Placement& pl, const Sbp& s, int i) {
-    return sbp::LocalRanges(logical, pl.hierarchy(), NdSbp{s.is_split() ? s : Sbp::Broadcast()},
-                            std::vector<int64_t>{i});
+    return RankRegion(pl, NdSbp{s}, logical, pl.ranks()[i]);
   };
-  std::vector<std::pair<int64_t, int64_t>> whole;
+  Region whole;
   for (int64_t a = 0; a < logical.ndim(); ++a) whole.emplace_back(0, logical[a]);
-  auto intersect = [](std::vector<std::pair<int64_t, int64_t>> a,
-                      const std::vector<std::pair<int64_t, int64_t>>& b) {
-    for (size_t k = 0; k < a.size(); ++k) {
-      a[k].first = std::max(a[k].first, b[k].first);
-      a[k].second = std::min(a[k].second, b[k].second);
-      if (a[k].second <= a[k].first) return std::vector<std::pair<int64_t, int64_t>>();
-    }
-    return a;
-  };
   std::vector<Transfer> out;
-  auto add = [&](int s, int d, std::vector<std::pair<int64_t, int64_t>> region) {
-    if (region.empty() && logical.ndim() > 0) return;
-    Transfer t;
-    t.src = s, t.dst = d, t.region = std::move(region);
-    if (t.numel() > 0) out.push_back(std::move(t));
-  };
   if (!to.is_partial()) {
     for (int j = 0; j < n; ++j) {
       const int d = dst.ranks()[j];
       auto need = ranges(dst, to, j);
       if (from.is_broadcast()) {
-        add(src.Contains(d) ? d : src.ranks()[j % m], d, need);
+        AddTransfer(out, src.Contains(d) ? d : src.ranks()[j % m], d, need, logical);
       } else {
-        for (int i = 0; i < m; ++i) add(src.ranks()[i], d, intersect(ranges(src, from, i), need));
+        for (int i = 0; i < m; ++i) {
+          AddTransfer(out, src.ranks()[i], d, Intersect(ranges(src, from, i), need), logical);
+        }
       }
     }
   } else if (from.is_broadcast()) {
@@ -93,32 +114,25 @@ std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placeme
         break;
       }
     }
-    add(s, d, whole);
+    AddTransfer(out, s, d, whole, logical);
   } else {
     for (int i = 0; i < m; ++i) {
       const int s = src.ranks()[i];
-      add(s, dst.Contains(s) ? s : dst.ranks()[i % n], ranges(src, from, i));
+      AddTransfer(out, s, dst.Contains(s) ? s : dst.ranks()[i % n], ranges(src, from, i), logical);
     }
   }
-  // One order on every rank: by (src, dst), which also makes blocking send/recv deadlock-free.
-  std::stable_sort(out.begin(), out.end(), [](const Transfer& a, const Transfer& b) {
-    return std::make_pair(a.src, a.dst) < std::make_pair(b.src, b.dst);
-  });
+  SortTransfers(out);
   return out;
 }
 
 std::vector<Transfer> Route(const Placement& src, const NdSbp& from, const Placement& dst,
                             const NdSbp& to, const Shape& logical) {
   if (src.ndim() == 1 && dst.ndim() == 1) return Route(src, from[0], dst, to[0], logical);
-  using Region = std::vector<std::pair<int64_t, int64_t>>;
-  auto region = [&](const Placement& pl, const NdSbp& nd, int rank) {
-    return sbp::LocalRanges(logical, pl.hierarchy(), nd, pl.Coord(rank));
-  };
   // The distinct pieces of the source and the ranks holding each (broadcast dimensions repeat
   // a piece on every rank along them).
   std::vector<std::pair<Region, std::vector<int>>> pieces;
   for (int r : src.ranks()) {
-    Region g = region(src, from, r);
+    Region g = RankRegion(src, from, logical, r);
     auto it =
         std::find_if(pieces.begin(), pieces.end(), [&](const auto& p) { return p.first == g; });
     if (it == pieces.end()) {
@@ -130,26 +144,13 @@ std::vector<Transfer> Route(const Placement& src, const NdSbp& from, const Place
   std::vector<Transfer> out;
   for (size_t j = 0; j < dst.ranks().size(); ++j) {
     const int d = dst.ranks()[j];
-    const Region need = region(dst, to, d);
+    const Region need = RankRegion(dst, to, logical, d);
     for (const auto& [have, holders] : pieces) {
-      Transfer t;
-      t.src = std::find(holders.begin(), holders.end(), d) != holders.end()
-                  ? d
-                  : holders[j % holders.size()];
-      t.dst = d;
-      bool empty = false;
-      for (size_t a = 0; a < have.size(); ++a) {
-        const int64_t b = std::max(have[a].first, need[a].first);
-        const int64_t e = std::min(have[a].second, need[a].second);
-        empty = empty || e <= b;
-        t.region.emplace_back(b, e);
-      }
-      if (!empty && t.numel() > 0) out.push_back(std::move(t));
+      const bool holds = std::find(holders.begin(), holders.end(), d) != holders.end();
+      AddTransfer(out, holds ? d : holders[j % holders.size()], d, Intersect(have, need), logical);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Transfer& a, const Transfer& b) {
-    return std::make_pair(a.src, a.dst) < std::make_pair(b.src, b.dst);
-  });
+  SortTransfers(out);
   return out;
 }
 

@@ -63,6 +63,9 @@ struct Transfer {
   std::vector<std::pair<int64_t, int64_t>> region;
   int64_t numel() const;
 };
+// Per logical axis, the [begin, end) `rank` holds under nd on pl; a partial piece is the whole.
+std::vector<std::pair<int64_t, int64_t>> RankRegion(const Placement& pl, NdSbp nd,
+                                                    const Shape& logical, int rank);
 std::vector<Transfer> Route(const Placement& src, const Sbp& from, const Placement& dst,
                             const Sbp& to, const Shape& logical);
 // The same between placements of any number of dimensions, neither layout partial: each

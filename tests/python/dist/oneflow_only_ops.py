@@ -67,4 +67,16 @@ try:
     raise AssertionError("no error")
 except ValueError as e:
     assert "num_sample 9 and the 40 classes must divide over the weight's 2 shards" in str(e), e
+few = flow.tensor(np.array([0, 1, 2, 20, 25, 30, 31, 39]), placement=P, sbp=[S0])
+try:
+    flow.distributed_partial_fc_sample(w, few, 4)
+    raise AssertionError("no error")
+except ValueError as e:  # shard 1 holds 5 of the batch's classes, each shard samples 2
+    assert "a shard holds 5 classes of the batch but samples only 2 (num_sample 4 over 2 shards)" \
+        in str(e), e
+try:
+    flow.distributed_partial_fc_sample(w, flow.tensor(np.array([3, 40]), placement=P, sbp=[B]), 10)
+    raise AssertionError("no error")
+except ValueError as e:
+    assert "labels must be in [0, 40), got [3, 40]" in str(e), e
 ok("partial_fc")

@@ -39,22 +39,21 @@ def distributed_partial_fc_sample(weight, label, num_sample):
         raise ValueError(f"distributed_partial_fc_sample: num_sample {num_sample} and the {classes} "
                          f"classes must divide over the weight's {n} shards, num_sample <= classes")
     k, per = num_sample // n, classes // n
-    if label.is_global:
-        labels = label.to_global(sbp=[flow.sbp.broadcast] * len(label.sbp)).to_local().numpy()
-    else:
-        labels = label.numpy()
+    labels = label.numpy()  # a global label's whole value, on every rank
     if labels.size and (labels.min() < 0 or labels.max() >= classes):
         raise ValueError(f"distributed_partial_fc_sample: labels must be in [0, {classes}), got "
                          f"[{labels.min()}, {labels.max()}]")
+    # Checked for every shard on every rank (all hold all labels), so all ranks raise together.
+    crowded = int(np.bincount(np.unique(labels) // per).max()) if labels.size else 0
+    if crowded > k:
+        raise ValueError(f"distributed_partial_fc_sample: a shard holds {crowded} classes of the "
+                         f"batch but samples only {k} (num_sample {num_sample} over {n} shards)")
     local_w = weight.to_local() if weight.is_global else weight
     mapped = np.zeros(labels.shape, np.int64)
     picked = np.zeros(0, np.int64)
     if i >= 0:
         mine = (labels >= lo) & (labels < lo + per)
         positives = np.unique(labels[mine]) - lo
-        if positives.size > k:
-            raise ValueError(f"distributed_partial_fc_sample: a shard holds {positives.size} classes of "
-                             f"the batch but samples only {k} (num_sample {num_sample} over {n} shards)")
         if weight.is_global and n == 1:  # one draw for the whole placement: B results agree
             order = flow.randperm(per, placement=weight.placement,
                                   sbp=[flow.sbp.broadcast] * len(weight.sbp)).to_local().numpy()
