@@ -237,3 +237,22 @@ def test_placement_changes_with_a_2d_mesh_route_pieces():
                env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} nd routes ok" for k in range(4))
+
+
+def test_oneflow_only_ops_refuse_bad_arguments_in_one_line():
+    with pytest.raises(ValueError, match=r"CoinFlip: batch_size must be a positive int, got 0"):
+        flow.nn.CoinFlip(0)
+    with pytest.raises(ValueError, match=r"CoinFlip: probability must be in \[0, 1\], got 1.5"):
+        flow.nn.CoinFlip(4, probability=1.5)
+    with pytest.raises(ValueError, match="CoinFlip: give placement and sbp together"):
+        flow.nn.CoinFlip(4, placement=flow.placement("cpu", [0]))
+    index = flow.tensor([[0, 1], [2, 3]])
+    with pytest.raises(ValueError, match=r"scatter_nd: update has shape \(2,\); index of shape "
+                                         r"\(2, 2\) into shape \(3, 4, 5\) needs \(2, 5\)"):
+        flow.scatter_nd(index, flow.ones(2), [3, 4, 5])
+    with pytest.raises(TypeError, match="scatter_nd: index must be an int32 or int64 tensor, got "
+                                        "oneflow.float32"):
+        flow.scatter_nd(flow.ones(2, 1), flow.ones(2), [3])
+    with pytest.raises(ValueError, match=r"gather_nd: index of shape \(2, 3\) needs a last "
+                                         r"dimension of 1 to 2 coordinates into shape \(3, 4\)"):
+        flow.gather_nd(flow.ones(3, 4), flow.zeros(2, 3, dtype=flow.int64))
