@@ -1,5 +1,8 @@
 #include "core/device.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "core/error.h"
 
 namespace oneflow {
@@ -9,6 +12,29 @@ const char* DeviceTypeName(DeviceType t) { return t == DeviceType::kCPU ? "cpu" 
 namespace {
 int g_current_cuda_index = 0;
 }  // namespace
+
+bool FakeCuda() {
+  static const bool fake = [] {
+    const char* v = std::getenv("ONEFLOW_FAKE_CUDA");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return fake;
+}
+
+int FakeCudaDeviceCount() {
+  static const int count = [] {
+    const char* v = std::getenv("ONEFLOW_FAKE_CUDA_DEVICES");
+    if (v == nullptr || *v == '\0') return 8;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 1024) {
+      throw Error(StrCat("ONEFLOW_FAKE_CUDA_DEVICES: expected a device count from 1 to 1024, got '",
+                         v, "'"));
+    }
+    return static_cast<int>(n);
+  }();
+  return FakeCuda() ? count : 0;
+}
 
 int CurrentCudaIndex() { return g_current_cuda_index; }
 void SetCurrentCudaIndex(int index) { g_current_cuda_index = index; }

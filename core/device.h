@@ -32,4 +32,16 @@ const char* DeviceTypeName(DeviceType t);
 int CurrentCudaIndex();
 void SetCurrentCudaIndex(int index);
 
+// The stand-in CUDA device, for machines without a GPU (ONEFLOW_FAKE_CUDA=1 in the environment,
+// read once, at the first query: set it before the process starts or imports oneflow). "cuda"
+// tensors then live in host memory and run the CPU kernels, but are cuda tensors in every other
+// respect (device cuda:N, cuda placements, device checks, .to("cuda"), the CUDA collectives'
+// host fallback), so tests without a GPU check where tensors go. Never on unless asked.
+bool FakeCuda();
+// Its number of devices: ONEFLOW_FAKE_CUDA_DEVICES, else 8 (one node of eight GPUs).
+int FakeCudaDeviceCount();
+// Whether a device's memory is this process's host memory (the CPU, or the stand-in CUDA
+// device): host code and the CPU kernels may read it.
+inline bool OnHost(const Device& d) { return d.type == DeviceType::kCPU || FakeCuda(); }
+
 }  // namespace oneflow

@@ -1,6 +1,7 @@
 #include "core/dispatch.h"
 
 #include <cctype>
+#include <cstring>
 
 #include "core/autocast.h"
 #include "core/autograd.h"
@@ -160,10 +161,35 @@ const GlobalHooks& GetGlobalHooks() { return g_global_hooks; }
 
 namespace {
 DeviceHooks g_device_hooks;
+
+// The stand-in CUDA device's copies: its memory is host memory (copy_ and fill_ write it as
+// they write the CPU's), so moving a tensor between it and the CPU is a byte copy.
+Tensor FakeCudaCopyTo(const Tensor& src, const Device& device) {
+  if (device.type == DeviceType::kCUDA && device.index >= FakeCudaDeviceCount()) {
+    throw Error(StrCat("to: ", device.ToString(), " does not exist: the stand-in CUDA device ",
+                       "(ONEFLOW_FAKE_CUDA=1) has ", FakeCudaDeviceCount(), " devices"));
+  }
+  Tensor dst = Tensor::Empty(src.shape(), src.dtype(), device);
+  if (src.numel() > 0) {
+    std::memcpy(dst.raw_data(), src.raw_data(),
+                static_cast<size_t>(src.numel()) * SizeOf(src.dtype()));
+  }
+  return dst;
+}
 }  // namespace
 
 void SetDeviceHooks(const DeviceHooks& hooks) { g_device_hooks = hooks; }
-const DeviceHooks& GetDeviceHooks() { return g_device_hooks; }
+const DeviceHooks& GetDeviceHooks() {
+  if (FakeCuda()) {
+    static const DeviceHooks fake = [] {
+      DeviceHooks h;
+      h.copy_to = FakeCudaCopyTo;  // copy_strided stays null: copy_ and fill_ write host memory
+      return h;
+    }();
+    return fake;
+  }
+  return g_device_hooks;
+}
 
 Tensor FullLike(const Tensor& like, double value) {
   if (like.is_global() && g_global_hooks.full_like) return g_global_hooks.full_like(like, value);
@@ -252,12 +278,14 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
   std::vector<TensorMeta> out = op.infer(metas, attrs);
   if (inputs.empty() && attrs.Has("device"))
     device = Device::Parse(attrs.Get<std::string>("device"));
-  KernelFn kernel = op.kernels[static_cast<int>(device.type)];
+  // The stand-in CUDA device runs the CPU kernels on its host memory.
+  const DeviceType kernel_type = OnHost(device) ? DeviceType::kCPU : device.type;
+  KernelFn kernel = op.kernels[static_cast<int>(kernel_type)];
   if (!kernel) {
     throw Error(StrCat(op.name, ": no kernel for device ", device.ToString(), " in this build"));
   }
   AutocastSuspendGuard no_autocast;  // ops the kernel calls are its own business
-  if (device.type == DeviceType::kCPU && !op.cpu_half) {
+  if (kernel_type == DeviceType::kCPU && !op.cpu_half) {
     bool half = false;
     for (const TensorMeta& m : metas) half |= IsHalf(m.dtype);
     for (const TensorMeta& m : out) half |= IsHalf(m.dtype);

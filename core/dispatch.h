@@ -60,7 +60,9 @@ struct GlobalHooks {
 void SetGlobalHooks(const GlobalHooks& hooks);
 const GlobalHooks& GetGlobalHooks();
 // What the CUDA backend installs at start-up for device-agnostic code in core (null in a
-// build without CUDA): copies between devices, and strided copies on a device.
+// build without CUDA): copies between devices, and strided copies on a device. Under the
+// stand-in CUDA device (FakeCuda()) GetDeviceHooks gives its byte copies instead, whatever was
+// installed; copy_strided is then null (its memory is host memory: see OnHost).
 struct DeviceHooks {
   // A contiguous copy of contiguous `src` on another device.
   Tensor (*copy_to)(const Tensor& src, const Device& device) = nullptr;

@@ -13,16 +13,50 @@
 
 namespace oneflow {
 
+// One device's memory statistics, kept as PyTorch's CUDA allocator keeps them
+// (torch.cuda.memory_stats): each counter's current value, its peak since the last ResetPeak,
+// and the totals added and taken away.
+struct MemoryStat {
+  int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+  void Add(int64_t n) {
+    current += n;
+    allocated += n;
+    if (current > peak) peak = current;
+  }
+  void Sub(int64_t n) {
+    current -= n;
+    freed += n;
+  }
+};
+struct MemoryStats {
+  MemoryStat allocated_bytes;     // held by tensors
+  MemoryStat reserved_bytes;      // taken from the device: tensors' blocks and the cache
+  MemoryStat allocation;          // blocks held by tensors
+  MemoryStat segment;             // blocks taken from the device
+  int64_t num_alloc_retries = 0;  // device allocations retried after emptying the cache
+  int64_t num_ooms = 0;           // allocations that failed for want of memory
+  void ResetPeak() {
+    for (MemoryStat* s : {&allocated_bytes, &reserved_bytes, &allocation, &segment}) {
+      s->peak = s->current;
+    }
+  }
+};
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual void* Allocate(size_t nbytes, const Device& device) = 0;
   virtual void Deallocate(void* ptr, size_t nbytes, const Device& device) = 0;
+  // Statistics of device `index` (zeros where the allocator keeps none).
+  virtual MemoryStats Stats(int /*index*/) { return {}; }
+  virtual void ResetPeakStats(int /*index*/) {}
 };
 
 // REQUIRES: called before any tensor is created on that device type.
 void SetAllocator(DeviceType type, Allocator* allocator);
-Allocator* GetAllocator(DeviceType type);  // throws when the device type has none
+// Throws when the device type has none. Under the stand-in CUDA device (FakeCuda()) CUDA's is
+// a host allocator that keeps CUDA's statistics.
+Allocator* GetAllocator(DeviceType type);
 
 class Storage {
  public:

@@ -535,13 +535,13 @@ void copy_(const Tensor& dst, const Tensor& src) {
   Shape s = BroadcastShapes(dst.shape(), src.shape(), "copy_");
   ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
                 " into destination of shape ", dst.shape());
-  if (!dst.is_cpu()) {
+  if (!OnHost(dst.device())) {
     Tensor from = to_device(src.detach(), dst.device());
     dst.storage()->bump_version();
     GetDeviceHooks().copy_strided(dst, from);
     return;
   }
-  if (!src.is_cpu()) return copy_(dst, to_device(src.detach(), dst.device()));
+  if (src.device() != dst.device()) return copy_(dst, to_device(src.detach(), dst.device()));
   dst.storage()->bump_version();
   DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
@@ -571,7 +571,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
 
 void fill_(const Tensor& dst, double value) {
   if (dst.is_global() && GetGlobalHooks().fill) return GetGlobalHooks().fill(dst, value);
-  if (!dst.is_cpu()) {
+  if (!OnHost(dst.device())) {
     Tensor v = Full(TensorMeta{Shape({}), dst.dtype(), dst.device()}, value);
     dst.storage()->bump_version();
     GetDeviceHooks().copy_strided(dst, v);

@@ -228,7 +228,8 @@ class CachingAllocator : public Allocator {
       if (it != d.free.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
-        d.allocated += size;
+        d.stats.allocated_bytes.Add(static_cast<int64_t>(size));
+        d.stats.allocation.Add(1);
         return p;
       }
     }
@@ -237,6 +238,10 @@ class CachingAllocator : public Allocator {
     cudaError_t err = cudaMalloc(&p, size);
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++dev_[device.index].stats.num_alloc_retries;
+      }
       Release(device.index);
       SetDevice(device.index);
       err = cudaMalloc(&p, size);
@@ -244,10 +249,13 @@ class CachingAllocator : public Allocator {
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       std::lock_guard<std::mutex> lock(mu_);
-      const PerDevice& d = dev_[device.index];
+      PerDevice& d = dev_[device.index];
+      ++d.stats.num_ooms;
+      const int64_t used = d.stats.allocated_bytes.current;
       throw Error(StrCat("cuda allocator: out of memory allocating ", nbytes, " bytes on ",
-                         device.ToString(), " (", d.allocated, " bytes in use by tensors, ",
-                         d.reserved - d.allocated, " cached): ", cudaGetErrorString(err)));
+                         device.ToString(), " (", used, " bytes in use by tensors, ",
+                         d.stats.reserved_bytes.current - used,
+                         " cached): ", cudaGetErrorString(err)));
     }
     if (err != cudaSuccess) {
       cudaGetLastError();
@@ -257,9 +265,11 @@ class CachingAllocator : public Allocator {
                          "earlier kernel's fault)"));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    PerDevice& d = dev_[device.index];
-    d.allocated += size;
-    d.reserved += size;
+    MemoryStats& st = dev_[device.index].stats;
+    st.allocated_bytes.Add(static_cast<int64_t>(size));
+    st.allocation.Add(1);
+    st.reserved_bytes.Add(static_cast<int64_t>(size));
+    st.segment.Add(1);
     return p;
   }
 
@@ -268,19 +278,20 @@ class CachingAllocator : public Allocator {
     PerDevice& d = dev_[device.index];
     size_t size = Round(nbytes);
     d.free[size].push_back(ptr);
-    d.allocated -= size;
+    d.stats.allocated_bytes.Sub(static_cast<int64_t>(size));
+    d.stats.allocation.Sub(1);
   }
 
   // Lookups only: a device never allocated on has no entry (and gets none).
-  size_t Allocated(int index) {
+  MemoryStats Stats(int index) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dev_.find(index);
-    return it == dev_.end() ? 0 : it->second.allocated;
+    return it == dev_.end() ? MemoryStats() : it->second.stats;
   }
-  size_t Reserved(int index) {
+  void ResetPeakStats(int index) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dev_.find(index);
-    return it == dev_.end() ? 0 : it->second.reserved;
+    if (it != dev_.end()) it->second.stats.ResetPeak();
   }
 
   // Returns every cached block of the device (all devices for -1) to the driver; devices with
@@ -296,7 +307,7 @@ class CachingAllocator : public Allocator {
       }
     }
     for (auto& [dev, free] : taken) {
-      size_t freed = 0;
+      size_t freed = 0, blocks_freed = 0;
       try {
         WaitDevice(dev);  // the blocks' last users (kernels, collectives) have finished
       } catch (...) {
@@ -310,17 +321,18 @@ class CachingAllocator : public Allocator {
       for (auto& [size, blocks] : free) {
         for (void* p : blocks) cudaFree(p);
         freed += size * blocks.size();
+        blocks_freed += blocks.size();
       }
       std::lock_guard<std::mutex> lock(mu_);
-      dev_[dev].reserved -= freed;
+      dev_[dev].stats.reserved_bytes.Sub(static_cast<int64_t>(freed));
+      dev_[dev].stats.segment.Sub(static_cast<int64_t>(blocks_freed));
     }
   }
 
  private:
   struct PerDevice {
     std::unordered_map<size_t, std::vector<void*>> free;
-    size_t allocated = 0;
-    size_t reserved = 0;
+    MemoryStats stats;
   };
   // 512-byte granules below 1 MiB, 2 MiB ones above: few distinct sizes, little waste.
   static size_t Round(size_t n) {
@@ -344,16 +356,6 @@ CachingAllocator& TheAllocator() {
 
 }  // namespace
 
-size_t MemoryAllocated(int index) {
-  if (!DeviceCount()) return 0;
-  RequireDevice(index, "oneflow.cuda.memory_allocated");
-  return TheAllocator().Allocated(index);
-}
-size_t MemoryReserved(int index) {
-  if (!DeviceCount()) return 0;
-  RequireDevice(index, "oneflow.cuda.memory_reserved");
-  return TheAllocator().Reserved(index);
-}
 void EmptyCache() {
   if (DeviceCount()) TheAllocator().Release(-1);
 }

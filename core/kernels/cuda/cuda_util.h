@@ -105,10 +105,8 @@ void WaitStream(int index, cudaStream_t stream);
 // Waits on the host for all work of device `index`: its compute stream and the watched work.
 void WaitDevice(int index);
 
-// Caching allocator statistics (oneflow.cuda.memory_allocated / memory_reserved): 0 without a
-// device; throws "<op>: invalid device ordinal N: ..." for a device that does not exist.
-size_t MemoryAllocated(int index);
-size_t MemoryReserved(int index);
+// The caching allocator's statistics (oneflow.cuda.memory_stats and the rest) are its
+// Allocator::Stats: GetAllocator(DeviceType::kCUDA)->Stats(index).
 // Returns the cached blocks of every device that has some to the driver.
 void EmptyCache();
 

@@ -1,9 +1,11 @@
 // oneflow.cuda: device queries, synchronisation, memory statistics and the TF32 switch. In a
-// build without CUDA every query answers "none" and says why.
+// build without CUDA every query answers "none" and says why. Under the stand-in CUDA device
+// (ONEFLOW_FAKE_CUDA=1, core/device.h) the queries answer for it, whatever the build.
 #include <pybind11/pybind11.h>
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/storage.h"
 #ifdef ONEFLOW_WITH_CUDA
 #include "core/kernels/cuda/cuda_util.h"
 #endif
@@ -12,50 +14,107 @@ namespace py = pybind11;
 
 namespace oneflow {
 namespace python {
+namespace {
+
+// Throws "<op>: invalid device ordinal N ..." for a CUDA device that does not exist.
+void RequireCuda(int index, const char* op) {
+  if (FakeCuda()) {
+    if (index < 0 || index >= FakeCudaDeviceCount()) {
+      throw Error(StrCat(op, ": invalid device ordinal ", index, ": the stand-in CUDA device ",
+                         "(ONEFLOW_FAKE_CUDA=1) has ", FakeCudaDeviceCount(), " devices"));
+    }
+    return;
+  }
+#ifdef ONEFLOW_WITH_CUDA
+  cuda::RequireDevice(index, op);
+#else
+  throw Error(StrCat(op, ": this build has no CUDA support"));
+#endif
+}
+
+int DeviceCount() {
+  if (FakeCuda()) return FakeCudaDeviceCount();
+#ifdef ONEFLOW_WITH_CUDA
+  return cuda::DeviceCount();
+#else
+  return 0;
+#endif
+}
+
+// Statistics of a device (zeros where CUDA is unavailable, as torch.cuda answers).
+MemoryStats Stats(int index, const char* op) {
+  if (DeviceCount() == 0) return MemoryStats();
+  RequireCuda(index, op);
+  return GetAllocator(DeviceType::kCUDA)->Stats(index);
+}
+
+// torch.cuda.memory_stats's flat dict ("allocated_bytes.all.current", ...).
+py::dict StatsDict(const MemoryStats& s) {
+  py::dict d;
+  const std::pair<const char*, const MemoryStat*> stats[] = {
+      {"allocated_bytes", &s.allocated_bytes},
+      {"reserved_bytes", &s.reserved_bytes},
+      {"allocation", &s.allocation},
+      {"segment", &s.segment}};
+  for (const auto& [name, stat] : stats) {
+    const std::string prefix = std::string(name) + ".all.";
+    d[py::str(prefix + "current")] = stat->current;
+    d[py::str(prefix + "peak")] = stat->peak;
+    d[py::str(prefix + "allocated")] = stat->allocated;
+    d[py::str(prefix + "freed")] = stat->freed;
+  }
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_ooms"] = s.num_ooms;
+  return d;
+}
+
+}  // namespace
 
 void BindCuda(py::module_& m) {
 #ifdef ONEFLOW_WITH_CUDA
   m.def("cuda_built", []() { return true; });
-  m.def("cuda_device_count", []() { return cuda::DeviceCount(); });
-  m.def("cuda_unavailable", []() { return cuda::Unavailable(); });
+  m.def("cuda_unavailable", []() { return FakeCuda() ? std::string() : cuda::Unavailable(); });
   m.def("cuda_synchronize", [](int index) {
-    cuda::RequireDevice(index, "oneflow.cuda.synchronize");
+    RequireCuda(index, "oneflow.cuda.synchronize");
+    if (FakeCuda()) return;  // its kernels ran on the host, in order
     py::gil_scoped_release release;
     cuda::Synchronize(index);
   });
-  m.def("cuda_memory_allocated", [](int index) { return cuda::MemoryAllocated(index); });
-  m.def("cuda_memory_reserved", [](int index) { return cuda::MemoryReserved(index); });
-  m.def("cuda_empty_cache", []() { cuda::EmptyCache(); });
+  m.def("cuda_empty_cache", []() {
+    if (!FakeCuda()) cuda::EmptyCache();
+  });
   m.def("cuda_allow_tf32", []() { return cuda::AllowTf32(); });
   m.def("cuda_set_allow_tf32", [](bool allow) { cuda::SetAllowTf32(allow); });
   m.def("cudnn_allow_tf32", []() { return cuda::AllowCudnnTf32(); });
   m.def("cudnn_set_allow_tf32", [](bool allow) { cuda::SetAllowCudnnTf32(allow); });
-  m.def("cuda_set_device", [](int index) {
-    cuda::RequireDevice(index, "oneflow.cuda.set_device");
-    SetCurrentCudaIndex(index);
-  });
 #else
   m.def("cuda_built", []() { return false; });
-  m.def("cuda_device_count", []() { return 0; });
   m.def("cuda_unavailable", []() {
+    if (FakeCuda()) return std::string();
     return std::string("this build has no CUDA support (built where the CUDA toolkit was ") +
            "missing, or with ONEFLOW_CUDA=0)";
   });
-  auto none = [](const char* op) {
-    return
-        [op](py::args, py::kwargs) { throw Error(StrCat(op, ": this build has no CUDA support")); };
-  };
-  m.def("cuda_synchronize", none("oneflow.cuda.synchronize"));
-  m.def("cuda_memory_allocated", [](int) { return size_t{0}; });
-  m.def("cuda_memory_reserved", [](int) { return size_t{0}; });
+  m.def("cuda_synchronize", [](int index) { RequireCuda(index, "oneflow.cuda.synchronize"); });
   m.def("cuda_empty_cache", []() {});
   m.def("cuda_allow_tf32", []() { return false; });
   m.def("cuda_set_allow_tf32", [](bool) {});
   m.def("cudnn_allow_tf32", []() { return true; });
   m.def("cudnn_set_allow_tf32", [](bool) {});
-  m.def("cuda_set_device", none("oneflow.cuda.set_device"));
 #endif
+  m.def("cuda_fake", []() { return FakeCuda(); });
+  m.def("cuda_device_count", []() { return DeviceCount(); });
+  m.def("cuda_set_device", [](int index) {
+    RequireCuda(index, "oneflow.cuda.set_device");
+    SetCurrentCudaIndex(index);
+  });
   m.def("cuda_current_index", []() { return CurrentCudaIndex(); });
+  m.def("cuda_memory_stats",
+        [](int index) { return StatsDict(Stats(index, "oneflow.cuda.memory_stats")); });
+  m.def("cuda_reset_peak_memory_stats", [](int index) {
+    if (DeviceCount() == 0) return;
+    RequireCuda(index, "oneflow.cuda.reset_peak_memory_stats");
+    GetAllocator(DeviceType::kCUDA)->ResetPeakStats(index);
+  });
 }
 
 }  // namespace python

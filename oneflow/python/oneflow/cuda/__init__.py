@@ -13,7 +13,16 @@ import oneflow._oneflow_internal as _C
 
 
 def is_available():
+    """True where CUDA tensors can be made: a GPU with a working driver in a CUDA build, or the
+    stand-in device (ONEFLOW_FAKE_CUDA=1 in the environment before the process starts: "cuda"
+    tensors in host memory running the CPU kernels, for tests of where tensors go on machines
+    without a GPU; is_fake() tells)."""
     return _C.cuda_device_count() > 0
+
+
+def is_fake():
+    """True under the stand-in CUDA device (ONEFLOW_FAKE_CUDA=1)."""
+    return _C.cuda_fake()
 
 
 def device_count():
@@ -54,12 +63,43 @@ def synchronize(device=None):
     _C.cuda_synchronize(_index(device))
 
 
+def memory_stats(device=None):
+    """The caching allocator's statistics of a device, with torch.cuda.memory_stats's keys
+    ("allocated_bytes.all.current", "reserved_bytes.all.peak", "allocation.all.allocated",
+    "segment.all.freed", "num_alloc_retries", "num_ooms", ...); zeros without CUDA."""
+    return _C.cuda_memory_stats(_index(device))
+
+
 def memory_allocated(device=None):
-    return _C.cuda_memory_allocated(_index(device))
+    """Bytes held by tensors on the device now."""
+    return memory_stats(device)["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device=None):
+    """The most bytes tensors held on the device since the start or reset_peak_memory_stats."""
+    return memory_stats(device)["allocated_bytes.all.peak"]
 
 
 def memory_reserved(device=None):
-    return _C.cuda_memory_reserved(_index(device))
+    """Bytes taken from the device: the tensors' blocks and the allocator's cache."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def reset_peak_memory_stats(device=None):
+    """Peaks start again from the current values."""
+    _C.cuda_reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device=None):
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None):
+    reset_peak_memory_stats(device)
 
 
 def empty_cache():
@@ -82,7 +122,7 @@ def _use_local_rank_device():
     # share GPUs round-robin when there are fewer GPUs than processes). Only multi-process jobs
     # pay for the device query at import.
     info = _C.world_info()
-    if info["local_world_size"] > 1 and _C.cuda_built():
+    if info["local_world_size"] > 1 and (_C.cuda_built() or _C.cuda_fake()):
         n = _C.cuda_device_count()
         if n > 0:
             _C.cuda_set_device(info["local_rank"] % n)
