@@ -29,6 +29,13 @@ Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
 // A 0-dim tensor holding value, with like's dtype and device (for `x + 1`).
 Tensor scalar_like(double value, const Tensor& like);
+// Where a tensor an op makes for its input `like` lives (constants, positions, index tensors of
+// composites, rule rewrites, hooks): the one place that decides it. On like's device; for a
+// global like, broadcast on like's placement, each rank's piece on the placement's device.
+//   constant_like: `value` of any shape and dtype there;
+//   place_like: `values` (the same on every rank, made on any device) moved there.
+Tensor constant_like(const Tensor& like, const Shape& shape, double value, DType dtype);
+Tensor place_like(const Tensor& like, const Tensor& values);
 Tensor arange(double start, double end, double step, DType dtype = DType::kInt64,
               const Device& device = Device());
 Tensor eye(int64_t n, int64_t m, DType dtype = DType::kFloat32, const Device& device = Device());

@@ -118,6 +118,19 @@ Tensor scalar_like(double value, const Tensor& like) {
   return t;
 }
 
+Tensor constant_like(const Tensor& like, const Shape& shape, double value, DType dtype) {
+  return place_like(like, full(shape, value, dtype, like.device()));
+}
+
+Tensor place_like(const Tensor& like, const Tensor& values) {
+  if (like.is_global()) {
+    const GlobalHooks& hooks = GetGlobalHooks();
+    ONEFLOW_CHECK(hooks.on_placement_of, "a global tensor exists but no global layer is installed");
+    return hooks.on_placement_of(like, values);
+  }
+  return to_device(values, like.device());
+}
+
 Tensor arange(double start, double end, double step, DType dtype, const Device& device) {
   Attrs a;
   a.Set("start", start).Set("end", end).Set("step", step).Set("dtype", dtype);

@@ -29,15 +29,14 @@ int64_t ReadInt(const Tensor& t) {
   return Contig(to_dtype(to_device(v, Device::CPU()), DType::kInt64)).data<int64_t>()[0];
 }
 
-// arange(0, n) as int64 on x's device, or broadcast on x's placement when x is global.
+// arange(0, n) as int64 where x lives.
 Tensor Positions(int64_t n, const Tensor& x) {
-  Tensor local = arange(0, static_cast<double>(n), 1, DType::kInt64, x.device());
-  return x.is_global() ? GetGlobalHooks().on_placement_of(x, local) : local;
+  return place_like(x, arange(0, static_cast<double>(n), 1, DType::kInt64, x.device()));
 }
 
-// A 0-dim int64 tensor on like's device.
+// A 0-dim int64 tensor where like lives.
 Tensor IntScalar(int64_t v, const Tensor& like) {
-  return full(Shape({}), static_cast<double>(v), DType::kInt64, like.device());
+  return constant_like(like, Shape({}), static_cast<double>(v), DType::kInt64);
 }
 
 }  // namespace
@@ -121,11 +120,11 @@ Tensor diag(const Tensor& x, int64_t diagonal_offset) {
   if (x.ndim() == 2) return diagonal(x, diagonal_offset, 0, 1);
   const int64_t n = x.shape()[0], k = std::abs(diagonal_offset);
   // [v_i, 0 x n] per row, flattened and cut to n * n, is v on the diagonal of an n x n matrix.
-  Tensor z = zeros(Shape({n, n}), x.dtype(), x.device());
+  Tensor z = constant_like(x, Shape({n, n}), 0.0, x.dtype());
   Tensor m = reshape(slice(reshape(cat({reshape(x, {n, 1}), z}, 1), {-1}), 0, 0, n * n), {n, n});
   if (k == 0) return m;
-  Tensor side = zeros(Shape({n, k}), x.dtype(), x.device());
-  Tensor band = zeros(Shape({k, n + k}), x.dtype(), x.device());
+  Tensor side = constant_like(x, Shape({n, k}), 0.0, x.dtype());
+  Tensor band = constant_like(x, Shape({k, n + k}), 0.0, x.dtype());
   if (diagonal_offset > 0) return cat({cat({side, m}, 1), band}, 0);  // v at (i, i + k)
   return cat({band, cat({m, side}, 1)}, 0);                           // v at (i + k, i)
 }
@@ -275,7 +274,7 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
   }
   Tensor index = from_blob_copy(idx.data(), Shape({static_cast<int64_t>(idx.size())}),
                                 DType::kInt64, y.device());
-  return index_select(y, d, index);
+  return index_select(y, d, place_like(y, index));
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& index, std::optional<int64_t> dim) {

@@ -144,7 +144,10 @@ std::vector<Tensor> IndexSelectGrad(const GradCtx& c) {
   // Spread the 1-D index over g's shape and scatter-add the rows back.
   std::vector<int64_t> view(x.ndim(), 1);
   view[dim] = g.shape()[dim];
-  Tensor idx = fn::expand(fn::reshape(c.inputs[1], view), g.shape().dims());
+  // A 0-dim index of a global call came in local (a scalar joins as broadcast): place it too.
+  const Tensor& index = c.inputs[1];
+  Tensor idx = fn::expand(fn::reshape(index.is_global() ? index : fn::place_like(g, index), view),
+                          g.shape().dims());
   Attrs a;
   a.Set("dim", dim).Set("shape", x.shape().dims());
   return {CallOp1(OP(scatter_add), {idx, g}, a), Tensor()};

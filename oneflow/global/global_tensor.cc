@@ -64,7 +64,8 @@ class ProcessWorld : public World {
  public:
   const Layout& LayoutOf(const Tensor& t) const override { return Meta(t); }
   Tensor Lift(const Tensor& scalar, const Placement& pl) override {
-    return MakeGlobal(scalar, Shape(), pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
+    return MakeGlobal(fn::to_device(scalar, ShardDevice(pl)), Shape(), pl,
+                      NdSbp(pl.ndim(), Sbp::Broadcast()));
   }
   std::pair<int, int> RankRange(const Placement& pl) override {
     const int index = pl.IndexOf(MyRank());
@@ -187,8 +188,8 @@ Tensor LeafGrad(const Tensor& leaf, const Tensor& grad, bool accumulating) {
 Tensor GlobalFullLike(const Tensor& like, double value) {
   const GlobalMeta& m = Meta(like);
   NdSbp nd = WithoutPartial(m.nd_sbp);
-  Tensor local =
-      fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value, like.dtype());
+  Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,
+                          like.dtype(), ShardDevice(m.placement));
   return MakeGlobal(local, like.shape(), m.placement, nd);
 }
 

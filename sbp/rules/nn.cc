@@ -94,7 +94,7 @@ bool MeanAsSum(const GlobalCall& c, std::vector<Tensor>* out) {
   a.Set("reduction", std::string("sum"));
   Tensor sum = CallOp1(c.op, c.in, a);
   const double ignore = static_cast<double>(c.attrs.Get<int64_t>("ignore_index"));
-  Tensor valid = fn::ne(c.in[1], fn::full(Shape(), ignore, DType::kInt64));
+  Tensor valid = fn::ne(c.in[1], fn::constant_like(c.in[1], Shape(), ignore, DType::kInt64));
   *out = {fn::div(sum, fn::sum(fn::to_dtype(valid, sum.dtype())))};
   return true;
 }

@@ -190,13 +190,9 @@ Tensor layer_norm(const Tensor& x, const IntList& normalized_shape, const Tensor
   Tensor w = weight, b = bias;
   if (!w.defined() && b.defined()) w = ones_like(b);
   if (!b.defined() && w.defined()) b = zeros_like(w);
-  if (!w.defined()) {  // on x's placement, broadcast, when x is global
-    w = ones(Shape(normalized_shape), x.dtype(), x.device());
-    b = zeros(Shape(normalized_shape), x.dtype(), x.device());
-    if (x.is_global()) {
-      w = GetGlobalHooks().on_placement_of(x, w);
-      b = GetGlobalHooks().on_placement_of(x, b);
-    }
+  if (!w.defined()) {
+    w = constant_like(x, Shape(normalized_shape), 1.0, x.dtype());
+    b = constant_like(x, Shape(normalized_shape), 0.0, x.dtype());
   }
   Attrs a;
   a.Set("normalized_ndim", k).Set("eps", eps);

@@ -11,7 +11,7 @@ import flowvision.transforms as transforms
 BATCH_SIZE=64
 EPOCH_NUM = 1
 
-PLACEMENT = flow.placement("cpu", [0,1])
+PLACEMENT = flow.placement("cuda", [0,1])
 S0 = flow.sbp.split(0)
 B = flow.sbp.broadcast
 
