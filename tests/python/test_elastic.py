@@ -1,0 +1,211 @@
+"""Training that survives a lost rank: the launcher's restarts (--max_restarts), the training state
+saved and loaded in one call (flow.utils.training_state), exact resume of examples/gpt.py, the
+grace period of a SIGTERM (--term_timeout). Real launcher processes; the lost host and the
+smaller world are in test_multihost.py."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+from test_comm import DIST, ROOT, env_with, free_port, launch
+from test_launch import assert_all_dead, launcher_cmd, wait_for_files, write
+
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import gpt  # noqa: E402
+
+PREFIX = "oneflow.distributed.launch: "
+TINY = ["--n_layer", 1, "--n_embd", 16, "--n_head", 2, "--block_size", 8, "--batch_size", 4,
+        "--steps", 8, "--eval_interval", 0]
+needs_fortunes = pytest.mark.skipif(not os.path.isdir(gpt.FORTUNES),
+                                    reason=f"Debian's fortunes package is not installed ({gpt.FORTUNES})")
+
+
+def losses(out):
+    """{step: loss} from rank 0's `step S: loss L` lines (the last one for a step)."""
+    return {int(m.group(1)): float(m.group(2))
+            for m in re.finditer(r"\[rank 0\] step (\d+): loss ([0-9.]+)", out)}
+
+
+def final_parameters(folder):
+    state = flow.load(os.path.join(folder, "step-00000008"))
+    return {k: v.numpy() for k, v in state["model"].items()}
+
+
+@needs_fortunes
+@pytest.mark.parametrize("parallel", ["dp", "tp", "zero"])
+def test_gpt_resumes_exactly_after_a_rank_is_killed(tmp_path, parallel):
+    killed = launch("--nproc_per_node", 2, "--master_port", free_port(), "--max_restarts", 1,
+                    os.path.join(DIST, "gpt_killed.py"), "rank", 1, 4, "--parallel", parallel,
+                    *TINY, "--save", tmp_path / "killed", "--save_every", 3)
+    assert killed.returncode == 0, killed.stdout[-2000:] + killed.stderr[-3000:]
+    whole = launch("--nproc_per_node", 2, "--master_port", free_port(), os.path.join(
+        ROOT, "examples", "gpt.py"), "--parallel", parallel, *TINY, "--save", tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    restart = [l for l in killed.stderr.splitlines() if " restart " in l]
+    assert restart == [PREFIX + "restart 1 of 1 after rank 1 (node 0) was killed by SIGKILL: new "
+                       "world 1 node(s) x 2 = 2 rank(s), this node 0"], killed.stderr
+    assert "[rank 0] resumed from " + str(tmp_path / "killed" / "step-00000003") + \
+        " (step 3, saved by 2 rank(s)) on 2 rank(s)" in killed.stdout
+    # the steps after the checkpoint ran twice; the second time as in the uninterrupted run
+    assert losses(killed.stdout) == losses(whole.stdout)
+    a, b = final_parameters(tmp_path / "killed"), final_parameters(tmp_path / "whole")
+    assert a.keys() == b.keys() and len(a) > 10
+    for name in a:
+        assert a[name].tobytes() == b[name].tobytes(), name
+
+
+# A rank that records its pid and a grandchild's (per start), then rank 1 dies by SIGKILL.
+DIES_EVERY_TIME = """
+    import os, signal, subprocess, sys, time
+    d, rank = sys.argv[1], int(os.environ["RANK"])
+    start = os.environ["ONEFLOW_RESTART_COUNT"]
+    assert os.environ["TORCHELASTIC_RESTART_COUNT"] == start
+    child = subprocess.Popen(["sleep", "60"])
+    for name, pid in (("pid", os.getpid()), ("grandchild", child.pid)):
+        with open(os.path.join(d, f"{name}{rank}.{start}.tmp"), "w") as f:
+            f.write(str(pid))
+        os.replace(os.path.join(d, f"{name}{rank}.{start}.tmp"), os.path.join(d, f"{name}{rank}.{start}"))
+    if rank == 1:
+        while not os.path.exists(os.path.join(d, f"pid0.{start}")):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)
+"""
+
+
+def test_restarts_exhausted_give_one_line_a_failure_code_and_no_orphan(tmp_path):
+    script = write(tmp_path / "dies.py", DIES_EVERY_TIME)
+    t0 = time.monotonic()
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), "--max_restarts", 2, script,
+               tmp_path, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert time.monotonic() - t0 < 30
+    lines = r.stderr.splitlines()
+    assert [l for l in lines if " restart " in l or "no restart left" in l] == [
+        PREFIX + "restart 1 of 2 after rank 1 (node 0) was killed by SIGKILL: new world 1 node(s) "
+                 "x 2 = 2 rank(s), this node 0",
+        PREFIX + "restart 2 of 2 after rank 1 (node 0) was killed by SIGKILL: new world 1 node(s) "
+                 "x 2 = 2 rank(s), this node 0",
+        PREFIX + "rank 1 (node 0) was killed by SIGKILL; no restart left (--max_restarts 2 used "
+                 "up): exiting with code 1"], r.stderr
+    assert lines[-1].endswith("exiting with code 1")
+    names = [f"{n}{rank}.{start}" for n in ("pid", "grandchild") for rank in (0, 1)
+             for start in (0, 1, 2)]
+    assert_all_dead([int((tmp_path / n).read_text()) for n in names])
+
+
+def test_without_max_restarts_a_failure_ends_the_job_as_before(tmp_path):
+    script = write(tmp_path / "dies.py", DIES_EVERY_TIME)
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), script, tmp_path, timeout=60)
+    assert r.returncode == 1
+    assert " restart" not in r.stderr and not (tmp_path / "pid0.1").exists()
+
+
+SAVES_ON_SIGTERM = """
+    import os, signal, sys, time
+    d, seconds = sys.argv[1], float(sys.argv[2])
+    def save(signum, frame):
+        time.sleep(seconds)  # writing a checkpoint
+        open(os.path.join(d, "saved" + os.environ["RANK"]), "w").close()
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, save)
+    tmp = os.path.join(d, "pid" + os.environ["RANK"])
+    with open(tmp + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(tmp + ".tmp", tmp)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("term_timeout, save_s, saved", [(10, 1.5, True), (1, 4, False)])
+def test_sigterm_reaches_every_rank_with_the_grace_period(tmp_path, term_timeout, save_s, saved):
+    script = write(tmp_path / "saves.py", SAVES_ON_SIGTERM)
+    p = subprocess.Popen(launcher_cmd("--nproc_per_node", 2, "--master_port", free_port(),
+                                      "--term_timeout", term_timeout, script, tmp_path, save_s),
+                         env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = wait_for_files([tmp_path / "pid0", tmp_path / "pid1"], p)
+    time.sleep(0.3)  # the handlers are installed right after the pid files
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    took = time.monotonic() - t0
+    assert p.returncode == 128 + signal.SIGTERM
+    assert ((tmp_path / "saved0").exists(), (tmp_path / "saved1").exists()) == (saved, saved)
+    if saved:  # the launcher waited for the ranks' saves, not for the whole grace period
+        assert save_s <= took < term_timeout, took
+    else:
+        assert term_timeout <= took < save_s, took
+        assert f"processes still running after {term_timeout}s: SIGKILL" in err
+    assert_all_dead(pids)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--nnodes", "3:2", "x.py"], "--nnodes 3:2: MIN 3 is larger than MAX 2"),
+    (["--nnodes", "0:2", "x.py"], "--nnodes MIN must be at least 1, got 0"),
+    (["--nnodes", "1:2", "--node_rank", "2", "x.py"], "--node_rank 2 is out of range for --nnodes 2"),
+    (["--max_restarts", "-1", "x.py"], "--max_restarts must not be negative, got -1"),
+    (["--term_timeout", "0", "x.py"], "--term_timeout must be positive, got 0"),
+    (["--join_timeout", "soon", "x.py"], "--join_timeout must be a number of seconds, got 'soon'"),
+    (["--master_port", "4000", "--rdzv_port", "4000", "x.py"],
+     "--rdzv_port 4000 is the --master_port (rank 0 listens there)"),
+])
+def test_elastic_usage_errors_are_one_line(args, message):
+    r = launch(*args)
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(PREFIX + "error: "), r.stderr
+    assert message in lines[0]
+
+
+def test_restart_count_and_world_in_the_environment():
+    from oneflow.distributed import launch as launcher
+
+    args = launcher.parse_args(["--nproc_per_node", "2", "--nnodes", "1:3", "--node_rank", "2",
+                                "--max_restarts", "4", "--no_python", "/bin/true"])
+    assert (args.min_nnodes, args.nnodes) == (1, 3)
+    envs = launcher.child_envs(args, base_env={}, node_rank=1, nnodes=2, restart=3)
+    assert [e["RANK"] for e in envs] == ["2", "3"]
+    assert {e["WORLD_SIZE"] for e in envs} == {"4"}
+    assert {(e["NODE_RANK"], e["GROUP_WORLD_SIZE"]) for e in envs} == {("1", "2")}
+    assert {(e["TORCHELASTIC_RESTART_COUNT"], e["ONEFLOW_RESTART_COUNT"],
+             e["TORCHELASTIC_MAX_RESTARTS"]) for e in envs} == {("3", "3", "4")}
+
+
+# ---- several nodes on one host: the launchers' rendezvous --------------------------------
+
+NODE_FAILS_ONCE = """
+    import os, signal, sys, time
+    import oneflow as flow
+    flow.comm.barrier()
+    rank, start = int(os.environ["RANK"]), os.environ["ONEFLOW_RESTART_COUNT"]
+    print(f"rank {rank} of {os.environ['WORLD_SIZE']} in start {start}", flush=True)
+    if rank == 3 and start == "0":
+        os.kill(os.getpid(), signal.SIGKILL)
+    flow.comm.barrier()
+"""
+
+
+def test_two_launchers_restart_every_rank_together(tmp_path):
+    script = write(tmp_path / "fails_once.py", NODE_FAILS_ONCE)
+    port, rdzv = free_port(), free_port()
+    procs = [subprocess.Popen(launcher_cmd(
+        "--nproc_per_node", 2, "--nnodes", 2, "--node_rank", k, "--master_port", port,
+        "--rdzv_port", rdzv, "--max_restarts", 1, "--join_timeout", 20, script),
+        env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for k in (0, 1)]
+    results = [p.communicate(timeout=90) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, out[-2000:] + err[-3000:]
+        lines = [l for l in err.splitlines() if " restart " in l]
+        assert lines == [PREFIX + f"restart 1 of 1 after rank 3 (node 1) was killed by SIGKILL: "
+                         f"new world 2 node(s) x 2 = 4 rank(s), this node {procs.index(p)}"], err
+    out = results[0][0] + results[1][0]
+    for rank in range(4):
+        assert f"rank {rank} of 4 in start 1" in out
