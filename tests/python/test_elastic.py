@@ -209,3 +209,141 @@ def test_two_launchers_restart_every_rank_together(tmp_path):
     out = results[0][0] + results[1][0]
     for rank in range(4):
         assert f"rank {rank} of 4 in start 1" in out
+
+
+# ---- the DataLoader's place ----------------------------------------------------------------
+
+def batches_by_place(out):
+    """{(rank, epoch, index): values} from `[rank R] batch E I: values` lines (the last one)."""
+    return {(int(m.group(1)), int(m.group(2)), int(m.group(3))): m.group(4) for m in re.finditer(
+        r"\[rank (\d+)\] batch (\d+) (\d+): (\[.*\])", out)}
+
+
+def test_dataloader_resumed_mid_epoch_across_a_restart_yields_the_same_batches(tmp_path):
+    script = os.path.join(DIST, "loader_resume.py")
+    whole = launch("--nproc_per_node", 2, "--master_port", free_port(), script)
+    killed = launch("--nproc_per_node", 2, "--master_port", free_port(), "--max_restarts", 1,
+                    script, tmp_path / "ckpt")
+    assert whole.returncode == 0 and killed.returncode == 0, killed.stderr[-3000:]
+    assert "[rank 1] resumed at epoch 1 batch 3" in killed.stdout, killed.stdout[-3000:]
+    # after the restart each rank printed batches 3.. of epoch 1 only
+    after = killed.stdout.split("resumed at epoch 1 batch 3", 1)[1]
+    assert min(i for (_, e, i) in batches_by_place(after)) == 3
+    expected = batches_by_place(whole.stdout)
+    assert len(expected) == 2 * 2 * 8  # ranks x epochs x batches of 46 / 2 / 3
+    assert batches_by_place(killed.stdout) == expected
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataloader_state_resumes_a_shuffled_epoch_and_the_generators(num_workers):
+    from oneflow.utils import training_state
+    from oneflow.utils.data import DataLoader, TensorDataset
+
+    dataset = TensorDataset(flow.arange(40).reshape(40, 1))
+
+    def loader():
+        return DataLoader(dataset, batch_size=3, shuffle=True, num_workers=num_workers)
+
+    flow.manual_seed(3)
+    whole = [b.numpy().ravel().tolist() for (b,) in loader()]
+    flow.manual_seed(3)
+    first = loader()
+    batches = iter(first)
+    seen = [next(batches)[0].numpy().ravel().tolist() for _ in range(4)]
+    flow.randn(5)  # the model draws
+    state, rng = first.state_dict(), training_state.rng_state()
+    following, drawn = next(batches)[0].numpy().ravel().tolist(), flow.randn(3).numpy()
+
+    flow.manual_seed(99)  # another process: another generator state
+    second = loader()
+    second.load_state_dict(state)
+    training_state.set_rng_state(rng)
+    rest = iter(second)
+    assert next(rest)[0].numpy().ravel().tolist() == following
+    assert flow.randn(3).numpy().tobytes() == drawn.tobytes()
+    assert seen + [following] + [b.numpy().ravel().tolist() for (b,) in rest] == whole
+    assert second.state_dict()["done"] and second.state_dict()["yielded"] == 14
+
+
+def test_distributed_sampler_resumed_in_a_smaller_world_covers_the_rest_of_the_epoch():
+    from oneflow.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    dataset = TensorDataset(flow.arange(50).reshape(50, 1))
+
+    def loader(world, rank):
+        sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, seed=1)
+        sampler.set_epoch(2)
+        return DataLoader(dataset, batch_size=2, sampler=sampler)
+
+    taken, states = [], []
+    for rank in range(4):  # 4 ranks took 3 batches each
+        four = loader(4, rank)
+        batches = iter(four)
+        taken += [v for _ in range(3) for v in next(batches)[0].numpy().ravel().tolist()]
+        states.append(four.state_dict())
+    rest = []
+    for rank in range(2):
+        two = loader(2, rank)
+        two.load_state_dict(states[rank])
+        assert two.sampler.epoch == 2
+        rest += [v for (b,) in two for v in b.numpy().ravel().tolist()]
+    assert len(taken) == 24 and len(set(taken)) == 24
+    assert sorted(set(taken) | set(rest)) == list(range(50)) and not set(taken) & set(rest)
+    assert len(rest) == 26  # the 26 left, split evenly: nothing padded
+
+
+def test_dataloader_load_state_dict_error():
+    from oneflow.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(flow.arange(4)), batch_size=2)
+    with pytest.raises(ValueError, match=r"^DataLoader.load_state_dict: the state lacks yielded, "
+                                         r"rng; expected one from DataLoader.state_dict\(\)$"):
+        loader.load_state_dict({"epoch": 0, "done": False, "seed_count": None})
+
+
+# ---- training_state in one process ---------------------------------------------------------
+
+def test_training_state_keeps_the_newest_complete_checkpoints(tmp_path):
+    from oneflow.utils import training_state
+
+    model = flow.nn.Linear(3, 2)
+    opt = flow.optim.Adam(model.parameters(), lr=0.1)
+    sched = flow.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    for step in range(1, 5):
+        model(flow.randn(4, 3)).sum().backward()
+        opt.step()
+        sched.step()
+        training_state.save(tmp_path, step, model=model, optimizer=opt, lr_scheduler=sched,
+                            extra={"epoch": 7}, keep=2)
+    (tmp_path / "step-00000009").mkdir()  # a save that died before its rename looks like this
+    assert sorted(os.listdir(tmp_path)) == ["step-00000003", "step-00000004", "step-00000009"]
+    assert training_state.latest(tmp_path) == str(tmp_path / "step-00000004")
+    drawn = flow.randn(3).numpy()
+
+    model2 = flow.nn.Linear(3, 2)
+    opt2 = flow.optim.Adam(model2.parameters(), lr=0.1)
+    sched2 = flow.optim.lr_scheduler.StepLR(opt2, step_size=1, gamma=0.5)
+    got = training_state.load(tmp_path, model=model2, optimizer=opt2, lr_scheduler=sched2)
+    assert (got["step"], got["world_size"], got["extra"]) == (4, 1, {"epoch": 7})
+    assert flow.randn(3).numpy().tobytes() == drawn.tobytes()  # the generators came back
+    assert model2.weight.numpy().tobytes() == model.weight.numpy().tobytes()
+    assert opt2.state_dict()["state"][0]["step"] == 4
+    assert sched2.get_last_lr() == sched.get_last_lr()
+    assert training_state.load(tmp_path / "none") is None
+
+
+def test_training_state_errors(tmp_path):
+    from oneflow.utils import training_state
+
+    with pytest.raises(ValueError, match=r"^training_state.save: step must be a non-negative "
+                                         r"integer, got -1$"):
+        training_state.save(tmp_path, -1)
+    flow.save({"w": flow.ones(2)}, tmp_path / "plain", sharded=True)
+    with pytest.raises(RuntimeError, match=r"training_state.load: '.*plain' is a checkpoint but "
+                                           r"not of the training state"):
+        training_state.load(tmp_path / "plain")
+    training_state.save(tmp_path / "t", 1, extra={"epoch": 1})
+    with pytest.raises(KeyError, match=r"training_state.load: '.*step-00000001' holds no model "
+                                       r"state \(it holds no object state\); pass only what was "
+                                       r"saved"):
+        training_state.load(tmp_path / "t", model=flow.nn.Linear(1, 1))

@@ -140,16 +140,18 @@ def load(path, *, model=None, optimizer=None, lr_scheduler=None, grad_scaler=Non
         path = found
     obj = flow.load(path)
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        fmt = obj.get("format") if isinstance(obj, dict) else None
         raise RuntimeError(f"training_state.load: '{path}' is a checkpoint but not of the "
-                           f"training state (format {str(obj.get('format') if isinstance(obj, dict) else None)[:40]!r}, "
-                           f"expected {FORMAT!r}); load it with oneflow.load")
+                           f"training state (format {str(fmt)[:40]!r}, expected {FORMAT!r}); "
+                           f"load it with oneflow.load")
     for key, value in (("model", model), ("optimizer", optimizer),
                        ("lr_scheduler", lr_scheduler), ("grad_scaler", grad_scaler)):
         if value is None:
             continue
         if key not in obj:
-            raise KeyError(f"training_state.load: '{path}' holds no {key} state (saved with "
-                           f"{', '.join(k for k in obj if k not in ('format', 'version', 'step', 'world_size', 'extra', 'per_rank'))})")
+            held = [k for k in ("model", "optimizer", "lr_scheduler", "grad_scaler") if k in obj]
+            raise KeyError(f"training_state.load: '{path}' holds no {key} state (it holds "
+                           f"{', '.join(held) or 'no object state'}); pass only what was saved")
         value.load_state_dict(obj[key])
     rows = obj["per_rank"].numpy()
     saved_world = int(obj["world_size"])
