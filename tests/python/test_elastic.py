@@ -347,3 +347,98 @@ def test_training_state_errors(tmp_path):
                                        r"state \(it holds no object state\); pass only what was "
                                        r"saved"):
         training_state.load(tmp_path / "t", model=flow.nn.Linear(1, 1))
+
+
+# A rank that joins the job, says so, records its pid and waits to be stopped.
+JOINS_AND_WAITS = """
+    import os, sys, time
+    import oneflow as flow
+    flow.comm.barrier()
+    rank, start = int(os.environ["RANK"]), os.environ["ONEFLOW_RESTART_COUNT"]
+    with open(os.path.join(sys.argv[1], f"pid{rank}.{start}.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.path.join(sys.argv[1], f"pid{rank}.{start}.tmp"),
+               os.path.join(sys.argv[1], f"pid{rank}.{start}"))
+    print(f"rank {rank} of {os.environ['WORLD_SIZE']} in start {start}", flush=True)
+    if start == "1":
+        flow.comm.barrier()
+        sys.exit(0)
+    time.sleep(60)
+"""
+
+
+def _node(k, port, rdzv, script, tmp_path, *extra):
+    return subprocess.Popen(launcher_cmd(
+        "--nnodes", 2, "--node_rank", k, "--master_port", port, "--rdzv_port", rdzv,
+        "--max_restarts", 1, *extra, script, tmp_path), env=env_with(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_a_lost_node_is_waited_for_and_may_come_back(tmp_path):
+    script = write(tmp_path / "waits.py", JOINS_AND_WAITS)
+    port, rdzv = free_port(), free_port()
+    nodes = [_node(k, port, rdzv, script, tmp_path, "--join_timeout", 30) for k in (0, 1)]
+    try:
+        first = wait_for_files([tmp_path / "pid0.0", tmp_path / "pid1.0"], nodes[0])
+        os.killpg(nodes[1].pid, signal.SIGKILL)  # node 1's launcher (its rank dies with it)
+        nodes[1].communicate(timeout=10)
+        assert_all_dead([first[1]], within=5)
+        time.sleep(1)
+        again = _node(1, port, rdzv, script, tmp_path, "--join_timeout", 30)
+        (out0, err0), (out1, err1) = nodes[0].communicate(timeout=60), again.communicate(timeout=60)
+    finally:
+        for p in nodes + [locals().get("again")]:
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert nodes[0].returncode == 0 and again.returncode == 0, err0[-2000:] + err1[-2000:]
+    assert [l for l in err0.splitlines() if " restart " in l] == [
+        PREFIX + "restart 1 of 1 after node 1's launcher is gone (its connection closed): new "
+                 "world 2 node(s) x 1 = 2 rank(s), this node 0"], err0
+    assert PREFIX + "joined the job at its restart 1 of 1: new world 2 node(s) x 1 = 2 rank(s), " \
+                    "this node 1" in err1.splitlines(), err1
+    assert "[rank 1] rank 1 of 2 in start 1" in out1 and "[rank 0] rank 0 of 2 in start 1" in out0
+
+
+def test_a_node_that_does_not_come_back_within_the_join_timeout_ends_the_job(tmp_path):
+    script = write(tmp_path / "waits.py", JOINS_AND_WAITS)
+    port, rdzv = free_port(), free_port()
+    nodes = [_node(k, port, rdzv, script, tmp_path, "--join_timeout", 3) for k in (0, 1)]
+    try:
+        pids = wait_for_files([tmp_path / "pid0.0", tmp_path / "pid1.0"], nodes[0])
+        os.killpg(nodes[1].pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        _, err = nodes[0].communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert nodes[0].returncode == 1
+    assert 3 <= took < 15, took
+    assert err.splitlines()[-1] == (
+        PREFIX + "cannot restart after node 1's launcher is gone (its connection closed): "
+                 "rendezvous: 1 node(s) joined round 1 within 3 s (--join_timeout), --nnodes "
+                 "needs at least 2"), err
+    assert_all_dead(pids)
+
+
+def test_losing_node_0_ends_the_other_launchers_with_one_line(tmp_path):
+    script = write(tmp_path / "waits.py", JOINS_AND_WAITS)
+    port, rdzv = free_port(), free_port()
+    nodes = [_node(k, port, rdzv, script, tmp_path, "--join_timeout", 30) for k in (0, 1)]
+    try:
+        pids = wait_for_files([tmp_path / "pid0.0", tmp_path / "pid1.0"], nodes[0])
+        os.killpg(nodes[0].pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        _, err = nodes[1].communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert nodes[1].returncode == 1
+    assert took < 10, took
+    assert err.splitlines()[-1] == (
+        PREFIX + f"lost the rendezvous at 127.0.0.1:{rdzv} (node 0's launcher is gone: its "
+                 "connection closed)"), err
+    assert_all_dead(pids)

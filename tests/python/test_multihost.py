@@ -119,8 +119,9 @@ def test_a_second_job_on_the_same_port_is_refused(hosts, tmp_path):
 
 def test_losing_a_host_the_other_goes_on_alone_from_the_last_checkpoint(hosts, tmp_path):
     """--nnodes 1:2 --max_restarts 1: host B's launcher is killed at step 4 (rank 2 kills it; its
-    ranks die with it); host A restarts alone on 2 ranks, from the checkpoint the 4 ranks saved
-    after step 3 (resharded), and its losses go on where they stopped."""
+    ranks die with it); host A waits for it (--join_timeout 6), then restarts alone on 2 ranks,
+    from the checkpoint the 4 ranks saved after step 3 (resharded), and its losses go on where
+    they stopped."""
     from test_elastic import PREFIX, TINY, losses, needs_fortunes  # noqa: F401
 
     gpt_dir = "/usr/share/games/fortunes"
@@ -129,7 +130,7 @@ def test_losing_a_host_the_other_goes_on_alone_from_the_last_checkpoint(hosts, t
     port, rdzv = free_port(), free_port()
     procs = [hosts.node(h, "--nnodes", "1:2", "--node_rank", h, "--nproc_per_node", 2,
                         "--master_addr", hosts.addr[0], "--master_port", port,
-                        "--rdzv_port", rdzv, "--max_restarts", 1, "--join_timeout", 20,
+                        "--rdzv_port", rdzv, "--max_restarts", 1, "--join_timeout", 6,
                         os.path.join(DIST, "gpt_killed.py"), "launcher", 2, 4, "--parallel", "dp",
                         *TINY, "--save", tmp_path / "ckpt", "--save_every", 3)
              for h in (0, 1)]
@@ -143,7 +144,6 @@ def test_losing_a_host_the_other_goes_on_alone_from_the_last_checkpoint(hosts, t
     assert code_a == 0, out_a[-3000:] + err_a[-3000:]
     restart = [l for l in err_a.splitlines() if " restart " in l]
     assert len(restart) == 1, err_a[-3000:]
-    print(restart[0])
     assert restart[0].startswith(PREFIX + "restart 1 of 1 after ")
     assert restart[0].endswith(": new world 1 node(s) x 2 = 2 rank(s), this node 0 (was 2 "
                                "node(s) x 2 = 4 rank(s), this node 0)")

@@ -9,8 +9,8 @@ one (--nnodes MIN:MAX): node 0's launcher serves a small rendezvous over TCP, ev
 
 The protocol is JSON lines. A round is one start of the worker group: launchers join it, it
 closes when every node expected has joined (round 0: --nnodes MAX nodes; a restart: the nodes
-of the last round whose launchers are still connected), or at the join timeout with at least
-MIN nodes; every member then gets the world (the nodes in node order, renumbered from 0). When a
+of the last round, a node whose launcher is gone included: it may be started again), or at the
+join timeout with at least MIN nodes; every member then gets the world (the nodes in node order, renumbered from 0). When a
 member reports a failure, or its connection closes, or it sends nothing for HEARTBEAT_TIMEOUT_S,
 every launcher is told to restart and the next round opens. When every member is done, every
 launcher is told the job finished. Nothing waits without a deadline: clients ping every second
@@ -159,10 +159,11 @@ class RendezvousServer:
 
     # -- events (under self.lock) ---------------------------------------------------------
     def _join(self, node, msg):
-        if msg.get("round") != self.round or self.phase != "joining":
+        # round None: a launcher that just started, for whichever round is open
+        if msg.get("round") not in (None, self.round) or self.phase != "joining":
             self._broadcast({"op": "error", "why": (
-                f"node {node} asked to join round {msg.get('round')} but the job is in round "
-                f"{self.round} ({self.phase}); it takes new nodes only when it restarts")}, [node])
+                f"node {node} cannot join: the job is {self.phase} (round {self.round}); it "
+                f"takes nodes only when it starts or restarts")}, [node])
             return
         self.joiners[node] = msg.get("nproc")
         self._maybe_close(timed_out=False)
@@ -170,12 +171,13 @@ class RendezvousServer:
     def _expected(self):
         if self.round == 0:
             return self.max_nodes
-        # a restart waits for the last round's nodes whose launchers are still here
-        return len(set(self.members) & set(self.conns) | set(self.joiners))
+        # A restart waits for every node of the last round (a launcher that is gone may be
+        # started again) until the join timeout, and takes any other that joins meanwhile.
+        return min(self.max_nodes, len(set(self.members) | set(self.joiners)))
 
     def _maybe_close(self, timed_out):
         n = len(self.joiners)
-        if n >= self._expected() or (timed_out and n >= self.min_nodes):
+        if n >= self.min_nodes and (n >= self._expected() or timed_out):
             nprocs = set(self.joiners.values())
             nodes = sorted(self.joiners)
             if len(nprocs) != 1:
@@ -294,8 +296,9 @@ class RendezvousClient:
             return None
 
     def join(self, round_, timeout, should_stop):
-        """The world of round round_: {"nodes": [...], "node_rank": i}. Raises RendezvousError;
-        returns None when should_stop() turned true."""
+        """The world of round round_ (None: of the round open now, for a launcher that just
+        started): {"round": r, "nodes": [...], "node_rank": i}. Raises RendezvousError; returns
+        None when should_stop() turned true."""
         self.send(op="join", round=round_, nproc=self.nproc)
         deadline = time.monotonic() + timeout + HEARTBEAT_TIMEOUT_S
         while True:
@@ -309,7 +312,7 @@ class RendezvousClient:
             except queue.Empty:
                 continue
             op = msg.get("op")
-            if op == "world" and msg.get("round") == round_:
+            if op == "world" and round_ in (None, msg.get("round")):
                 return msg
             if op in ("error", "lost"):
                 raise RendezvousError(msg["why"])

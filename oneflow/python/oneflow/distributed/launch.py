@@ -33,9 +33,10 @@ code), which try, the new world. Past N: one line naming the last failure, and t
 code (1 for a signal). On several nodes the launchers agree through a rendezvous that node 0's
 launcher serves on --rdzv_port (default --master_port + 1; see _rendezvous.py): a failure on any
 node restarts every rank of every node together; a node whose launcher is gone (or silent for
-15 s) is noticed at once and the others restart without it. --nnodes MIN:MAX: the job starts
-with MAX nodes (or, after --join_timeout, with the MIN or more that came) and after a failure
-goes on with the nodes that come back if they are at least MIN, renumbered from 0 in their
+15 s) is noticed at once, and waited for (a launcher started again there joins) until
+--join_timeout. --nnodes MIN:MAX: the job starts with MAX nodes (or, after --join_timeout,
+with the MIN or more that came) and after a failure goes on with the nodes that come back
+within --join_timeout if they are at least MIN, renumbered from 0 in their
 --node_rank order (WORLD_SIZE, RANK, NODE_RANK and GROUP_WORLD_SIZE say the new world). Node 0
 hosts the rendezvous and rank 0: the job cannot go on without it.
 
@@ -621,14 +622,15 @@ class Launcher:
             should_stop=lambda: self.signal_received is not None)
 
     def _world(self, rdzv, restart):
-        """(node_rank, nnodes) of this start; None when a signal came first."""
+        """(node_rank, nnodes, restart) of this start (restart None: the first start of this
+        launcher, which may join a job that already restarted); None when a signal came first."""
         if rdzv is None:
-            return self.args.node_rank, self.args.nnodes
+            return self.args.node_rank, self.args.nnodes, restart or 0
         msg = rdzv.join(restart, self.args.join_timeout,
                         should_stop=lambda: self.signal_received is not None)
         if msg is None:
             return None
-        return msg["node_rank"], len(msg["nodes"])
+        return msg["node_rank"], len(msg["nodes"]), msg["round"]
 
     def run(self):
         from oneflow.distributed._rendezvous import RendezvousError
@@ -639,18 +641,26 @@ class Launcher:
         try:
             if self._elastic():
                 rdzv = self._connect()
-            restart, world = 0, None
+            restart, world, why = None, None, None
             while True:
                 before = world
-                world = self._world(rdzv, restart)
+                try:
+                    world = self._world(rdzv, restart)
+                except RendezvousError as e:
+                    self.note(f"cannot restart after {why}: {e}" if why else str(e))
+                    return 1
                 if world is None:
                     return 128 + int(self.signal_received)
-                node_rank, nnodes = world
-                if restart:
-                    was = f" (was {_world_text(*before, a.nproc_per_node)})" \
+                node_rank, nnodes, restart = world
+                now = _world_text(node_rank, nnodes, a.nproc_per_node)
+                if why is not None:
+                    was = f" (was {_world_text(*before[:2], a.nproc_per_node)})" \
                         if before[1] != nnodes else ""
                     self.note(f"restart {restart} of {a.max_restarts} after {why}: new world "
-                              f"{_world_text(node_rank, nnodes, a.nproc_per_node)}{was}")
+                              f"{now}{was}")
+                elif restart:
+                    self.note(f"joined the job at its restart {restart} of {a.max_restarts}: "
+                              f"new world {now}")
                 outcome = self._run_group(node_rank, nnodes, restart, rdzv)
                 if outcome[0] == "done":
                     return 0
