@@ -309,12 +309,14 @@ def test_training_state_keeps_the_newest_complete_checkpoints(tmp_path):
     model = flow.nn.Linear(3, 2)
     opt = flow.optim.Adam(model.parameters(), lr=0.1)
     sched = flow.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    scaler = flow.amp.GradScaler(init_scale=256.0, growth_interval=2)
     for step in range(1, 5):
-        model(flow.randn(4, 3)).sum().backward()
-        opt.step()
+        scaler.scale(model(flow.randn(4, 3)).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
         training_state.save(tmp_path, step, model=model, optimizer=opt, lr_scheduler=sched,
-                            extra={"epoch": 7}, keep=2)
+                            grad_scaler=scaler, extra={"epoch": 7}, keep=2)
     (tmp_path / "step-00000009").mkdir()  # a save that died before its rename looks like this
     assert sorted(os.listdir(tmp_path)) == ["step-00000003", "step-00000004", "step-00000009"]
     assert training_state.latest(tmp_path) == str(tmp_path / "step-00000004")
@@ -323,12 +325,15 @@ def test_training_state_keeps_the_newest_complete_checkpoints(tmp_path):
     model2 = flow.nn.Linear(3, 2)
     opt2 = flow.optim.Adam(model2.parameters(), lr=0.1)
     sched2 = flow.optim.lr_scheduler.StepLR(opt2, step_size=1, gamma=0.5)
-    got = training_state.load(tmp_path, model=model2, optimizer=opt2, lr_scheduler=sched2)
+    scaler2 = flow.amp.GradScaler()
+    got = training_state.load(tmp_path, model=model2, optimizer=opt2, lr_scheduler=sched2,
+                              grad_scaler=scaler2)
     assert (got["step"], got["world_size"], got["extra"]) == (4, 1, {"epoch": 7})
     assert flow.randn(3).numpy().tobytes() == drawn.tobytes()  # the generators came back
     assert model2.weight.numpy().tobytes() == model.weight.numpy().tobytes()
     assert opt2.state_dict()["state"][0]["step"] == 4
     assert sched2.get_last_lr() == sched.get_last_lr()
+    assert scaler2.get_scale() == scaler.get_scale() == 1024.0  # grown twice, every 2 steps
     assert training_state.load(tmp_path / "none") is None
 
 
