@@ -447,3 +447,20 @@ def test_losing_node_0_ends_the_other_launchers_with_one_line(tmp_path):
         PREFIX + f"lost the rendezvous at 127.0.0.1:{rdzv} (node 0's launcher is gone: its "
                  "connection closed)"), err
     assert_all_dead(pids)
+
+
+@pytest.mark.parametrize("node, message", [
+    (0, "oneflow.distributed.launch: rendezvous: 1 node(s) joined round 0 within 2 s "
+        "(--join_timeout), --nnodes needs at least 2"),
+    (1, "oneflow.distributed.launch: cannot reach the rendezvous of node 0's launcher at "
+        "127.0.0.1:{rdzv} within 2 s (--join_timeout): "),
+])
+def test_a_node_alone_at_the_start_gives_up_after_the_join_timeout(tmp_path, node, message):
+    script = write(tmp_path / "never.py", "raise SystemExit('never started')\n")
+    rdzv = free_port()
+    t0 = time.monotonic()
+    p = _node(node, free_port(), rdzv, script, tmp_path, "--join_timeout", 2)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 1 and 2 <= time.monotonic() - t0 < 15
+    assert err.splitlines()[-1].startswith(message.format(rdzv=rdzv)), err
+    assert "never started" not in out + err

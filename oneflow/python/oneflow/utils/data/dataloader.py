@@ -200,7 +200,12 @@ class DataLoader:
         self._progress["epoch"] = state["epoch"] - (0 if state["done"] else 1)
 
     def _generator(self):
-        return self.generator if self.generator is not None else flow.default_generator
+        """The generator the epoch's order is drawn from (a sampler's own, the loader's, or the
+        default one)."""
+        for g in (getattr(self.sampler, "generator", None), self.generator):
+            if g is not None:
+                return g
+        return flow.default_generator
 
     def _tasks(self, resume):
         """This epoch's index lists (indices unbatched), and how many a resume skipped."""
