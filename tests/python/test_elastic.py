@@ -464,3 +464,29 @@ def test_a_node_alone_at_the_start_gives_up_after_the_join_timeout(tmp_path, nod
     assert p.returncode == 1 and 2 <= time.monotonic() - t0 < 15
     assert err.splitlines()[-1].startswith(message.format(rdzv=rdzv)), err
     assert "never started" not in out + err
+
+
+@needs_fortunes
+def test_gpt_resumes_in_another_world_size_and_layout(tmp_path):
+    """Saved by 2 ranks under zero after 4 steps, resumed by 4 ranks under tp (the model and
+    the AdamW state resharded): the losses go on as the 2-rank run's."""
+    gpt_py = os.path.join(ROOT, "examples", "gpt.py")
+    def tiny(steps):  # 4 heads: whole heads on each of 4 ranks
+        return ["--n_layer", 1, "--n_embd", 16, "--n_head", 4, "--block_size", 8,
+                "--batch_size", 4, "--steps", steps, "--eval_interval", 0]
+
+    six = tiny(6)
+    whole = launch("--nproc_per_node", 2, "--master_port", free_port(), gpt_py, "--parallel",
+                   "zero", *six)
+    saved = launch("--nproc_per_node", 2, "--master_port", free_port(), gpt_py, "--parallel",
+                   "zero", *tiny(4), "--save", tmp_path / "ckpt")
+    resumed = launch("--nproc_per_node", 4, "--master_port", free_port(), gpt_py, "--parallel",
+                     "tp", *six, "--save", tmp_path / "ckpt")
+    for r in (whole, saved, resumed):
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "[rank 0] resumed from " + str(tmp_path / "ckpt" / "step-00000004") + \
+        " (step 4, saved by 2 rank(s)) on 4 rank(s)" in resumed.stdout
+    expected, got = losses(whole.stdout), losses(resumed.stdout)
+    assert sorted(got) == [4, 5]
+    for step in (4, 5):  # another layout: another order of the sums
+        assert abs(got[step] - expected[step]) < 1e-4, (step, got, expected)
