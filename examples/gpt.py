@@ -31,12 +31,15 @@ resumes from its newest complete one (any layout, any number of ranks): with the
 parameters as a run that was never interrupted:
     python3 -m oneflow.distributed.launch --nproc_per_node 2 --max_restarts 3 examples/gpt.py \
         --parallel dp --save ckpt --save_every 50
+With --save, SIGTERM (the launcher forwards it, e.g. from a preempted machine, --term_timeout
+seconds before its SIGKILL) makes every rank save at the end of the step and stop.
 --load DIR reads a model checkpoint (oneflow.save, sharded or not) before training.
 """
 
 import argparse
 import math
 import os
+import signal
 import time
 
 import numpy as np
@@ -475,6 +478,25 @@ class Trainer:
         return total
 
 
+class _PreemptionFlag:
+    """SIGTERM (the launcher's, on a preempted machine) asks for a checkpoint: the ranks agree
+    after each step (any rank that got it makes all save at the same step) and stop."""
+
+    def __init__(self, world):
+        self.world, self.received = world, False
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum, frame):
+        self.received = True
+
+    def agreed(self):
+        if self.world == 1:
+            return self.received
+        flag = flow.tensor([int(self.received)])
+        flow.comm.all_reduce(flag, op=flow.comm.ReduceOp.MAX)
+        return bool(flag.item())
+
+
 def build(args, vocab_size, world):
     layout = Layout(args.parallel, world, args.n_head, vocab_size, tp=args.tp,
                     micro_batches=args.micro_batches, schedule=args.schedule,
@@ -543,6 +565,7 @@ def main(argv=None):
     say(f"gpt: {n_params} parameters, vocabulary {data.vocab_size}, {len(data.train)} training "
         f"characters, --parallel {args.parallel} on {world} rank(s)")
     tokens = args.batch_size * args.block_size
+    preempted = _PreemptionFlag(world) if args.save else None
     for step in range(start, args.steps):
         xb, yb = data.batch("train", args.batch_size, args.block_size, args.seed + step)
         t0 = time.perf_counter()
@@ -561,6 +584,10 @@ def main(argv=None):
                            for k in range(args.eval_batches)])
             text = data.decode(trainer.sample(args.sample_tokens, seed=step))
             say(f"step {step}: validation loss {val:.4f} | sample: {text!r}", flush=True)
+        if preempted is not None and preempted.agreed() and step + 1 < args.steps:
+            path = training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)
+            say(f"received SIGTERM: saved {path}; stopping", flush=True)
+            return
         if args.save and args.save_every and (step + 1) % args.save_every == 0 \
                 and step + 1 < args.steps:
             training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)

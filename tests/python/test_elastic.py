@@ -21,8 +21,15 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 import gpt  # noqa: E402
 
 PREFIX = "oneflow.distributed.launch: "
-TINY = ["--n_layer", 1, "--n_embd", 16, "--n_head", 2, "--block_size", 8, "--batch_size", 4,
-        "--steps", 8, "--eval_interval", 0]
+
+
+def tiny(steps=8, n_head=2):
+    """A GPT of a few thousand parameters, a few steps: seconds per run."""
+    return ["--n_layer", 1, "--n_embd", 16, "--n_head", n_head, "--block_size", 8,
+            "--batch_size", 4, "--steps", steps, "--eval_interval", 0]
+
+
+TINY = tiny()
 needs_fortunes = pytest.mark.skipif(not os.path.isdir(gpt.FORTUNES),
                                     reason=f"Debian's fortunes package is not installed ({gpt.FORTUNES})")
 
@@ -471,15 +478,11 @@ def test_gpt_resumes_in_another_world_size_and_layout(tmp_path):
     """Saved by 2 ranks under zero after 4 steps, resumed by 4 ranks under tp (the model and
     the AdamW state resharded): the losses go on as the 2-rank run's."""
     gpt_py = os.path.join(ROOT, "examples", "gpt.py")
-    def tiny(steps):  # 4 heads: whole heads on each of 4 ranks
-        return ["--n_layer", 1, "--n_embd", 16, "--n_head", 4, "--block_size", 8,
-                "--batch_size", 4, "--steps", steps, "--eval_interval", 0]
-
-    six = tiny(6)
+    six = tiny(6, n_head=4)  # whole heads on each of 4 ranks
     whole = launch("--nproc_per_node", 2, "--master_port", free_port(), gpt_py, "--parallel",
                    "zero", *six)
     saved = launch("--nproc_per_node", 2, "--master_port", free_port(), gpt_py, "--parallel",
-                   "zero", *tiny(4), "--save", tmp_path / "ckpt")
+                   "zero", *tiny(4, n_head=4), "--save", tmp_path / "ckpt")
     resumed = launch("--nproc_per_node", 4, "--master_port", free_port(), gpt_py, "--parallel",
                      "tp", *six, "--save", tmp_path / "ckpt")
     for r in (whole, saved, resumed):
@@ -490,3 +493,35 @@ def test_gpt_resumes_in_another_world_size_and_layout(tmp_path):
     assert sorted(got) == [4, 5]
     for step in (4, 5):  # another layout: another order of the sums
         assert abs(got[step] - expected[step]) < 1e-4, (step, got, expected)
+
+
+@needs_fortunes
+def test_gpt_saves_on_sigterm_and_resumes_from_there(tmp_path):
+    gpt_py = os.path.join(ROOT, "examples", "gpt.py")
+    args = tiny(steps=100000)
+    p = subprocess.Popen(launcher_cmd("--nproc_per_node", 2, "--master_port", free_port(),
+                                      "--term_timeout", 20, gpt_py, "--parallel", "dp", *args,
+                                      "--save", tmp_path / "ckpt"),
+                         env=env_with(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out = ""
+        while "step 3: loss" not in out:  # rank 0's lines; the job is training
+            line = p.stdout.readline()
+            assert line, p.stderr.read()[-3000:]
+            out += line
+        p.send_signal(signal.SIGTERM)
+        rest, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, err[-3000:]
+    m = re.search(r"\[rank 0\] received SIGTERM: saved (.*step-(\d+)); stopping", rest)
+    assert m, rest[-2000:] + err[-2000:]
+    step = int(m.group(2))
+    assert step >= 4 and "processes still running" not in err
+    resumed = launch("--nproc_per_node", 2, "--master_port", free_port(), gpt_py, "--parallel",
+                     "dp", *tiny(steps=step + 1), "--save", tmp_path / "ckpt")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"[rank 0] resumed from {m.group(1)} (step {step}, saved by 2 rank(s)) on 2 rank(s)" \
+        in resumed.stdout
+    assert sorted(losses(resumed.stdout)) == [step]

@@ -122,7 +122,7 @@ def test_losing_a_host_the_other_goes_on_alone_from_the_last_checkpoint(hosts, t
     ranks die with it); host A waits for it (--join_timeout 6), then restarts alone on 2 ranks,
     from the checkpoint the 4 ranks saved after step 3 (resharded), and its losses go on where
     they stopped."""
-    from test_elastic import PREFIX, TINY, losses, needs_fortunes  # noqa: F401
+    from test_elastic import PREFIX, TINY, losses
 
     gpt_dir = "/usr/share/games/fortunes"
     if not os.path.isdir(gpt_dir):
