@@ -221,9 +221,10 @@ def test_two_launchers_restart_every_rank_together(tmp_path):
 # ---- the DataLoader's place ----------------------------------------------------------------
 
 def batches_by_place(out):
-    """{(rank, epoch, index): values} from `[rank R] batch E I: values` lines (the last one)."""
+    """{(rank, epoch, index): values and the random numbers drawn after them} from
+    `[rank R] batch E I: values drew [...]` lines (the last one)."""
     return {(int(m.group(1)), int(m.group(2)), int(m.group(3))): m.group(4) for m in re.finditer(
-        r"\[rank (\d+)\] batch (\d+) (\d+): (\[.*\])", out)}
+        r"\[rank (\d+)\] batch (\d+) (\d+): (\[.*\] drew \[.*\])", out)}
 
 
 def test_dataloader_resumed_mid_epoch_across_a_restart_yields_the_same_batches(tmp_path):
