@@ -30,8 +30,9 @@ def tiny(steps=8, n_head=2):
 
 
 TINY = tiny()
-needs_fortunes = pytest.mark.skipif(not os.path.isdir(gpt.FORTUNES),
-                                    reason=f"Debian's fortunes package is not installed ({gpt.FORTUNES})")
+needs_fortunes = pytest.mark.skipif(
+    not os.path.isdir(gpt.FORTUNES),
+    reason=f"Debian's fortunes package is not installed ({gpt.FORTUNES})")
 
 
 def losses(out):
@@ -78,7 +79,8 @@ DIES_EVERY_TIME = """
     for name, pid in (("pid", os.getpid()), ("grandchild", child.pid)):
         with open(os.path.join(d, f"{name}{rank}.{start}.tmp"), "w") as f:
             f.write(str(pid))
-        os.replace(os.path.join(d, f"{name}{rank}.{start}.tmp"), os.path.join(d, f"{name}{rank}.{start}"))
+        os.replace(os.path.join(d, f"{name}{rank}.{start}.tmp"),
+                   os.path.join(d, f"{name}{rank}.{start}"))
     if rank == 1:
         while not os.path.exists(os.path.join(d, f"pid0.{start}")):
             time.sleep(0.02)
@@ -156,7 +158,8 @@ def test_sigterm_reaches_every_rank_with_the_grace_period(tmp_path, term_timeout
 @pytest.mark.parametrize("args, message", [
     (["--nnodes", "3:2", "x.py"], "--nnodes 3:2: MIN 3 is larger than MAX 2"),
     (["--nnodes", "0:2", "x.py"], "--nnodes MIN must be at least 1, got 0"),
-    (["--nnodes", "1:2", "--node_rank", "2", "x.py"], "--node_rank 2 is out of range for --nnodes 2"),
+    (["--nnodes", "1:2", "--node_rank", "2", "x.py"],
+     "--node_rank 2 is out of range for --nnodes 2"),
     (["--max_restarts", "-1", "x.py"], "--max_restarts must not be negative, got -1"),
     (["--term_timeout", "0", "x.py"], "--term_timeout must be positive, got 0"),
     (["--join_timeout", "soon", "x.py"], "--join_timeout must be a number of seconds, got 'soon'"),

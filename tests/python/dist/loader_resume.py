@@ -1,7 +1,7 @@
 """Two epochs of a DataLoader (DistributedSampler with shuffle, 2 workers) on every rank, each
-batch printed as `batch E I: values drew [random numbers drawn after it]`. With a folder: the state is saved (flow.utils.training_state)
-after batch 2 of epoch 1, rank 1 then dies by SIGKILL in the first start, and a start finding
-the checkpoint goes on from it.
+batch printed as `batch E I: values drew [random numbers drawn after it]`. With a folder: the
+state is saved (flow.utils.training_state) after batch 2 of epoch 1, rank 1 then dies by
+SIGKILL in the first start, and a start finding the checkpoint goes on from it.
 
     usage: loader_resume.py [FOLDER]
 """

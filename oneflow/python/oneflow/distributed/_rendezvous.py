@@ -4,17 +4,19 @@ one (--nnodes MIN:MAX): node 0's launcher serves a small rendezvous over TCP, ev
 
     server = RendezvousServer(port, min_nodes=1, max_nodes=2, join_timeout=60, job="...")
     client = RendezvousClient("10.0.0.1", port, node=1, job="...", nproc=2, timeout=60)
-    world = client.join(round_=0, should_stop=lambda: False)   # {"nodes": [0, 1], ...}
-    ...  client.failed(0, "rank 3 (node 1) was killed by SIGKILL")  /  client.done(0)
+    world = client.join(None, timeout=60, should_stop=lambda: False)  # {"round": 0, "nodes": ...}
+    client.send(op="failed", round=0, why="rank 3 (node 1) was killed by SIGKILL")  # or op="done"
+    client.poll()                          # {"op": "restart", "why": ...}, "finished", "lost"
 
 The protocol is JSON lines. A round is one start of the worker group: launchers join it, it
 closes when every node expected has joined (round 0: --nnodes MAX nodes; a restart: the nodes
 of the last round, a node whose launcher is gone included: it may be started again), or at the
-join timeout with at least MIN nodes; every member then gets the world (the nodes in node order, renumbered from 0). When a
-member reports a failure, or its connection closes, or it sends nothing for HEARTBEAT_TIMEOUT_S,
-every launcher is told to restart and the next round opens. When every member is done, every
-launcher is told the job finished. Nothing waits without a deadline: clients ping every second
-and give up on a silent server after HEARTBEAT_TIMEOUT_S.
+join timeout with at least MIN nodes; every member then gets the world (the nodes in node
+order, renumbered from 0). When a member reports a failure, or its connection closes, or it
+sends nothing for HEARTBEAT_TIMEOUT_S, every launcher is told to restart and the next round
+opens. When every member is done, every launcher is told the job finished. Nothing waits
+without a deadline: clients ping every second and give up on a silent server after
+HEARTBEAT_TIMEOUT_S.
 """
 
 import json
@@ -137,7 +139,8 @@ class RendezvousServer:
         else:
             with self.lock:
                 if node in self.conns:
-                    refusal = f"node {node} is already connected (two launchers with --node_rank {node}?)"
+                    refusal = (f"node {node} is already connected (two launchers with "
+                               f"--node_rank {node}?)")
                 elif not 0 <= node < self.max_nodes:
                     refusal = f"node {node} is out of range for --nnodes MAX {self.max_nodes}"
                 else:

@@ -217,8 +217,8 @@ class DataLoader:
         skip = resume["yielded"]
         sampler = self.sampler
         saved_replicas = resume.get("num_replicas")
-        if isinstance(sampler, DistributedSampler) and saved_replicas not in (None, sampler.num_replicas) \
-                and isinstance(self.batch_sampler, BatchSampler):
+        if isinstance(sampler, DistributedSampler) and isinstance(self.batch_sampler, BatchSampler) \
+                and saved_replicas not in (None, sampler.num_replicas):
             # Another world size: the first yielded * batch_size * saved ranks indices of the
             # epoch's order were taken; the new ranks share the rest.
             sampler._start = skip * self.batch_sampler.batch_size * saved_replicas
