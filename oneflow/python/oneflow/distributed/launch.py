@@ -70,6 +70,7 @@ GRACE_PERIOD_S = 5.0   # --term_timeout's default
 JOIN_TIMEOUT_S = 60.0  # --join_timeout's default
 TAIL_LINES = 20
 _POLL_S = 0.05
+_FINISH_NOTE_S = 30.0  # a node done before the others says so once after this long
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -588,9 +589,14 @@ class Launcher:
         """This node's ranks are done: the job is when every node's are (or restarts when
         another node's failed)."""
         rdzv.send(op="done", round=restart)
+        say_at = time.monotonic() + _FINISH_NOTE_S
         while self.signal_received is None:
             msg = rdzv.poll()
             if msg is None:
+                if say_at is not None and time.monotonic() > say_at:
+                    self.note(f"this node's ranks are done; waiting (for {_FINISH_NOTE_S:g} s "
+                              "now) for the other nodes' ranks to end")
+                    say_at = None
                 time.sleep(_POLL_S)
             elif msg.get("op") == "finished" or msg.get("op") == "lost":
                 return ("done",)  # lost after done: node 0 finished and went
