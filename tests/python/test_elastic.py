@@ -383,9 +383,9 @@ JOINS_AND_WAITS = """
 """
 
 
-def _node(k, port, rdzv, script, tmp_path, *extra):
+def _node(k, port, rdzv, script, tmp_path, *extra, nnodes=2):
     return subprocess.Popen(launcher_cmd(
-        "--nnodes", 2, "--node_rank", k, "--master_port", port, "--rdzv_port", rdzv,
+        "--nnodes", nnodes, "--node_rank", k, "--master_port", port, "--rdzv_port", rdzv,
         "--max_restarts", 1, *extra, script, tmp_path), env=env_with(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -529,3 +529,25 @@ def test_gpt_saves_on_sigterm_and_resumes_from_there(tmp_path):
     assert f"[rank 0] resumed from {m.group(1)} (step {step}, saved by 2 rank(s)) on 2 rank(s)" \
         in resumed.stdout
     assert sorted(losses(resumed.stdout)) == [step]
+
+
+def test_a_preempted_node_leaves_and_the_others_go_on_in_a_smaller_world(tmp_path):
+    script = write(tmp_path / "waits.py", JOINS_AND_WAITS)
+    port, rdzv = free_port(), free_port()
+    nodes = [_node(k, port, rdzv, script, tmp_path, "--join_timeout", 2, nnodes="1:2")
+             for k in (0, 1)]
+    try:
+        pids = wait_for_files([tmp_path / "pid0.0", tmp_path / "pid1.0"], nodes[0])
+        nodes[1].send_signal(signal.SIGTERM)  # node 1's machine is preempted
+        (out0, err0), (_, err1) = nodes[0].communicate(timeout=60), nodes[1].communicate(timeout=30)
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert nodes[1].returncode == 128 + signal.SIGTERM, err1
+    assert nodes[0].returncode == 0, err0[-3000:]
+    assert [l for l in err0.splitlines() if " restart " in l] == [
+        PREFIX + "restart 1 of 1 after node 1's launcher received SIGTERM: new world 1 node(s) x "
+                 "1 = 1 rank(s), this node 0 (was 2 node(s) x 1 = 2 rank(s), this node 0)"], err0
+    assert "[rank 0] rank 0 of 1 in start 1" in out0
+    assert_all_dead(pids)
