@@ -24,13 +24,22 @@ Layouts (--parallel, several joined with '+' where they compose: dp+zero, tp+zer
          rest + head on the second half) run by flow.nn.parallel.Pipeline with micro-batches
   zero   dp with the AdamW state split over the ranks (flow.distributed.ZeroRedundancyOptimizer)
 --checkpoint recomputes each block's activations in backward (flow.utils.checkpoint) under any
-layout. --save DIR writes a sharded checkpoint at the end and --load DIR reads one (any layout,
-any number of ranks) before training.
+layout. --save DIR keeps training-state checkpoints in DIR (flow.utils.training_state: model and
+optimizer, sharded) at the end and every --save_every steps, and a run started with DIR
+resumes from its newest complete one (any layout, any number of ranks): with the launcher's
+--max_restarts, a job that lost a rank goes on from there by itself, and ends with the same
+parameters as a run that was never interrupted:
+    python3 -m oneflow.distributed.launch --nproc_per_node 2 --max_restarts 3 examples/gpt.py \
+        --parallel dp --save ckpt --save_every 50
+With --save, SIGTERM (the launcher forwards it, e.g. from a preempted machine, --term_timeout
+seconds before its SIGKILL) makes every rank save at the end of the step and stop.
+--load DIR reads a model checkpoint (oneflow.save, sharded or not) before training.
 """
 
 import argparse
 import math
 import os
+import signal
 import time
 
 import numpy as np
@@ -38,6 +47,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 import oneflow.nn.functional as F
+from oneflow.utils import training_state
 from oneflow.utils.checkpoint import checkpoint
 
 FORTUNES = "/usr/share/games/fortunes"
@@ -468,6 +478,25 @@ class Trainer:
         return total
 
 
+class _PreemptionFlag:
+    """SIGTERM (the launcher's, on a preempted machine) asks for a checkpoint: the ranks agree
+    after each step (any rank that got it makes all save at the same step) and stop."""
+
+    def __init__(self, world):
+        self.world, self.received = world, False
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum, frame):
+        self.received = True
+
+    def agreed(self):
+        if self.world == 1:
+            return self.received
+        flag = flow.tensor([int(self.received)])
+        flow.comm.all_reduce(flag, op=flow.comm.ReduceOp.MAX)
+        return bool(flag.item())
+
+
 def build(args, vocab_size, world):
     layout = Layout(args.parallel, world, args.n_head, vocab_size, tp=args.tp,
                     micro_batches=args.micro_batches, schedule=args.schedule,
@@ -503,7 +532,11 @@ def parser():
     ap.add_argument("--sample_tokens", type=int, default=60)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--data", default=FORTUNES, help="folder of fortune databases")
-    ap.add_argument("--save", help="write a sharded checkpoint of the model here at the end")
+    ap.add_argument("--save", help="folder of training-state checkpoints: written at the end "
+                    "(and every --save_every steps); the newest complete one is resumed from at "
+                    "the start, under any layout and world size")
+    ap.add_argument("--save_every", type=int, default=0,
+                    help="with --save: a checkpoint every this many steps (0: at the end only)")
     ap.add_argument("--load", help="start from this (sharded or whole) checkpoint")
     return ap
 
@@ -520,11 +553,20 @@ def main(argv=None):
     if args.load:
         model.load_state_dict(flow.load(args.load))
     say = print if rank == 0 else (lambda *a, **k: None)
+    start = 0
+    if args.save:
+        # As torchrun's user scripts do: a (re)started job goes on from its last checkpoint.
+        resumed = training_state.load(args.save, model=model, optimizer=trainer.opt)
+        if resumed is not None:
+            start = resumed["step"]
+            say(f"resumed from {resumed['path']} (step {start}, saved by "
+                f"{resumed['world_size']} rank(s)) on {world} rank(s)", flush=True)
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
     say(f"gpt: {n_params} parameters, vocabulary {data.vocab_size}, {len(data.train)} training "
         f"characters, --parallel {args.parallel} on {world} rank(s)")
     tokens = args.batch_size * args.block_size
-    for step in range(args.steps):
+    preempted = _PreemptionFlag(world) if args.save else None
+    for step in range(start, args.steps):
         xb, yb = data.batch("train", args.batch_size, args.block_size, args.seed + step)
         t0 = time.perf_counter()
         loss = trainer.step(xb, yb)
@@ -542,10 +584,17 @@ def main(argv=None):
                            for k in range(args.eval_batches)])
             text = data.decode(trainer.sample(args.sample_tokens, seed=step))
             say(f"step {step}: validation loss {val:.4f} | sample: {text!r}", flush=True)
+        if preempted is not None and preempted.agreed() and step + 1 < args.steps:
+            path = training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)
+            say(f"received SIGTERM: saved {path}; stopping", flush=True)
+            return
+        if args.save and args.save_every and (step + 1) % args.save_every == 0 \
+                and step + 1 < args.steps:
+            training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)
     print(f"rank {rank}: optimizer state {trainer.optimizer_state_bytes()} bytes", flush=True)
     if args.save:
-        flow.save(model.state_dict(), args.save, sharded=True)
-        say(f"saved a sharded checkpoint to {args.save}")
+        path = training_state.save(args.save, args.steps, model=model, optimizer=trainer.opt)
+        say(f"saved a sharded checkpoint to {path}")
 
 
 if __name__ == "__main__":

@@ -115,3 +115,42 @@ def test_a_second_job_on_the_same_port_is_refused(hosts, tmp_path):
     assert (f"was refused by the master at {hosts.addr[0]}:{port}: its command is "
             f"'python3 -u {second}' but this job's is 'python3 -u {first}' (another job on this "
             f"port? give each job its own --master_port") in err, err[-3000:]
+
+
+def test_losing_a_host_the_other_goes_on_alone_from_the_last_checkpoint(hosts, tmp_path):
+    """--nnodes 1:2 --max_restarts 1: host B's launcher is killed at step 4 (rank 2 kills it; its
+    ranks die with it); host A waits for it (--join_timeout 6), then restarts alone on 2 ranks,
+    from the checkpoint the 4 ranks saved after step 3 (resharded), and its losses go on where
+    they stopped."""
+    from test_elastic import PREFIX, TINY, losses
+
+    gpt_dir = "/usr/share/games/fortunes"
+    if not os.path.isdir(gpt_dir):
+        pytest.skip(f"Debian's fortunes package is not installed ({gpt_dir})")
+    port, rdzv = free_port(), free_port()
+    procs = [hosts.node(h, "--nnodes", "1:2", "--node_rank", h, "--nproc_per_node", 2,
+                        "--master_addr", hosts.addr[0], "--master_port", port,
+                        "--rdzv_port", rdzv, "--max_restarts", 1, "--join_timeout", 6,
+                        os.path.join(DIST, "gpt_killed.py"), "launcher", 2, 4, "--parallel", "dp",
+                        *TINY, "--save", tmp_path / "ckpt", "--save_every", 3)
+             for h in (0, 1)]
+    try:
+        (code_a, out_a, err_a), (code_b, _, _) = _finish(procs, timeout=120)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    assert code_b == -signal.SIGKILL
+    assert code_a == 0, out_a[-3000:] + err_a[-3000:]
+    restart = [l for l in err_a.splitlines() if " restart " in l]
+    assert len(restart) == 1, err_a[-3000:]
+    assert restart[0].startswith(PREFIX + "restart 1 of 1 after ")
+    assert restart[0].endswith(": new world 1 node(s) x 2 = 2 rank(s), this node 0 (was 2 "
+                               "node(s) x 2 = 4 rank(s), this node 0)")
+    assert "[rank 0] resumed from " + str(tmp_path / "ckpt" / "step-00000003") + \
+        " (step 3, saved by 4 rank(s)) on 2 rank(s)" in out_a
+    before, after = out_a.split("resumed from", 1)
+    lost, resumed = losses(before), losses(after)
+    assert sorted(resumed) == list(range(3, 8))
+    # step 3 again, on 2 ranks instead of 4: the same batch and weights, another reduction order
+    assert 3 in lost and abs(resumed[3] - lost[3]) < 1e-4, (lost, resumed)

@@ -24,6 +24,7 @@ import sys
 import oneflow as flow
 from oneflow.utils.data.collate import default_collate, default_convert
 from oneflow.utils.data.dataset import IterableDataset
+from oneflow.utils.data.distributed import DistributedSampler
 from oneflow.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 
 # How long the main process waits for a batch before checking that the workers are alive.
@@ -169,26 +170,119 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.pin_memory_device = pin_memory_device
         self._workers = None  # the persistent workers' iterator
+        # Where the current epoch is (state_dict): iterators started, batches given out, the
+        # generator state its order was drawn from, the workers' seed draw.
+        self._progress = {"epoch": -1, "yielded": 0, "done": True, "rng": None,
+                          "seed_count": None}
+        self._resume = None  # a state from load_state_dict, for the next __iter__
+
+    def state_dict(self):
+        """Where this loader is: a resumed loader (load_state_dict, then iter) yields the
+        batches this one would have yielded next (plain data: numbers and lists)."""
+        state = dict(self._progress)
+        sampler = self.sampler
+        if hasattr(sampler, "epoch"):  # DistributedSampler and its kin
+            state["sampler_epoch"] = sampler.epoch
+        if isinstance(sampler, DistributedSampler):
+            state["num_replicas"] = sampler.num_replicas
+        return state
+
+    def load_state_dict(self, state):
+        """The next iteration goes on from state's place: the rest of its epoch (or, when that
+        epoch was done, the next one)."""
+        missing = [k for k in ("epoch", "yielded", "done", "rng", "seed_count") if k not in state]
+        if missing:
+            raise ValueError(f"DataLoader.load_state_dict: the state lacks {', '.join(missing)}; "
+                             f"expected one from DataLoader.state_dict()")
+        self._resume = dict(state)
+        if state.get("sampler_epoch") is not None and hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(state["sampler_epoch"])
+        self._progress["epoch"] = state["epoch"] - (0 if state["done"] else 1)
+
+    def _generator(self):
+        """The generator the epoch's order is drawn from (a sampler's own, the loader's, or the
+        default one)."""
+        for g in (getattr(self.sampler, "generator", None), self.generator):
+            if g is not None:
+                return g
+        return flow.default_generator
+
+    def _tasks(self, resume):
+        """This epoch's index lists (indices unbatched), and how many a resume skipped."""
+        source = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        gen = self._generator()
+        if resume is None or resume["done"]:
+            self._progress["rng"] = [int(v) for v in gen.get_state().tolist()]
+            return (None if source is None else iter(source)), 0
+        skip = resume["yielded"]
+        sampler = self.sampler
+        saved_replicas = resume.get("num_replicas")
+        if isinstance(sampler, DistributedSampler) and isinstance(self.batch_sampler, BatchSampler) \
+                and saved_replicas not in (None, sampler.num_replicas):
+            # Another world size: the first yielded * batch_size * saved ranks indices of the
+            # epoch's order were taken; the new ranks share the rest.
+            sampler._start = skip * self.batch_sampler.batch_size * saved_replicas
+            skip = 0
+        self._progress["rng"] = resume["rng"]
+        if source is None:  # a stream: nothing to redraw, its batches are skipped by loading them
+            return None, skip
+        # Draw the epoch's order from the generator state it was drawn from, then put the
+        # generator back where the checkpoint left it.
+        now = gen.get_state()
+        if resume["rng"] is not None:
+            gen.set_state(flow.tensor(resume["rng"], dtype=flow.uint8))
+        try:
+            tasks = iter(source)
+            for _ in itertools.islice(tasks, skip):
+                pass
+            first = next(tasks, _END)
+        finally:
+            gen.set_state(now)
+        return (iter(()) if first is _END else itertools.chain([first], tasks)), skip
 
     def __iter__(self):
+        resume, self._resume = self._resume, None
+        if resume is not None and resume.get("seed_count") is not None and self.num_workers > 0:
+            from oneflow import _tensor_api
+
+            # the workers' base seed of the epoch being resumed
+            _seed_draws.update(seedings=_tensor_api._seedings, count=resume["seed_count"] - 1)
+        tasks, skip = self._tasks(resume)
+        self._progress.update(epoch=self._progress["epoch"] + 1, yielded=skip, done=False)
         if self.num_workers > 0:
+            if isinstance(self.dataset, IterableDataset) and skip:
+                return self._skipping(_MultiProcessIter(self), skip)
             if not self.persistent_workers:
-                return _MultiProcessIter(self)
+                return _MultiProcessIter(self, tasks, skip)
             if self._workers is None or not self._workers.alive():
-                self._workers = _MultiProcessIter(self)
+                self._workers = _MultiProcessIter(self, tasks, skip)
             else:
-                self._workers.start_epoch()
+                self._workers.start_epoch(tasks=tasks, offset=skip)
             return self._workers
         if isinstance(self.dataset, IterableDataset):
-            return self._iter_stream()
-        return self._iter_map()
+            return self._skipping(self._counted(self._iter_stream()), skip)
+        return self._counted(self._iter_map(tasks))
 
-    def _iter_map(self):
+    def _counted(self, batches):
+        for batch in batches:
+            self._progress["yielded"] += 1
+            yield batch
+        self._progress["done"] = True
+
+    def _skipping(self, batches, skip):
+        """A stream resumed mid-epoch: its first batches are loaded again and dropped (batches
+        counts what it gives out)."""
+        self._progress["yielded"] = 0
+        for _ in itertools.islice(batches, skip):
+            pass
+        yield from batches
+
+    def _iter_map(self, tasks):
         if self.batch_sampler is not None:
-            for indices in self.batch_sampler:
+            for indices in tasks:
                 yield self.collate_fn([self.dataset[i] for i in indices])
         else:
-            for index in self.sampler:
+            for index in tasks:
                 yield self.collate_fn(self.dataset[index])
 
     def _iter_stream(self):
@@ -232,7 +326,7 @@ def _describe_exit(code):
 class _MultiProcessIter:
     """Batches from num_workers processes, yielded in the order the sampler gives them."""
 
-    def __init__(self, loader):
+    def __init__(self, loader, tasks=None, offset=0):
         import multiprocessing
 
         from oneflow.utils.data import _worker
@@ -258,6 +352,8 @@ class _MultiProcessIter:
                                  f"one of {multiprocessing.get_all_start_methods()}") from None
         self.iterable = isinstance(loader.dataset, IterableDataset)
         base_seed = _base_seed()
+        self.progress = loader._progress  # batches given out (the loader's state_dict)
+        self.progress["seed_count"] = _seed_draws["count"]
         self.result_queue = ctx.Queue()
         self.index_queues, self.workers = [], []
         batching = loader.batch_size is not None or loader.batch_sampler is not None
@@ -277,12 +373,14 @@ class _MultiProcessIter:
             self.workers.append(w)
         self.epoch = -1
         self.shut = False
-        self.start_epoch(first=True)
+        self.start_epoch(first=True, tasks=tasks, offset=offset)
 
     def alive(self):
         return not self.shut and all(w.is_alive() for w in self.workers)
 
-    def start_epoch(self, first=False):
+    def start_epoch(self, first=False, tasks=None, offset=0):
+        """tasks: this epoch's index lists (default: the sampler's); offset: batches a resume
+        skipped (they would have gone round-robin to the workers before)."""
         self.epoch += 1
         if self.iterable:
             self.tasks = itertools.repeat(None)
@@ -290,9 +388,9 @@ class _MultiProcessIter:
                 for q in self.index_queues:
                     q.put("reset")
         else:
-            self.tasks = iter(self.index_source)
+            self.tasks = tasks if tasks is not None else iter(self.index_source)
         self.active = [True] * len(self.workers)
-        self.next_worker = 0
+        self.next_worker = offset % len(self.workers)
         self.sent = 0          # tasks handed out this epoch
         self.received = 0      # tasks yielded (or skipped) this epoch, in order
         self.buffer = {}       # task id -> batch that arrived before its turn
@@ -325,6 +423,7 @@ class _MultiProcessIter:
     def __next__(self):
         while True:
             if self.received == self.sent:
+                self.progress["done"] = True
                 self._end_epoch()
                 raise StopIteration
             if self.received in self.buffer:
@@ -341,6 +440,7 @@ class _MultiProcessIter:
                     self.shutdown(grace=0.2)
                     data.reraise()
                 del self.owner[task]
+                self.progress["yielded"] += 1
                 return data
             epoch, task, data = self._get()
             if epoch == self.epoch:

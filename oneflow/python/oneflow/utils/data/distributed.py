@@ -61,6 +61,18 @@ class DistributedSampler:
         indices = list(range(len(self.dataset)))
         if self.shuffle:
             random.Random(self.seed + self.epoch).shuffle(indices)
+        # A DataLoader resumed in another world size: the first _start indices of this epoch's
+        # order were taken by the ranks before; these ranks share the rest.
+        start, self._start = getattr(self, "_start", 0), 0
+        if start:
+            indices = indices[start:]
+            if not indices:
+                return iter([])
+            n = len(indices)
+            total = (n // self.num_replicas if self.drop_last else -(-n // self.num_replicas)) \
+                * self.num_replicas
+            indices = (indices * -(-total // n))[:total]
+            return iter(indices[self.rank:total:self.num_replicas])
         if not self.drop_last:
             padding_size = self.total_size - len(indices)
             if padding_size <= len(indices):
