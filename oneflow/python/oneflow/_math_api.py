@@ -10,6 +10,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
+from oneflow._api_util import _inplace, _method
 
 Tensor = _C.Tensor
 
@@ -339,10 +340,8 @@ def count_nonzero(input, dim=None):
 
 
 def _tensor_methods():
-    """Tensor methods: the functions above with self first (oneflow/_tensor_api.py installs
+    """Tensor methods: the functions above with self first (oneflow/_tensor_methods.py installs
     them with the others)."""
-    from oneflow._tensor_api import _inplace, _method
-
     methods = {}
     for name in _UNARY + ("arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan",
                           "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
