@@ -324,7 +324,16 @@ def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-def _flip_method(self, *dims):
+def _flip_method(self, *dims, **kwargs):
+    """x.flip(0, 1), x.flip([0, 1]) or x.flip(dims=[0, 1])."""
+    if "dims" in kwargs:
+        if dims:
+            raise TypeError(f"flip: got the dims both as arguments {dims} and as dims=")
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"flip() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if not dims:
+        raise TypeError("flip: expected the dims to flip, e.g. x.flip(0) or x.flip(dims=[0])")
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
     return flip(self, list(dims))

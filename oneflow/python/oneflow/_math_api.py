@@ -143,8 +143,8 @@ def floor_divide(input, other):
             (not isinstance(other, Tensor) or not _is_float(other)) and \
             not isinstance(other, builtins.float):
         # integers: a // b = (a - a % b) / b exactly, with Python's sign rule of %.
-        r = _C.remainder(input, other)
-        return _C.div(_C.sub(input, r), other).to(input.dtype)
+        exact = _C.sub(input, _C.remainder(input, other))  # in the promoted integer dtype
+        return _C.div(exact, other).to(exact.dtype)
     return _C.floor(_C.div(input, other))
 
 
@@ -354,7 +354,8 @@ def _tensor_methods():
     methods["div"] = _div
     methods["divide"] = _div
     methods["__floordiv__"] = floor_divide
-    methods["__rfloordiv__"] = lambda self, other: floor_divide(_scalar(other, self), self)
+    methods["__rfloordiv__"] = lambda self, other: floor_divide(
+        other if isinstance(other, Tensor) else _scalar(other, self), self)
     for name in ("sin", "cos", "floor", "ceil", "round", "trunc", "log1p", "expm1", "erf",
                  "reciprocal", "lerp", "addcmul", "addcdiv", "nan_to_num", "floor_divide"):
         methods[name + "_"] = _inplace(name + "_", globals()[name])

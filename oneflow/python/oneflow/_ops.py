@@ -235,6 +235,19 @@ def cat(tensors, dim=0):
 concat = cat
 
 
+def reshape_like(input, like):
+    """input reshaped to like's shape (OneFlow's flow._C.reshape_like); the element counts must
+    agree."""
+    if not isinstance(input, Tensor) or not isinstance(like, Tensor):
+        got = type(like if isinstance(input, Tensor) else input).__name__
+        raise TypeError(f"reshape_like: expected two tensors, got {got}")
+    if input.numel() != like.numel():
+        raise RuntimeError(f"reshape_like: cannot reshape {tuple(input._shape)} "
+                           f"({input.numel()} elements) like {tuple(like._shape)} "
+                           f"({like.numel()} elements)")
+    return _C.reshape(input, list(like._shape))
+
+
 def stack(tensors, dim=0):
     return _C.stack(list(tensors), dim)
 

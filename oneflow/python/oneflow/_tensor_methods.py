@@ -5,9 +5,11 @@ indexing writes, hooks, pickling and the legacy constructor, then the methods of
 
 import builtins
 
+import numpy as np
+
 import oneflow as flow
 import oneflow._oneflow_internal as _C
-from oneflow import _global, _index_api, _math_api, _misc, _tensor_str
+from oneflow import _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types
 from oneflow._api_util import Size, _floating_default, _inplace, _method, _size
 from oneflow._creation import tensor, zeros
 from oneflow._ops import (_floor_div, argmax, argmin, argwhere, clamp, flatten, gather,
@@ -59,17 +61,45 @@ def install():
     T.int = lambda self: self._to_dtype(_C.int32)
     T.bool = lambda self: self._to_dtype(_C.bool)
     def type_as(self, other):
-        """self in other's dtype; with a global other, global on other's placement as OneFlow
-        does (a local self becomes broadcast there, a global one keeps its sbp)."""
+        """self in other's dtype and where other is (OneFlow): with a global other, global on
+        its placement with its sbp (a local self's values are broadcast from the placement's
+        first rank, then laid out as other); with a local other and a global self, the whole
+        value as a local tensor on other's device."""
+        if not isinstance(other, T):
+            raise TypeError(f"type_as: expected a tensor, got {type(other).__name__}")
         if other.is_global:
-            if self.is_global:
-                t = self.to_global(placement=other.placement)
-            else:
-                t = self.to_global(placement=other.placement,
-                                   sbp=[_global.sbp.broadcast] * len(other.placement.hierarchy))
-            return t._to_dtype(other.dtype)
+            placement, nd_sbp = other.placement, other.sbp
+            t = self
+            if not t.is_global:
+                t = t.to_global(placement=placement,
+                                sbp=[_global.sbp.broadcast] * len(placement.hierarchy))
+            return t.to_global(placement=placement, sbp=nd_sbp)._to_dtype(other.dtype)
+        if self.is_global:
+            whole = self.to_global(sbp=[_global.sbp.broadcast] * len(self.placement.hierarchy))
+            return whole.to_local()._to_device(other._device)._to_dtype(other.dtype)
         return self._to_dtype(other.dtype)
     T.type_as = type_as
+
+    def type(self, dtype=None, non_blocking=False):
+        """x.type(): the legacy type name ('oneflow.FloatTensor'); x.type(t) with t a dtype, a
+        legacy type (flow.LongTensor, flow.cuda.FloatTensor) or its name: x converted to it."""
+        if dtype is None:
+            return _tensor_types.type_name(self)
+        if isinstance(dtype, str):
+            dtype = _tensor_types.by_name(dtype)
+        if isinstance(dtype, _C.dtype):
+            return self._to_dtype(dtype)
+        if not isinstance(dtype, _tensor_types._TensorType):
+            raise TypeError(f"type: expected a dtype, a tensor type such as oneflow.FloatTensor "
+                            f"or its name, got {dtype!r}")
+        t = self._to_dtype(dtype.dtype)
+        if _tensor_types._device_type(t) == dtype.device:
+            return t
+        if t.is_global:
+            raise TypeError(f"type: {dtype!r} is on {dtype.device} but this global tensor is on "
+                            f"{t.placement}; change its device with to_global(placement=...)")
+        return t._to_device(dtype.device)
+    T.type = type
     T.is_floating_point = lambda self: self.dtype.is_floating_point
 
     def __array__(self, dtype=None, copy=None):
@@ -330,6 +360,7 @@ def install():
     for module in (_index_api, _misc, _math_api):
         for name, method in module._tensor_methods().items():
             setattr(T, name, method)
+    _install_numpy_operands(T)
 
 
 class _RemovableHandle:
@@ -355,3 +386,49 @@ def _rebuild_tensor(raw, shape, dtype_name, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# ---------------------------------------------------------------- numpy operands
+
+# The operators that take a numpy operand, in either order (tensor + array, array + tensor);
+# numpy leaves the reflected ones to the tensor because of Tensor.__array_priority__.
+_NUMPY_OPERATORS = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
+    "__matmul__", "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__xor__",
+    "__rxor__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+)
+
+
+def _numpy_operand(value, like):
+    """A numpy operand of an operator on the tensor like: a numpy scalar or 0-d array is the
+    Python number (a scalar operand, as in PyTorch); an array becomes a tensor where like is:
+    on its device, or for a global like on its placement, broadcast."""
+    if isinstance(value, np.generic) or value.ndim == 0:
+        return value.item()
+    t = _C.tensor(value, None, None, False)
+    if like.is_global:
+        placement = like.placement
+        return t.to_global(placement=placement,
+                           sbp=[_global.sbp.broadcast] * len(placement.hierarchy))
+    return t if like._device.type == "cpu" else t._to_device(like._device)
+
+
+def _install_numpy_operands(T):
+    T.__array_priority__ = 1000  # ndarray's operators return NotImplemented to a tensor
+    T.__rmatmul__ = lambda self, other: _C.matmul(other, self)
+    T.__rand__ = lambda self, other: self & other
+    T.__ror__ = lambda self, other: self | other
+    T.__xor__ = lambda self, other: _math_api.logical_xor(self, other)
+    T.__rxor__ = lambda self, other: _math_api.logical_xor(self, other)
+    for name in _NUMPY_OPERATORS:
+        setattr(T, name, _accepting_numpy(getattr(T, name), name))
+
+
+def _accepting_numpy(op, name):
+    def operator(self, other):
+        if isinstance(other, (np.ndarray, np.generic)):
+            other = _numpy_operand(other, self)
+        return op(self, other)
+    operator.__name__ = operator.__qualname__ = name
+    return operator

@@ -61,7 +61,25 @@ loc = flow.tensor([rank, rank, rank], dtype=flow.int32)
 u = loc.type_as(g)
 assert u.is_global and u.placement == g.placement and u.dtype == flow.float64 and u.sbp == (B,)
 assert u.numpy().tolist() == [1.0, 1.0, 1.0], u.numpy()
+# OneFlow: with a global other, other's placement and sbp; with a local other, the whole value
+# on other's device
+s0 = flow.ones(4, 2, dtype=flow.float64, placement=flow.placement("cpu", [0, 1, 2, 3]), sbp=S(0))
+v = flow.tensor(np.arange(8).reshape(4, 2), dtype=flow.int32).type_as(s0)
+assert v.sbp == (S(0),) and v.placement == s0.placement and v.dtype == flow.float64
+assert v.numpy().tolist() == np.arange(8.0).reshape(4, 2).tolist()
+assert v.to_local().numpy().tolist() == [[2.0 * rank, 2.0 * rank + 1]]
+w = s0.type_as(flow.tensor([1]))
+assert w.is_local and w.dtype == flow.int64 and w.numpy().tolist() == [[1, 1]] * 4
 ok("type_as")
+
+# a numpy array operand of a global tensor: on its placement, broadcast (the first rank's)
+g = flow.tensor(np.arange(8.0).reshape(4, 2), placement=flow.placement("cpu", [0, 1, 2, 3]),
+                sbp=S(0))
+a = np.full((4, 2), 10.0 + rank)
+for r in (g + a, a - g, g * a, a > g):
+    assert r.is_global and r.placement == g.placement and r.sbp == (S(0),), (r.placement, r.sbp)
+assert (a - g).numpy().tolist() == (10.0 - np.arange(8.0).reshape(4, 2)).tolist()
+ok("numpy operands")
 
 # devices: a local tensor is on cpu:<local rank> as OneFlow says, and every cpu:N is this
 # process's CPU; a global tensor has no device
