@@ -170,8 +170,8 @@ def test_global_api_on_four_ranks():
                os.path.join(DIST, "global_api.py"), timeout=300,
                env=env_with(ONEFLOW_TIMEOUT_SECONDS="30"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    names = ["zero size", "constructors", "random", "type_as", "numpy operands", "devices",
-             "global view"]
+    names = ["zero size", "constructors", "random", "type_as", "numpy operands",
+             "sparse softmax cross entropy", "devices", "global view"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(4) for n in names)
 
 

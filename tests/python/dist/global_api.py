@@ -81,6 +81,27 @@ for r in (g + a, a - g, g * a, a > g):
 assert (a - g).numpy().tolist() == (10.0 - np.arange(8.0).reshape(4, 2)).tolist()
 ok("numpy operands")
 
+# nn.functional.sparse_softmax_cross_entropy (OneFlow's) on split logits: the values and the
+# gradient of every layout, against the whole computation in numpy
+rng = np.random.default_rng(3)  # the same data on every rank
+logits, labels = rng.standard_normal((8, 6)), rng.integers(0, 6, (8,))
+shifted = logits - logits.max(axis=1, keepdims=True)
+log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+want = -log_probs[np.arange(8), labels]
+want_grad = np.exp(log_probs)
+want_grad[np.arange(8), labels] -= 1
+four = flow.placement("cpu", [0, 1, 2, 3])
+for logits_sbp in (S(0), S(1), B):
+    for labels_sbp in (S(0), B):
+        x = flow.tensor(logits, placement=four, sbp=logits_sbp, requires_grad=True)
+        y = flow.tensor(labels, placement=four, sbp=labels_sbp)
+        loss = flow.nn.functional.sparse_softmax_cross_entropy(labels=y, logits=x)
+        assert loss.placement == four and tuple(loss.shape) == (8,)
+        assert np.allclose(loss.numpy(), want, atol=1e-6), (logits_sbp, labels_sbp)
+        loss.sum().backward()
+        assert x.grad.sbp == (logits_sbp,) and np.allclose(x.grad.numpy(), want_grad, atol=1e-6)
+ok("sparse softmax cross entropy")
+
 # devices: a local tensor is on cpu:<local rank> as OneFlow says, and every cpu:N is this
 # process's CPU; a global tensor has no device
 lin = flow.nn.Linear(3, 4)
