@@ -42,6 +42,11 @@ def test_legacy_constructors_match_torch(name):
     assert repr(ours) == f"<class 'oneflow.{name}'>"
 
 
+def test_a_constructor_without_arguments_gives_an_empty_tensor():
+    assert tuple(flow.Tensor().shape) == tuple(torch.Tensor().shape) == (0,)
+    assert flow.Tensor().dtype == flow.float32
+
+
 def test_legacy_constructors_take_requires_grad_and_placement():
     w = flow.FloatTensor([1.0, 2.0], requires_grad=True)
     (w * w).sum().backward()

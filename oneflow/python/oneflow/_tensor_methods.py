@@ -12,10 +12,10 @@ import oneflow._oneflow_internal as _C
 from oneflow import _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types
 from oneflow._api_util import Size, _floating_default, _inplace, _method, _size
 from oneflow._creation import tensor, zeros
-from oneflow._ops import (_floor_div, argmax, argmin, argwhere, clamp, flatten, gather,
+from oneflow._ops import (_floor_div, add, argmax, argmin, argwhere, clamp, flatten, gather,
                           index_select, log_softmax, masked_fill, masked_select, max, mean, min,
-                          nonzero, permute, pow, add, remainder, reshape, softmax, squeeze, sub,
-                          sum, transpose, unsqueeze, view)
+                          nonzero, permute, pow, remainder, reshape, softmax, squeeze, sub, sum,
+                          transpose, unsqueeze, view)
 from oneflow._random import _drawing_from
 
 Tensor = _C.Tensor
@@ -297,7 +297,7 @@ def install():
         if len(args) == 1 and isinstance(args[0], T) and dtype is device is placement is sbp \
                 is None and not requires_grad:
             return _wrap(self, args[0])  # wraps, sharing data (what Parameter and subclasses do)
-        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args or (0,)
         is_shape = all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool)
                        for a in sizes)
         if (placement is None) != (sbp is None):

@@ -40,8 +40,6 @@ class _TensorType(type):
         if len(args) == 1 and isinstance(args[0], str):
             raise TypeError(f"{name}: expected sizes or data (a list, array or tensor), got the "
                             f"string {args[0]!r}")
-        if not args:
-            args = (0,)  # an empty tensor of shape (0,), as PyTorch's FloatTensor()
         if cls.device == "cpu":
             return Tensor(*args, dtype=cls.dtype, **kwargs)
         if _C.cuda_device_count() == 0:
