@@ -15,6 +15,7 @@ __all__ = [
     "is_inference_mode_enabled",
 ]
 
+
 class no_grad:
     """Context manager and decorator that disables graph recording."""
 

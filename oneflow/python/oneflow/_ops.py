@@ -175,7 +175,6 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     return _C.mean(x, _dims(dim), keepdim)
 
 
-
 def max(x, dim=None, keepdim=False):
     if isinstance(dim, Tensor):
         return _C.maximum(x, dim)
@@ -270,7 +269,6 @@ def is_tensor(x):
 
 def is_floating_point(x):
     return x.dtype.is_floating_point
-
 
 
 def _floor_div(a, b):

@@ -204,7 +204,6 @@ def normal(mean, std, size=None, *, generator=None, dtype=None, device=None,
     return _finish(z, requires_grad)
 
 
-
 _seedings = 0  # manual_seed calls so far: DataLoader workers' seeds restart with each
 
 

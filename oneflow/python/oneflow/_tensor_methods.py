@@ -40,7 +40,6 @@ def _to(self, *args, **kwargs):
     return t
 
 
-
 def install():
     """Installs every Tensor method (oneflow/__init__.py calls it once)."""
     T = Tensor
