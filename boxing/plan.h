@@ -9,8 +9,10 @@
 // hierarchy dimension at a time, innermost first, each inside the sub-groups of ranks that
 // share the other coordinates. When a dimension would change a split that an inner dimension
 // also splits, the plan gathers everything to B (innermost first) and slices back (outermost
-// first). Another placement: gather to B on the source, send the whole tensor to each
-// destination rank that lacks it, slice there.
+// first). Another placement: one route step, point to point, in which each destination rank
+// gets from the source pieces only their overlap with the region it needs (Route below); with
+// an N-D placement on either side, the source's partial dimensions are reduced first and the
+// destination's made locally afterwards.
 #pragma once
 
 #include <string>

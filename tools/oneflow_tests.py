@@ -1,11 +1,12 @@
 """OneFlow's own global-tensor tests against this package, on CPU ranks.
 
-    tools/oneflow_tests.sh                       # every test in tests/oneflow_upstream/
+    tools/oneflow_tests.sh                       # every test in ../shared/oneflow_upstream/
     tools/oneflow_tests.sh test_global_cast      # files whose name contains a word
     tools/oneflow_tests.sh -k s2b --timeout 60   # tests whose Class.method contains a word
 
-The files in tests/oneflow_upstream/ are unmodified copies of OneFlow's (see its README.md for
-the commit and the selection). At run time each file's source goes through EDITS below (the only
+The suite is OneFlow's own files, unmodified, kept outside this tree: ../shared/oneflow_upstream
+beside the checkout (CI has it too; ONEFLOW_UPSTREAM_TESTS names another folder; its README.md
+gives the commit and the selection). This tree holds only the runner and its edit list. At run time each file's source goes through EDITS below (the only
 changes: CUDA devices and placements become CPU ones) and each test runs alone, in a fresh job of
 as many ranks as its decorator asks for (skip_unless_1n1d / 1n2d / 1n4d; a test with none runs on
 DEFAULT_RANKS), through our launcher. A test that has not finished within --timeout seconds is
@@ -27,8 +28,9 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUPPORT = os.path.join(ROOT, "tests", "oneflow_upstream", "support")
-SUITE = os.path.join(ROOT, "tests", "oneflow_upstream")
+SUITE = os.path.abspath(os.environ.get("ONEFLOW_UPSTREAM_TESTS")
+                        or os.path.join(ROOT, "..", "shared", "oneflow_upstream"))
+SUPPORT = os.path.join(SUITE, "support")
 DEFAULT_RANKS = 2
 
 # The mechanical edits, in one place: (pattern, replacement) applied to each file's source.
@@ -62,13 +64,11 @@ def run_one(path, name):
     import types
 
     import oneflow as flow
-    import oneflow.framework
 
-    # OneFlow's test helpers (oneflow.test_utils, oneflow.framework.args_tree, ...) are upstream
-    # code the vendored tests import: they live with the suite (tests/oneflow_upstream/support),
-    # not in our package, and are grafted onto its import path for the tests only.
+    # OneFlow's test helpers (oneflow.test_utils) are upstream code the tests import: they live
+    # with the suite (support/), not in our package, and are grafted onto its import path for the
+    # tests only. oneflow.framework.args_tree and balanced_splitter are our package's own.
     flow.__path__.append(SUPPORT)
-    oneflow.framework.__path__.append(os.path.join(SUPPORT, "framework"))
     # Upstream test files that others import as siblings (test_global_nms: from test_nms import
     # ...) and that are not global tests themselves.
     sys.path.insert(0, os.path.join(SUPPORT, "siblings"))
@@ -228,6 +228,9 @@ def main():
     args = ap.parse_args()
     if args.one:
         sys.exit(run_one(*args.one))
+    if not os.path.isdir(SUITE):
+        sys.exit(f"oneflow_tests: OneFlow's test files not found at {SUITE} (expected "
+                 f"../shared/oneflow_upstream beside the checkout, or ONEFLOW_UPSTREAM_TESTS)")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stops the running test's job too
     logdir = args.logdir or tempfile.mkdtemp(prefix="oneflow_tests-")
     os.makedirs(logdir, exist_ok=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OneFlow's own global-tensor tests (tests/oneflow_upstream/, upstream files unmodified) against
+# OneFlow's own global-tensor tests (../shared/oneflow_upstream/, upstream files unmodified) against
 # our package on CPU ranks, each test in a fresh job at the rank count its decorator asks for.
 # Prints pass / fail / error / hang / skip per test and a summary line. Options: see
 # tools/oneflow_tests.py (-k WORD, --timeout S, --logdir DIR, file-name words).

@@ -55,6 +55,7 @@ def test_type_as_a_global_tensor_gives_a_global_tensor():
     assert u.sbp == (flow.sbp.broadcast,) and u.numpy().tolist() == [1.0, 2.0, 3.0]
     s = flow.ones(4, dtype=flow.int32, placement=P1, sbp=flow.sbp.split(0)).type_as(g)
     assert s.is_global and s.placement == P1 and s.dtype == flow.float64
+    assert s.sbp == (flow.sbp.broadcast,)  # g's sbp (OneFlow), not s's own split(0)
     assert flow.tensor([1, 2]).type_as(flow.ones(1)).dtype == flow.float32  # local: the dtype
 
 
@@ -169,7 +170,8 @@ def test_global_api_on_four_ranks():
                os.path.join(DIST, "global_api.py"), timeout=300,
                env=env_with(ONEFLOW_TIMEOUT_SECONDS="30"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    names = ["zero size", "constructors", "random", "type_as", "devices", "global view"]
+    names = ["zero size", "constructors", "random", "type_as", "numpy operands",
+             "sparse softmax cross entropy", "devices", "global view"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(4) for n in names)
 
 

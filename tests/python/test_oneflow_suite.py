@@ -1,4 +1,4 @@
-"""OneFlow's own global-tensor tests (tests/oneflow_upstream, run by tools/oneflow_tests.py):
+"""OneFlow's own global-tensor tests (../shared/oneflow_upstream, run by tools/oneflow_tests.py):
 the whole suite, each test in a fresh job at its rank count. Every test passes or is skipped
 upstream, except those that build an nn.Graph (compile mode is not implemented)."""
 
@@ -24,3 +24,13 @@ def test_oneflow_global_suite_passes_except_nn_graph(tmp_path):
     assert not_passing == [], "\n".join(not_passing)
     assert (failed, hangs) == (0, 0) and errors == graph, summary.group(0)
     assert passed >= 131 and total == passed + errors + skips, summary.group(0)
+
+
+def test_a_missing_suite_folder_is_one_line(tmp_path):
+    env = dict(os.environ, ONEFLOW_UPSTREAM_TESTS=str(tmp_path / "absent"))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "oneflow_tests.py")],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        f"oneflow_tests: OneFlow's test files not found at {tmp_path / 'absent'} (expected "
+        "../shared/oneflow_upstream beside the checkout, or ONEFLOW_UPSTREAM_TESTS)"]

@@ -31,19 +31,21 @@ def _dtype_from_name(name):
     return getattr(_C, name)
 
 
-from oneflow._tensor_api import *  # noqa: E402,F401,F403  (functions and Tensor methods)
+from oneflow._creation import *  # noqa: E402,F401,F403  (tensor, zeros, arange, ...)
+from oneflow._random import *  # noqa: E402,F401,F403  (Generator, manual_seed, randn, ...)
+from oneflow._grad_mode import *  # noqa: E402,F401,F403  (no_grad, inference_mode, ...)
+from oneflow._ops import *  # noqa: E402,F401,F403  (add, sum, reshape, ...)
 from oneflow._math_api import *  # noqa: E402,F401,F403  (math, activations, reductions)
-from oneflow._tensor_api import (  # noqa: E402,F401
-    Size, no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
-    is_inference_mode_enabled,
-)
+from oneflow._api_util import Size  # noqa: E402,F401
+from oneflow._tensor_types import *  # noqa: E402,F401,F403  (FloatTensor, LongTensor, ... legacy constructors)
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
-from oneflow import _global, _tensor_api  # noqa: E402
+from oneflow import _global, _ops, _tensor_methods  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401
 
-_tensor_api._install_tensor_methods()  # every Tensor method, local and global, in one place
+_tensor_methods.install()  # every Tensor method, local and global, in one place
+_C.reshape_like = _ops.reshape_like  # OneFlow's functional API (flow._C) has it
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
 from oneflow.nn.modules.sampling import distributed_partial_fc_sample  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """Global tensors in Python: flow.placement and flow.sbp (the C++ values), the Tensor methods of
-global tensors (installed with the others by _tensor_api) and creation with placement/sbp.
+global tensors (installed with the others by _tensor_methods) and creation with placement/sbp.
 
     P = flow.placement("cpu", ranks=[0, 1])
     w = flow.randn(4, 4, placement=P, sbp=flow.sbp.broadcast)   # same values on every rank
@@ -192,7 +192,7 @@ def _tensor_buffer_meta(self):
 
 def _install_functions():
     """The creation functions of the oneflow namespace take placement= and sbp= (and follow
-    global_mode); the Tensor methods of global tensors are installed by _tensor_api with the
+    global_mode); the Tensor methods of global tensors are installed by _tensor_methods with the
     others."""
     for name in ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint",
                  "randperm", "normal", "arange", "eye", "logspace", "hann_window", "linspace"):

@@ -1,4 +1,4 @@
-"""The everyday tensor API beyond _tensor_api: creation (linspace, meshgrid, diag, new_*),
+"""The everyday tensor API beyond _creation and _ops: creation (linspace, meshgrid, diag, new_*),
 shape and index ops (split, chunk, narrow, flip, roll, repeat, scatter, take_along_dim, ...),
 scans and sorting (cumsum, sort, topk, median, mode, unique, multinomial) and the matmul family
 (bmm, addmm, baddbmm, outer, einsum), with PyTorch's signatures, over core/functional.h."""
@@ -7,7 +7,8 @@ import builtins
 
 import oneflow._oneflow_internal as _C
 from oneflow import _global
-from oneflow._tensor_api import _MinMax, _finish, _inplace, _size, arange
+from oneflow._api_util import _MinMax, _finish, _inplace, _size
+from oneflow._creation import arange
 
 Tensor = _C.Tensor
 
@@ -323,7 +324,16 @@ def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad)
 
 
-def _flip_method(self, *dims):
+def _flip_method(self, *dims, **kwargs):
+    """x.flip(0, 1), x.flip([0, 1]) or x.flip(dims=[0, 1])."""
+    if "dims" in kwargs:
+        if dims:
+            raise TypeError(f"flip: got the dims both as arguments {dims} and as dims=")
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"flip() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if not dims:
+        raise TypeError("flip: expected the dims to flip, e.g. x.flip(0) or x.flip(dims=[0])")
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
     return flip(self, list(dims))
@@ -338,7 +348,7 @@ def _scatter_method(self, dim, index, src=None, value=None, reduce=None):
 
 
 def _tensor_methods():
-    """Tensor methods of this module (oneflow/_tensor_api.py installs them with the others)."""
+    """Tensor methods of this module (oneflow/_tensor_methods.py installs them with the others)."""
     return {
         "new_zeros": _global._new_method("new_zeros", _new(0)),
         "new_ones": _global._new_method("new_ones", _new(1)),

@@ -10,6 +10,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
+from oneflow._api_util import _inplace, _method
 
 Tensor = _C.Tensor
 
@@ -142,8 +143,8 @@ def floor_divide(input, other):
             (not isinstance(other, Tensor) or not _is_float(other)) and \
             not isinstance(other, builtins.float):
         # integers: a // b = (a - a % b) / b exactly, with Python's sign rule of %.
-        r = _C.remainder(input, other)
-        return _C.div(_C.sub(input, r), other).to(input.dtype)
+        exact = _C.sub(input, _C.remainder(input, other))  # in the promoted integer dtype
+        return _C.div(exact, other).to(exact.dtype)
     return _C.floor(_C.div(input, other))
 
 
@@ -339,10 +340,8 @@ def count_nonzero(input, dim=None):
 
 
 def _tensor_methods():
-    """Tensor methods: the functions above with self first (oneflow/_tensor_api.py installs
+    """Tensor methods: the functions above with self first (oneflow/_tensor_methods.py installs
     them with the others)."""
-    from oneflow._tensor_api import _inplace, _method
-
     methods = {}
     for name in _UNARY + ("arcsin", "arccos", "arctan", "arcsinh", "arctanh", "fix", "isnan",
                           "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
@@ -355,7 +354,8 @@ def _tensor_methods():
     methods["div"] = _div
     methods["divide"] = _div
     methods["__floordiv__"] = floor_divide
-    methods["__rfloordiv__"] = lambda self, other: floor_divide(_scalar(other, self), self)
+    methods["__rfloordiv__"] = lambda self, other: floor_divide(
+        other if isinstance(other, Tensor) else _scalar(other, self), self)
     for name in ("sin", "cos", "floor", "ceil", "round", "trunc", "log1p", "expm1", "erf",
                  "reciprocal", "lerp", "addcmul", "addcdiv", "nan_to_num", "floor_divide"):
         methods[name + "_"] = _inplace(name + "_", globals()[name])

@@ -11,7 +11,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow import _tensor_api, _tensor_str
+from oneflow import _api_util, _tensor_str
 from oneflow._dtype_util import dtype_name, is_floating
 
 Tensor = _C.Tensor
@@ -86,7 +86,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if rtol == 0 and atol == 0:
         return close
     if not floating:
-        a, b = input.to(_tensor_api._default_dtype), other.to(_tensor_api._default_dtype)
+        a, b = input.to(_api_util._default_dtype), other.to(_api_util._default_dtype)
     else:
         a, b = input, other
     allowed = (b * float(rtol)).abs() + float(atol)
@@ -116,7 +116,7 @@ class finfo:
     """Limits of a floating dtype: bits, eps, max, min, tiny (= smallest_normal), resolution."""
 
     def __init__(self, type=None):
-        name = _dtype_arg("finfo", _tensor_api._default_dtype if type is None else type)
+        name = _dtype_arg("finfo", _api_util._default_dtype if type is None else type)
         if name not in _FLOAT_FORMATS:
             raise TypeError(f"finfo: oneflow.{name} is not a floating point dtype (use oneflow.iinfo)")
         bits, mantissa, exponent = _FLOAT_FORMATS[name]
@@ -156,7 +156,7 @@ class iinfo:
 
 def get_default_dtype():
     """The dtype of tensors created from Python floats and of floating creation functions."""
-    return _tensor_api._default_dtype
+    return _api_util._default_dtype
 
 
 def set_default_dtype(d):
@@ -168,9 +168,9 @@ def set_default_dtype(d):
     if dtype_name(d) not in ("float32", "float64"):
         raise NotImplementedError(f"set_default_dtype: oneflow.{dtype_name(d)} as the default dtype is not "
                                   "supported (use oneflow.float32 or oneflow.float64)")
-    _tensor_api._default_dtype = d
+    _api_util._default_dtype = d
 
 
 def _tensor_methods():
-    """Tensor methods of this module (oneflow/_tensor_api.py installs them with the others)."""
+    """Tensor methods of this module (oneflow/_tensor_methods.py installs them with the others)."""
     return {"isclose": isclose, "allclose": allclose}

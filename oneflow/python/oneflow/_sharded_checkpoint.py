@@ -47,7 +47,9 @@ import sys
 import numpy as np
 
 import oneflow as flow
+from oneflow._checkpoint_io import _fsync_directory, _place
 from oneflow._dtype_util import dtype_by_name, dtype_name
+from oneflow._parameter import Parameter
 
 FORMAT = "oneflow-sharded-checkpoint"
 VERSION = 1
@@ -184,8 +186,6 @@ def _without_partial(pairs):
 def _plan(tensors, world):
     """Per tensor: (record for the metadata, the tensor to take this rank's bytes from). Every
     rank computes the same plan from metadata alone; partial sums are reduced here (collective)."""
-    from oneflow.nn import Parameter
-
     records, sources = [], []
     for t in tensors:
         rec = {"dtype": dtype_name(t.dtype), "shape": list(t.shape),
@@ -265,8 +265,6 @@ def _is_checkpoint_dir(path):
 
 
 def save(obj, path):
-    from oneflow.serialization import _fsync_directory
-
     if hasattr(path, "write"):
         raise TypeError("oneflow.save(sharded=True): path must be a directory name, got a file "
                         "object")
@@ -563,9 +561,6 @@ def _pread(fd, n, offset):
 def load(path, map_location):
     """The saved object: local tensors holding whole values in a single process, LazyTensor
     placeholders in a job of several ranks."""
-    from oneflow.nn import Parameter
-    from oneflow.serialization import _place
-
     reader = _Reader(path)
     world = flow.env.get_world_size()
     if world > 1:

@@ -24,7 +24,9 @@ import struct
 import zipfile
 
 import oneflow as flow
+from oneflow._checkpoint_io import _place
 from oneflow._dtype_util import dtype_name
+from oneflow._parameter import Parameter
 from oneflow._safe_unpickle import BASIC_GLOBALS, RestrictedUnpickler, Unsupported
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -144,8 +146,6 @@ class _Reader:
                     words, shape=size, strides=[s * itemsize for s in stride], writeable=False)
                 data = np.ascontiguousarray(view).tobytes()
             t = flow._C.from_bytes(data, size, getattr(flow, storage.dtype))
-            from oneflow.serialization import _place  # (serialization imports this module)
-
             t = _place(t, storage.location, self.map_location)
             self._built[cache_key] = t
         if requires_grad:
@@ -153,8 +153,6 @@ class _Reader:
         return t
 
     def rebuild_parameter(self, data, requires_grad, hooks, *state):
-        from oneflow.nn import Parameter
-
         return None if self.dry else Parameter(data.detach(), bool(requires_grad))
 
 
@@ -288,8 +286,6 @@ class _Writer(pickle._Pickler):  # the Python pickler: its dispatch table can be
         return ref
 
     def reducer_override(self, obj):
-        from oneflow.nn import Parameter
-
         if isinstance(obj, Parameter):
             return (_REBUILD_PARAMETER, (_PlainTensor(obj), bool(obj.requires_grad),
                                          collections.OrderedDict()))

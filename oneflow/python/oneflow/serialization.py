@@ -30,8 +30,10 @@ import pickle
 import warnings
 
 import oneflow as flow
-from oneflow import _torch_format
+from oneflow import _sharded_checkpoint, _torch_format
+from oneflow._checkpoint_io import _place, _whole_bytes, _write_atomically
 from oneflow._dtype_util import dtype_by_name, dtype_name
+from oneflow._parameter import Parameter
 from oneflow._safe_unpickle import (BASIC_GLOBALS, RefusedGlobal, RestrictedUnpickler,
                                     Unsupported)
 
@@ -44,21 +46,8 @@ _PLACEMENT_TAG = "oneflow.placement"
 _SBP_TAG = "oneflow.sbp"
 
 
-def _whole_bytes(t):
-    """The raw bytes of the whole tensor t, on the host. A global tensor is gathered (a
-    collective: every rank of its placement must call this)."""
-    data = t.detach()
-    if data.is_global:
-        data = data.to_global(sbp=[flow.sbp.broadcast] * len(data.sbp)).to_local()
-    if str(data._device) != "cpu":
-        data = data.to("cpu")
-    return data._raw_bytes()
-
-
 def _tensor_record(t):
     """(dtype name, shape, raw bytes, requires_grad, is_parameter, device) of a tensor."""
-    from oneflow.nn import Parameter
-
     device = t.placement.type if t.is_global else str(t.device)
     return (
         dtype_name(t.dtype),
@@ -71,8 +60,6 @@ def _tensor_record(t):
 
 
 def _restore_tensor(record, map_location):
-    from oneflow.nn import Parameter
-
     dtype_name, shape, raw, requires_grad, is_parameter, device = record
     t = _place(flow._C.from_bytes(raw, tuple(shape), dtype_by_name(dtype_name)), device,
                map_location)
@@ -81,27 +68,6 @@ def _restore_tensor(record, map_location):
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-def _place(t, saved_device, map_location):
-    """t (read on the cpu) where map_location puts a tensor saved on saved_device."""
-    target = _map_device(saved_device, map_location)
-    if target is not None and str(target) != "cpu":
-        t = t.to(target)
-    if callable(map_location):
-        t = map_location(t, saved_device)
-    return t
-
-
-def _map_device(saved_device, map_location):
-    """The device a tensor saved on saved_device is loaded onto (None: leave it on cpu)."""
-    if map_location is None:
-        return saved_device
-    if isinstance(map_location, dict):
-        return map_location.get(saved_device, saved_device)
-    if callable(map_location):
-        return None  # the callable receives the cpu tensor and moves it itself
-    return map_location
 
 
 def _make_pickler(file):
@@ -195,8 +161,6 @@ def save(obj, path, global_dst_rank=None, torch_format=False, sharded=False):
                 "oneflow.save: sharded=True writes every rank's own shards; it takes neither "
                 f"torch_format=True nor global_dst_rank (got torch_format={torch_format!r}, "
                 f"global_dst_rank={global_dst_rank!r})")
-        from oneflow import _sharded_checkpoint
-
         _sharded_checkpoint.save(obj, path)
         return
     # Serialized in memory first: only the pickler finds every (possibly global) tensor,
@@ -229,51 +193,6 @@ def save(obj, path, global_dst_rank=None, torch_format=False, sharded=False):
         flow.comm.barrier()
 
 
-def _write_atomically(path, write):
-    if hasattr(path, "write"):  # an open file or io.BytesIO
-        write(path)
-        return
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(
-            f"oneflow.save: cannot write '{path}': directory '{directory}' does not exist"
-        )
-    # A unique temporary name in the same directory, so os.replace is a rename on one file
-    # system. os.open with mode 0o666 lets the umask decide the permissions, as open() would.
-    tmp_path = os.path.join(
-        directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    )
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory):
-    # Makes the rename itself durable; not every platform can open a directory.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 _warned_unsafe = []
 
 
@@ -300,8 +219,6 @@ def load(path, map_location=None, global_src_rank=None, weights_only=True):
             "oneflow.load(weights_only=False) runs any code the file contains; use it only for "
             "files you trust", UserWarning, stacklevel=2)
     if not hasattr(path, "read") and os.path.isdir(os.fspath(path)):
-        from oneflow import _sharded_checkpoint
-
         if global_src_rank is not None:
             raise ValueError(
                 f"oneflow.load: '{os.fspath(path)}' is a directory (a sharded checkpoint), which "

@@ -61,7 +61,46 @@ loc = flow.tensor([rank, rank, rank], dtype=flow.int32)
 u = loc.type_as(g)
 assert u.is_global and u.placement == g.placement and u.dtype == flow.float64 and u.sbp == (B,)
 assert u.numpy().tolist() == [1.0, 1.0, 1.0], u.numpy()
+# OneFlow: with a global other, other's placement and sbp; with a local other, the whole value
+# on other's device
+s0 = flow.ones(4, 2, dtype=flow.float64, placement=flow.placement("cpu", [0, 1, 2, 3]), sbp=S(0))
+v = flow.tensor(np.arange(8).reshape(4, 2), dtype=flow.int32).type_as(s0)
+assert v.sbp == (S(0),) and v.placement == s0.placement and v.dtype == flow.float64
+assert v.numpy().tolist() == np.arange(8.0).reshape(4, 2).tolist()
+assert v.to_local().numpy().tolist() == [[2.0 * rank, 2.0 * rank + 1]]
+w = s0.type_as(flow.tensor([1]))
+assert w.is_local and w.dtype == flow.int64 and w.numpy().tolist() == [[1, 1]] * 4
 ok("type_as")
+
+# a numpy array operand of a global tensor: on its placement, broadcast (the first rank's)
+g = flow.tensor(np.arange(8.0).reshape(4, 2), placement=flow.placement("cpu", [0, 1, 2, 3]),
+                sbp=S(0))
+a = np.full((4, 2), 10.0 + rank)
+for r in (g + a, a - g, g * a, a > g):
+    assert r.is_global and r.placement == g.placement and r.sbp == (S(0),), (r.placement, r.sbp)
+assert (a - g).numpy().tolist() == (10.0 - np.arange(8.0).reshape(4, 2)).tolist()
+ok("numpy operands")
+
+# nn.functional.sparse_softmax_cross_entropy (OneFlow's) on split logits: the values and the
+# gradient of every layout, against the whole computation in numpy
+rng = np.random.default_rng(3)  # the same data on every rank
+logits, labels = rng.standard_normal((8, 6)), rng.integers(0, 6, (8,))
+shifted = logits - logits.max(axis=1, keepdims=True)
+log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+want = -log_probs[np.arange(8), labels]
+want_grad = np.exp(log_probs)
+want_grad[np.arange(8), labels] -= 1
+four = flow.placement("cpu", [0, 1, 2, 3])
+for logits_sbp in (S(0), S(1), B):
+    for labels_sbp in (S(0), B):
+        x = flow.tensor(logits, placement=four, sbp=logits_sbp, requires_grad=True)
+        y = flow.tensor(labels, placement=four, sbp=labels_sbp)
+        loss = flow.nn.functional.sparse_softmax_cross_entropy(labels=y, logits=x)
+        assert loss.placement == four and tuple(loss.shape) == (8,)
+        assert np.allclose(loss.numpy(), want, atol=1e-6), (logits_sbp, labels_sbp)
+        loss.sum().backward()
+        assert x.grad.sbp == (logits_sbp,) and np.allclose(x.grad.numpy(), want_grad, atol=1e-6)
+ok("sparse softmax cross entropy")
 
 # devices: a local tensor is on cpu:<local rank> as OneFlow says, and every cpu:N is this
 # process's CPU; a global tensor has no device

@@ -21,7 +21,7 @@ import builtins
 
 import oneflow as flow
 from oneflow import _C
-from oneflow._tensor_api import (  # noqa: F401
+from oneflow._grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
 

@@ -10,6 +10,9 @@ the same numbers on every device; flow.manual_seed seeds both.
 """
 
 import oneflow._oneflow_internal as _C
+from oneflow._tensor_types import cuda_types
+
+globals().update(cuda_types)  # flow.cuda.FloatTensor, flow.cuda.LongTensor, ... (legacy constructors)
 
 
 def is_available():

@@ -275,6 +275,31 @@ def nll_loss(
     return flow._C.nll_loss(input, target, reduction, int(ignore_index))
 
 
+def sparse_softmax_cross_entropy(labels, logits):
+    """OneFlow's (after TensorFlow's): the cross entropy of softmax(logits) over the last dim
+    with the class index in labels, per element, without reduction. logits (d0, ..., C),
+    labels (d0, ...) of int32 or int64 in [0, C); the result has labels' shape. Global logits
+    may be split on any dim (the softmax's boxing follows from the SBP rules)."""
+    if not isinstance(logits, flow.Tensor) or not is_floating(logits.dtype):
+        got = logits.dtype if isinstance(logits, flow.Tensor) else type(logits).__name__
+        raise TypeError(f"sparse_softmax_cross_entropy: logits must be a floating point tensor, "
+                        f"got {got}")
+    if not isinstance(labels, flow.Tensor) or labels.dtype not in (flow.int32, flow.int64):
+        got = labels.dtype if isinstance(labels, flow.Tensor) else type(labels).__name__
+        raise TypeError(f"sparse_softmax_cross_entropy: labels must be an int32 or int64 "
+                        f"tensor, got {got}")
+    if logits.ndim < 1 or tuple(labels.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(f"sparse_softmax_cross_entropy: labels must have the shape of logits "
+                         f"without its last (class) dim, {tuple(logits.shape[:-1])}, got "
+                         f"{tuple(labels.shape)}")
+    if logits.ndim == 2:
+        return flow._C.cross_entropy(logits, labels.long(), "none", -100)
+    classes = logits.shape[-1]
+    loss = flow._C.cross_entropy(logits.reshape(-1, classes), labels.long().reshape(-1), "none",
+                                 -100)
+    return loss.reshape(labels.shape)
+
+
 def cross_entropy(
     input,
     target,

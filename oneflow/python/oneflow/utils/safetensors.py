@@ -112,7 +112,7 @@ def load(data):
 
 def save(tensors, metadata=None):
     """The bytes of a safetensors file holding tensors ({name: tensor}) and metadata."""
-    from oneflow.serialization import _whole_bytes
+    from oneflow._checkpoint_io import _whole_bytes
     from oneflow._dtype_util import dtype_name
     import oneflow as flow
 
@@ -146,7 +146,7 @@ def save(tensors, metadata=None):
 
 def save_file(tensors, filename, metadata=None):
     """Writes tensors ({name: tensor}) and metadata ({str: str}) to filename atomically."""
-    from oneflow.serialization import _write_atomically
+    from oneflow._checkpoint_io import _write_atomically
 
     data = save(tensors, metadata)
     _write_atomically(filename, lambda f: f.write(data))

@@ -22,6 +22,7 @@ import os
 import sys
 
 import oneflow as flow
+from oneflow import _random
 from oneflow.utils.data.collate import default_collate, default_convert
 from oneflow.utils.data.dataset import IterableDataset
 from oneflow.utils.data.distributed import DistributedSampler
@@ -36,10 +37,8 @@ def _base_seed():
     """The workers' base seed: the n-th iterator since the last flow.manual_seed(s) gets the
     same one in every run, and no number is drawn from the main process's generator (so
     num_workers changes no other random number)."""
-    from oneflow import _tensor_api
-
-    if _seed_draws["seedings"] != _tensor_api._seedings:
-        _seed_draws.update(seedings=_tensor_api._seedings, count=0)
+    if _seed_draws["seedings"] != _random._seedings:
+        _seed_draws.update(seedings=_random._seedings, count=0)
     _seed_draws["count"] += 1
     return hash((flow.initial_seed(), _seed_draws["count"])) & ((1 << 62) - 1)
 

@@ -1,0 +1,156 @@
+"""Creation functions: flow.tensor, zeros, ones, empty, full and their *_like, arange, eye,
+logspace, hann_window (random creation is in _random).
+
+    x = flow.tensor([[1, 2], [3, 4]], dtype=flow.float32)
+    flow.zeros(2, 3), flow.full((2,), 7), flow.arange(0, 10, 2)
+"""
+
+import builtins
+import math
+
+import oneflow._oneflow_internal as _C
+from oneflow import _api_util
+from oneflow._api_util import _finish, _floating_default, _size
+
+Tensor = _C.Tensor
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
+    "ones_like", "full_like", "empty_like", "arange", "eye", "logspace", "hann_window",
+]
+
+
+def _has_tensor_or_numpy(data):
+    if isinstance(data, (list, tuple)):
+        return any(_has_tensor_or_numpy(d) for d in data)
+    return isinstance(data, Tensor) or type(data).__module__ == "numpy"
+
+
+def _plain(data):
+    """Nested lists with their tensors and numpy scalars/arrays turned into Python values."""
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    if isinstance(data, Tensor):
+        return data.detach().tolist()
+    if type(data).__module__ == "numpy" and hasattr(data, "tolist"):
+        return data.tolist()
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+    try:
+        t = _C.tensor(data, dtype, device, False)
+    except Exception:
+        # The binding cannot walk lists holding tensors (flow.tensor([loss1, loss2])) or numpy
+        # scalars: retry on their Python values.
+        if not (isinstance(data, (list, tuple)) and _has_tensor_or_numpy(data)):
+            raise
+        t = _C.tensor(_plain(data), dtype, device, False)
+    if dtype is None and isinstance(data, (list, tuple)) and t.numel() == 0:
+        t = t._to_dtype(_api_util._default_dtype)  # flow.tensor([]) is floating, as in PyTorch
+    elif dtype is None and t.dtype == _C.float32 and _api_util._default_dtype != _C.float32 \
+            and not _has_tensor_or_numpy(data):
+        t = _C.tensor(data, _api_util._default_dtype, device, False)  # Python floats: every digit kept
+    return _finish(t, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == dtype):
+        return data if device is None else data.to(device)
+    return tensor(data, dtype, device)
+
+
+def from_numpy(array):
+    return _C.tensor(array, None, None, False)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.full(_size(size, "zeros"), 0.0, _floating_default(dtype), device), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.full(_size(size, "ones"), 1.0, _floating_default(dtype), device), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.empty(_size(size, "empty"), _floating_default(dtype), device), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dtype = _C.bool
+        elif isinstance(fill_value, builtins.int):
+            dtype = _C.int64
+        else:
+            dtype = _api_util._default_dtype
+    return _finish(_C.full(_size((size,), "full"), builtins.float(fill_value), dtype, device), requires_grad)
+
+
+def _like(x, dtype, device):
+    return (dtype if dtype is not None else x.dtype), (device if device is not None else x._device)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), 0.0, d, dev), requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), 1.0, d, dev), requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.full(list(x._shape), builtins.float(fill_value), d, dev), requires_grad)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    d, dev = _like(x, dtype, device)
+    return _finish(_C.empty(list(x._shape), d, dev), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """steps values base ** e for e evenly spaced from start to end (both included)."""
+    steps = builtins.int(steps)
+    if steps < 0:
+        raise ValueError(f"logspace: steps must be non-negative, got {steps}")
+    start, end, base = builtins.float(start), builtins.float(end), builtins.float(base)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    # the exponents as linspace gives them: the second half counted back from end
+    exps = [start + i * step if i < steps // 2 else end - (steps - 1 - i) * step
+            for i in range(steps)]
+    values = [base ** e for e in exps]
+    return _finish(_C.tensor(values, dtype or _C.float32, device, False), requires_grad)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
+    """0.5 - 0.5 cos(2 pi n / N), n < window_length, N = window_length (periodic) or
+    window_length - 1."""
+    n = builtins.int(window_length)
+    if n < 0:
+        raise ValueError(f"hann_window: window_length must be non-negative, got {n}")
+    dtype = dtype or _C.float32
+    if not dtype.is_floating_point:
+        raise TypeError(f"hann_window: dtype must be a floating point dtype, got {dtype}")
+    if n <= 1:
+        values = [1.0] * n
+    else:
+        denom = n if periodic else n - 1
+        values = [0.5 - 0.5 * math.cos(2 * math.pi * i / denom) for i in range(n)]
+    return _finish(_C.tensor(values, dtype, device, False), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, builtins.int) for v in (start, end, step))
+        dtype = _C.int64 if is_int else _api_util._default_dtype
+    return _finish(_C.arange(builtins.float(start), builtins.float(end), builtins.float(step), dtype, device),
+                   requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _finish(_C.eye(n, n if m is None else m, _floating_default(dtype), device), requires_grad)
