@@ -192,6 +192,9 @@ Tensor RunRoute(const Plan& plan, const Step& s, const Tensor& x, const Shape& l
   for (const Transfer& t : transfers) needs_comm |= t.src != t.dst;
   if (needs_comm && members.size() > 1) {
     comm = &runtime::Env::Get().Comm(members, plan.src.device());
+    // Only some pairs of the group exchange pieces: every member settles the group's CUDA path
+    // first, so the first transfer does not wait for members that have nothing to move.
+    comm->PrepareCuda(x.device());
   }
   for (const Transfer& t : transfers) {
     if (t.src != rank && t.dst != rank) continue;

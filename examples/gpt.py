@@ -284,7 +284,7 @@ class Layout:
     """Where a --parallel choice puts the model and the data."""
 
     def __init__(self, parallel, world, n_head, vocab_size, tp=2, micro_batches=4,
-                 schedule="1f1b", tied=True):
+                 schedule="1f1b", tied=True, device="cpu"):
         parts = parallel.split("+")
         base = [p for p in parts if p != "zero"]
         if any(p not in LAYOUTS for p in parts) or len(base) > 1 or len(parts) != len(set(parts)):
@@ -299,15 +299,16 @@ class Layout:
             raise ValueError(f"gpt.py: --parallel none runs in one process, got {world} ranks; "
                              f"pick a layout: {LAYOUTS[1:]}")
         self.world, self.micro_batches, self.schedule = world, micro_batches, schedule
+        self.device = device
         ranks = list(range(world))
-        self.all = flow.placement("cpu", ranks=ranks) if self.kind != "none" else None
+        self.all = flow.placement(device, ranks=ranks) if self.kind != "none" else None
         self.tp = {"tp": world, "dp_tp": tp}.get(self.kind, 1)
         if self.kind == "dp_tp":
             if tp < 1 or world % tp or world // tp < 2 or tp < 2:
                 raise ValueError(f"gpt.py: --parallel dp_tp needs a mesh of at least 2 x 2: "
                                  f"{world} ranks with --tp {tp}")
             self.placement = flow.placement(
-                "cpu", ranks=[ranks[i:i + tp] for i in range(0, world, tp)])
+                device, ranks=[ranks[i:i + tp] for i in range(0, world, tp)])
         elif self.kind == "pp":
             if world < 2 or world % 2:
                 raise ValueError(f"gpt.py: --parallel pp runs 2 stages on an even number of "
@@ -317,8 +318,8 @@ class Layout:
                                  "different stages, so they cannot share a tied weight; pass "
                                  "--untied")
             half = world // 2
-            self.stage_placements = [flow.placement("cpu", ranks=ranks[:half]),
-                                     flow.placement("cpu", ranks=ranks[half:])]
+            self.stage_placements = [flow.placement(device, ranks=ranks[:half]),
+                                     flow.placement(device, ranks=ranks[half:])]
             self.placement = None
         else:
             self.placement = self.all
@@ -347,8 +348,10 @@ class Layout:
     def place(self, model):
         """Moves every parameter and buffer to its layout (in place: Parameters keep their
         identity, so an optimizer built afterwards or before sees the same objects)."""
-        if self.kind in ("none", "pp"):
-            return model  # pp: the Pipeline moves each stage to its placement
+        if self.kind == "none":
+            return model.to(self.device)
+        if self.kind == "pp":
+            return model  # the Pipeline moves each stage to its placement
         # Deduction is greedy, one op at a time, and a partial sum costs it nothing to make
         # (S -> P and B -> P are local), so left alone it keeps the residual stream partial and
         # reduce-scatters it into each LayerNorm (a batch split), and then gathers weights
@@ -383,7 +386,7 @@ class Layout:
         whose placement gets it)."""
         t = flow.tensor(x)
         if self.kind == "none":
-            return t
+            return t.to(self.device)
         if self.kind == "pp":
             pl = self.stage_placements[stage]
             t = t.to_global(placement=pl, sbp=B)
@@ -500,7 +503,7 @@ class _PreemptionFlag:
 def build(args, vocab_size, world):
     layout = Layout(args.parallel, world, args.n_head, vocab_size, tp=args.tp,
                     micro_batches=args.micro_batches, schedule=args.schedule,
-                    tied=not args.untied)
+                    tied=not args.untied, device=args.device)
     model = GPT(vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
                 tied=not args.untied, recompute=args.checkpoint)
     init_weights(model, args.seed)
@@ -512,6 +515,8 @@ def parser():
     ap.add_argument("--parallel", default="none",
                     help="none | dp | tp | dp_tp | pp | zero, or dp+zero, tp+zero, dp_tp+zero")
     ap.add_argument("--tp", type=int, default=2, help="tensor-parallel size of the dp_tp mesh")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="where the model and the data live (cuda: each rank's GPU)")
     ap.add_argument("--micro_batches", type=int, default=4, help="pp: micro-batches per step")
     ap.add_argument("--schedule", default="1f1b", choices=("1f1b", "gpipe"), help="pp schedule")
     ap.add_argument("--checkpoint", action="store_true",

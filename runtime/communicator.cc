@@ -487,9 +487,27 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
 NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
   // The group's name for its CUDA tensors: "cuda:[0,1]" beside the CPU one's "cpu:[0,1]".
   const std::string cuda_desc = "cuda" + desc_.substr(desc_.find(':'));
-  // The stand-in CUDA device (tests without a GPU) has no NCCL: its tensors take the host path
-  // a group NCCL cannot serve takes, without the warning.
-  if (FakeCuda()) return nullptr;
+  if (FakeCuda()) {
+    // The stand-in CUDA device (tests without a GPU) has no NCCL: its tensors take the host path
+    // a group NCCL cannot serve takes, without the warning. Its members still settle that
+    // together, as NcclGroup::Create begins (each posts its device and waits for all), so a
+    // call that only some members make stalls here as it would on GPUs, and times out naming
+    // the group.
+    if (!nccl_tried_) {
+      const std::string prefix = "nccl/" + cuda_desc + "/gpu/";
+      client_->Set(prefix + std::to_string(group_rank_), "stand-in");
+      std::vector<std::string> keys;
+      for (int r = 0; r < size(); ++r) keys.push_back(prefix + std::to_string(r));
+      try {
+        client_->Wait(keys, timeout_s_);
+      } catch (const std::exception& e) {
+        throw Error(StrCat(op, ": rank ", my_rank_, " waited for the other members of group ",
+                           cuda_desc, " to settle how it moves CUDA tensors: ", OneLine(e.what())));
+      }
+      nccl_tried_ = true;
+    }
+    return nullptr;
+  }
   if (!nccl_tried_) {
     std::string why;
     try {
@@ -514,6 +532,13 @@ NcclGroup* Communicator::Nccl(const Device& device, const char* op) {
                        nccl_->device().ToString()));
   }
   return nccl_.get();
+}
+
+void Communicator::PrepareCuda(const Device& device) {
+  if (device.type != DeviceType::kCUDA || !client_ || size() <= 1) return;
+  Drain();
+  std::lock_guard<std::mutex> lock(mu_);
+  Nccl(device, "prepare_cuda");
 }
 
 void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,

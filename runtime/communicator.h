@@ -120,6 +120,12 @@ class Communicator {
   // Point to point (peer is a global rank); a Send matches the Recv with the same tag.
   void Send(const Tensor& t, int peer, uint32_t tag = 0);
   void Recv(Tensor& t, int peer, uint32_t tag = 0);
+  // Settles, with every member, how this group moves CUDA tensors of `device` (NCCL or the
+  // host path; collective: every member calls it). Collectives settle it on their first CUDA
+  // call, where all members take part; point-to-point transfers involve only two members, so
+  // a caller whose pairs do not cover the group (boxing between placements) calls this first,
+  // from every member, or the first Send would wait for members that never come.
+  void PrepareCuda(const Device& device);
   void Barrier();
 
  private:

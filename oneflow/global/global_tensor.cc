@@ -264,7 +264,8 @@ namespace {
 Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          bool check_meta, const Shape* global_shape) {
   if (local.is_global()) return ToGlobalImpl(local, placement, nd_sbp);
-  if (local.device().type != placement.device()) {
+  if (local.device() != ShardDevice(placement)) {
+    // Another device type, or another GPU than this rank's (OneFlow moves it, as here).
     return LocalToGlobalImpl(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
                              check_meta, global_shape);
   }

@@ -74,6 +74,30 @@ def test_dp_zero_and_pipeline_on_2_ranks_train_like_one_process_and_load_the_tp_
     assert re.search(r"rank 1 pp:ckpt bubble [0-9.]+ ideal 0\.200", r.stdout), r.stdout
 
 
+def _cuda_env():
+    """A GPU where one is usable, else the stand-in CUDA device (ONEFLOW_FAKE_CUDA=1)."""
+    return {} if flow.cuda.is_available() else {"ONEFLOW_FAKE_CUDA": "1"}
+
+
+def test_every_layout_on_cuda_placements_trains_like_one_process(tmp_path):
+    # The same model code and checks on cuda placements: every tensor an op, a hook or the
+    # optimizer makes must land on the rank's GPU (on the stand-in device without a GPU).
+    r = run(2, "dp,tp,zero,pp", "--cuda", **_cuda_env())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == expected(2, ["dp", "tp", "zero", "pp"])
+    folder = str(tmp_path / "dp_tp")
+    r = run(4, "dp_tp", "--cuda", "--save", folder, **_cuda_env())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert ok_lines(r.stdout) == expected(4, ["dp_tp"], ["saved"])
+    # Saved sharded from cuda placements, read back in one CPU process (as torch.load, tensors
+    # go back to the device they were saved from unless map_location says otherwise).
+    whole, state = np.load(folder + ".npz"), flow.load(folder, map_location="cpu")
+    assert sorted(state) == sorted(whole.files)
+    for name in whole.files:
+        assert state[name].device == flow.device("cpu")
+        assert np.array_equal(state[name].numpy(), whole[name]), name
+
+
 def test_one_process_loads_the_tp_checkpoint_bit_identically(tp4):
     _, folder = tp4
     whole = np.load(folder + ".npz")

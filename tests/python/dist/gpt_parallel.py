@@ -1,8 +1,9 @@
 """examples/gpt.py under layouts, against one-process training from the same weights.
 
-    usage: gpt_parallel.py LAYOUT[,LAYOUT...] [--save DIR] [--load DIR] [--probe]
+    usage: gpt_parallel.py LAYOUT[,LAYOUT...] [--save DIR] [--load DIR] [--probe] [--cuda]
 A LAYOUT is a --parallel value with an optional ':ckpt' (activation checkpointing in the
-layout's model, not in the reference). Every rank trains the reference (local tensors, one
+layout's model, not in the reference). --cuda: the layouts on cuda placements (the reference
+stays a CPU process). Every rank trains the reference (local tensors, one
 process's arithmetic) and then each layout for 10 steps on the same fortune batches, from the
 same weights (2 layers, 4 heads, n_embd 32, block 16, batch 4, AdamW), and checks on every rank:
 the loss of every step and every parameter after the last step equal the reference's (1e-4).
@@ -28,6 +29,7 @@ opts = sys.argv[2:]
 save = opts[opts.index("--save") + 1] if "--save" in opts else None
 load = opts[opts.index("--load") + 1] if "--load" in opts else None
 probe = "--probe" in opts
+device = "cuda" if "--cuda" in opts else "cpu"
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 STEPS, TOL = 10, 1e-4
 SIZES = ["--n_layer", "2", "--n_head", "4", "--n_embd", "32", "--block_size", "16",
@@ -38,8 +40,9 @@ batches = [data.batch("train", 4, 16, 100 + s) for s in range(STEPS)]
 
 
 def args_for(parallel, ckpt, untied):
+    on = "cpu" if parallel == "none" else device
     return gpt.parser().parse_args(SIZES + ["--parallel", parallel] + ["--checkpoint"] * ckpt
-                                   + ["--untied"] * untied)
+                                   + ["--untied"] * untied + ["--device", on])
 
 
 def train(parallel, ckpt, untied):

@@ -1,8 +1,8 @@
 # OneFlow's data-parallel tutorial with global tensors ("Run Data Parallel Training With SBP
-# Configuration", docs.oneflow.org/en/master/parallelism/05_ddp.html), as published except for
-# the placement's device type: "cpu" instead of "cuda", which the tutorial itself suggests for
-# readers without GPUs. Run it with the launcher from a folder holding data/cifar-10-batches-py:
+# Configuration", docs.oneflow.org/en/master/parallelism/05_ddp.html), as published (placement
+# "cuda"). Run it with the launcher from a folder holding data/cifar-10-batches-py:
 #     python3 -m oneflow.distributed.launch --nproc_per_node 2 global_tensor_ddp.py
+# On a machine without a GPU, ONEFLOW_FAKE_CUDA=1 runs it on the stand-in CUDA device.
 import oneflow as flow
 import oneflow.nn as nn
 import flowvision
