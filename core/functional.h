@@ -279,6 +279,11 @@ struct UniqueResult {
   Tensor values, inverse, counts;
 };
 UniqueResult unique(const Tensor& x);
+// Non-maximum suppression (OneFlow's flow.nms, torchvision.ops.nms): the indices (int64) of the
+// boxes kept, highest score first, where boxes (N, 4) are (x1, y1, x2, y2) and a box is dropped
+// when its IoU with a kept one exceeds iou_threshold. Computed on the host; the result lives
+// where boxes live (a global one: broadcast on its placement, from the whole boxes).
+Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold);
 // Category indices drawn from each row of non-negative weights (1-D or 2-D), from the
 // process's generator (manual_seed makes it reproducible).
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);

@@ -442,6 +442,48 @@ UniqueResult unique(const Tensor& x) {
   return r;
 }
 
+// ---------------------------------------------------------------- nms (host side)
+
+Tensor nms(const Tensor& boxes, const Tensor& scores, double iou_threshold) {
+  ONEFLOW_CHECK(boxes.ndim() == 2 && boxes.shape()[1] == 4, "nms: boxes must be (N, 4), got ",
+                boxes.shape());
+  ONEFLOW_CHECK(scores.ndim() == 1 && scores.shape()[0] == boxes.shape()[0],
+                "nms: scores must be (N,) for ", boxes.shape()[0], " boxes, got ", scores.shape());
+  auto host = [](const Tensor& t) {
+    Tensor v = t.is_global() ? GetGlobalHooks().whole(t.detach()) : t.detach();
+    return Contig(to_dtype(to_device(v, Device::CPU()), DType::kFloat64));
+  };
+  const Tensor b = host(boxes), s = host(scores);
+  const double* pb = b.data<double>();
+  const double* ps = s.data<double>();
+  const int64_t n = b.shape()[0];
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return ps[i] > ps[j]; });
+  auto area = [&](int64_t i) {
+    return (pb[4 * i + 2] - pb[4 * i]) * (pb[4 * i + 3] - pb[4 * i + 1]);
+  };
+  std::vector<int64_t> keep;
+  for (int64_t i : order) {
+    bool suppressed = false;
+    for (int64_t k : keep) {
+      const double w =
+          std::max(0.0, std::min(pb[4 * i + 2], pb[4 * k + 2]) - std::max(pb[4 * i], pb[4 * k]));
+      const double h = std::max(
+          0.0, std::min(pb[4 * i + 3], pb[4 * k + 3]) - std::max(pb[4 * i + 1], pb[4 * k + 1]));
+      const double inter = w * h;
+      if (inter / (area(i) + area(k) - inter) > iou_threshold) {
+        suppressed = true;
+        break;
+      }
+    }
+    if (!suppressed) keep.push_back(i);
+  }
+  Tensor out =
+      from_blob_copy(keep.data(), Shape({static_cast<int64_t>(keep.size())}), DType::kInt64);
+  return place_like(boxes, out);
+}
+
 // ---------------------------------------------------------------- matmul family
 
 Tensor bmm(const Tensor& a, const Tensor& b) {

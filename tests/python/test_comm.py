@@ -30,10 +30,27 @@ def env_with(**extra):
     return env
 
 
-def launch(*args, env=None, timeout=120):
+# The devices the multi-rank scripts of dist/ run their global tensors on (dist/device.py).
+DEVICES = ["cpu", "cuda"]
+
+
+def launch(*args, env=None, timeout=120, device="cpu"):
+    """The launcher with args. device "cuda": the dist/ scripts put their global tensors on cuda
+    placements, on a GPU where one is usable, else on the stand-in CUDA device
+    (ONEFLOW_FAKE_CUDA=1: host memory and CPU kernels, so where tensors go is checked anyway)."""
     cmd = [sys.executable, "-m", "oneflow.distributed.launch", *map(str, args)]
-    return subprocess.run(cmd, env=env or env_with(), capture_output=True, text=True,
-                          timeout=timeout)
+    env = dict(env or env_with())
+    if device == "cuda":
+        env["ONEFLOW_TEST_DEVICE"] = "cuda"
+        if not _gpu_usable():
+            env["ONEFLOW_FAKE_CUDA"] = "1"
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _gpu_usable():
+    import oneflow as flow
+
+    return flow.cuda.is_available() and not flow.cuda.is_fake()
 
 
 def ok_lines(out):

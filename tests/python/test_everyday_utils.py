@@ -13,7 +13,7 @@ import pytest
 import oneflow as flow
 import oneflow.nn as nn
 import oneflow.optim as optim
-from test_comm import DIST, env_with, free_port, launch
+from test_comm import DEVICES, DIST, env_with, free_port, launch
 from test_optim import _assert_close, _run_side_by_side, _to_flow, _twin_params
 
 torch = pytest.importorskip("torch")
@@ -844,9 +844,10 @@ def test_set_default_dtype_errors():
 
 # ---------------------------------------------------------------- global parameters, 2 ranks
 
-def test_clip_grad_norm_and_optimizers_on_global_parameters_equal_one_process():
+@pytest.mark.parametrize("device", DEVICES)
+def test_clip_grad_norm_and_optimizers_on_global_parameters_equal_one_process(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(), os.path.join(DIST, "clip_grad_global.py"),
-               env=env_with(), timeout=180)
+               env=env_with(), timeout=180, device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     for case in ("broadcast_and_split_2", "broadcast_and_split_inf", "broadcast_and_split_3", "model",
                  "rmsprop_global", "adagrad_global"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import oneflow as flow
-from test_comm import DIST, env_with, free_port, launch
+from test_comm import DEVICES, DIST, env_with, free_port, launch
 
 
 def ok_lines(out):
@@ -18,32 +18,35 @@ def ok_lines(out):
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_conversions_and_matmul_deduction(nproc):
+@pytest.mark.parametrize("device", DEVICES)
+def test_conversions_and_matmul_deduction(nproc, device):
     r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
-               os.path.join(DIST, "global_convert.py"), timeout=300)
+               os.path.join(DIST, "global_convert.py"), timeout=300, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} convert ok" for k in range(nproc))
 
 
 @pytest.mark.parametrize("first", ["1,2", "2,3", "1,3"])
-def test_placements_that_leave_out_ranks(first):
+@pytest.mark.parametrize("device", DEVICES)
+def test_placements_that_leave_out_ranks(first, device):
     # The job's first collective on a placement without rank 0 used to hang (rank 0 had not
     # started the control plane; a placement change waited for source ranks that skip it).
     # ONEFLOW_TIMEOUT_SECONDS bounds every wait, so a regression fails in seconds, not hangs.
     r = launch("--nproc_per_node", 4, "--master_port", free_port(),
                os.path.join(DIST, "subset_placements.py"), first, timeout=120,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"), device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} subset ok" for k in range(4))
 
 
-def test_oneflow_global_contract_on_four_ranks():
+@pytest.mark.parametrize("device", DEVICES)
+def test_oneflow_global_contract_on_four_ranks(device):
     # Issue 20: broadcast data synchronised from the placement's first rank, meta for ranks
     # outside it, one error for different shapes, numpy() everywhere, S -> P pieces where
     # OneFlow's naive boxing puts them, global_id, numpy ranks.
     r = launch("--nproc_per_node", 4, "--master_port", free_port(),
                os.path.join(DIST, "oneflow_semantics.py"), timeout=120,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"), device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     names = ["broadcast sync", "meta check", "s to p pieces", "ids and placements", "nd view"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(4) for n in names)
@@ -100,18 +103,20 @@ def test_placement_changes_move_no_more_than_oneflow():
                         assert cost <= want, (src, a, dst, b, shape, cost, want)
 
 
-def test_global_tensors_take_local_index_tensors():
+@pytest.mark.parametrize("device", DEVICES)
+def test_global_tensors_take_local_index_tensors(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "global_index.py"), timeout=120)
+               os.path.join(DIST, "global_index.py"), timeout=120, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == ["rank 0 index ok", "rank 1 index ok"]
 
 
 @pytest.mark.parametrize("model,opt", [("mlp", "sgd"), ("mlp", "adam"), ("lenet", "sgd"),
                                        ("lenet", "adam")])
-def test_tutorial_training_equals_one_process(model, opt):
+@pytest.mark.parametrize("device", DEVICES)
+def test_tutorial_training_equals_one_process(model, opt, device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "global_train.py"), model, opt, timeout=300)
+               os.path.join(DIST, "global_train.py"), model, opt, timeout=300, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     lines = ok_lines(r.stdout)
     assert len(lines) == 2 and all(f"{model} {opt} ok" in l for l in lines), r.stdout
@@ -294,15 +299,17 @@ def test_errors_across_ranks(tmp_path, code, message):
     assert message in r.stderr, r.stderr[-2000:]
 
 
-def test_global_state_dict_save_and_load(tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_global_state_dict_save_and_load(tmp_path, device):
     folder = tmp_path / "ckpt"
     folder.mkdir()
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "global_save.py"), folder, timeout=120)
+               os.path.join(DIST, "global_save.py"), folder, timeout=120, device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("saved by rank 0 and loaded back") == 2
-    # The file holds whole tensors: one process loads it without any placement.
-    state = flow.load(str(folder / "model.of"))
+    # The file holds whole tensors: one process loads it without any placement (onto the cpu:
+    # saved from cuda placements, its tensors would otherwise go back to the GPU).
+    state = flow.load(str(folder / "model.of"), map_location="cpu")
     expected = np.load(tmp_path / "expected.npz")
     assert sorted(state) == sorted(expected.files)
     for k in expected.files:
@@ -311,9 +318,10 @@ def test_global_state_dict_save_and_load(tmp_path):
     assert tuple(state["0.weight"].shape) == (7, 5)
 
 
-def test_gradients_flow_through_to_global_and_to_local():
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_flow_through_to_global_and_to_local(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "global_grad.py"), timeout=120)
+               os.path.join(DIST, "global_grad.py"), timeout=120, device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     for case in ("local_to_split", "local_to_partial", "broadcast_to_split", "to_local",
                  "batch_norm_split", "double_backward_boxed", "bucketed_grads"):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import oneflow as flow
-from test_comm import DIST, env_with, free_port, launch
+from test_comm import DEVICES, DIST, env_with, free_port, launch
 from test_global import _oneflow_naive_bytes, ok_lines, plan, S0, S1, B, P
 
 P1 = flow.placement("cpu", ranks=[0])
@@ -183,7 +183,8 @@ RELATIONS = {"contains": ("1,2", "0,1,2,3"), "contained": ("0,1,2,3", "2,3"),
 
 @pytest.mark.parametrize("shape", ["4,6", "5,3"], ids=["even", "uneven"])
 @pytest.mark.parametrize("relation", sorted(RELATIONS))
-def test_placement_change_in_a_fresh_job(relation, shape):
+@pytest.mark.parametrize("device", DEVICES)
+def test_placement_change_in_a_fresh_job(relation, shape, device):
     src, dst = RELATIONS[relation]
     # bytes the plan moves: never more than OneFlow's naive point-to-point boxing
     dims = tuple(int(d) for d in shape.split(","))
@@ -195,48 +196,53 @@ def test_placement_change_in_a_fresh_job(relation, shape):
     # values and waits: a second at most per change (ONEFLOW_TIMEOUT_SECONDS bounds a hang)
     r = launch("--nproc_per_node", 4, "--master_port", free_port(),
                os.path.join(DIST, "placement_relations.py"), src, dst, shape, timeout=120,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="10"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="10"), device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} relation ok" for k in range(4))
 
 
-def test_to_global_grad_sbp_is_applied_to_the_gradient():
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_global_grad_sbp_is_applied_to_the_gradient(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "grad_sbp.py"))
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "grad_sbp.py"), device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok grad_sbp") == 2, r.stdout
 
 
-def test_new_zeros_new_empty_and_linspace_make_global_tensors():
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_zeros_new_empty_and_linspace_make_global_tensors(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "new_tensor_ops.py"))
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist", "new_tensor_ops.py"), device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok new\n") == 2 and r.stdout.count("ok new methods\n") == 2, r.stdout
 
 
-def test_oneflow_only_ops_on_global_tensors():
+@pytest.mark.parametrize("device", DEVICES)
+def test_oneflow_only_ops_on_global_tensors(device):
     # Issue 20: OneFlow's test_global_scatter_nd / coin_flip / partical_fc, as our own cases.
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "oneflow_only_ops.py"), timeout=120)
+               os.path.join(DIST, "oneflow_only_ops.py"), timeout=120, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     names = ["scatter_nd", "coin_flip", "partial_fc"]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in names)
 
 
-def test_everyday_ops_on_global_tensors_equal_one_process():
+@pytest.mark.parametrize("device", DEVICES)
+def test_everyday_ops_on_global_tensors_equal_one_process(device):
     # Issue 15: the new ops under B, S(0), S(1) layouts (one_hot of a global index crashed).
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(DIST, "everyday_global.py"), timeout=120)
+               os.path.join(DIST, "everyday_global.py"), timeout=120, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} {n} ok" for k in range(2) for n in ("ops", "one_hot"))
 
 
-def test_placement_changes_with_a_2d_mesh_route_pieces():
+@pytest.mark.parametrize("device", DEVICES)
+def test_placement_changes_with_a_2d_mesh_route_pieces(device):
     # Issue 16: a placement change where either side is a 2-D mesh moves only the pieces each
     # destination needs, point to point (no gather to broadcast, no whole tensor sent).
     r = launch("--nproc_per_node", 4, "--master_port", free_port(),
                os.path.join(DIST, "nd_placement_changes.py"), timeout=180,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="20"), device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert ok_lines(r.stdout) == sorted(f"rank {k} nd routes ok" for k in range(4))
 

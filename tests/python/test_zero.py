@@ -9,7 +9,7 @@ import pytest
 
 import oneflow as flow
 import oneflow.nn as nn
-from test_comm import DIST, env_with, free_port, launch
+from test_comm import DEVICES, DIST, env_with, free_port, launch
 
 
 def ok_lines(out):
@@ -18,10 +18,11 @@ def ok_lines(out):
 
 @pytest.mark.parametrize("nproc", [2, 4])
 @pytest.mark.parametrize("opt", ["adamw", "adam", "sgd"])
-def test_zero_trains_like_one_process_with_1_over_n_of_the_state(opt, nproc, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_trains_like_one_process_with_1_over_n_of_the_state(opt, nproc, tmp_path, device):
     r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
                os.path.join(DIST, "zero_train.py"), opt, str(tmp_path), timeout=300,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="60"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="60"), device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     assert ok_lines(r.stdout) == sorted(f"rank {k} of {nproc} {opt} ok" for k in range(nproc))
     # The state bytes each rank reported add up to the whole, each about 1/n of it.
@@ -98,9 +99,10 @@ def test_optimizer_class_must_be_an_optimizer():
         flow.distributed.ZeroRedundancyOptimizer(_model().parameters(), optimizer_class="adam")
 
 
-def test_zero_on_a_2x2_mesh_with_tensor_parallel_weights_holds_each_state_element_once():
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_on_a_2x2_mesh_with_tensor_parallel_weights_holds_each_state_element_once(device):
     r = launch("--nproc_per_node", 4, "--master_port", free_port(),
                os.path.join(DIST, "zero_mesh.py"), timeout=300,
-               env=env_with(ONEFLOW_TIMEOUT_SECONDS="60"))
+               env=env_with(ONEFLOW_TIMEOUT_SECONDS="60"), device=device)
     assert r.returncode == 0, r.stdout + r.stderr
     assert len([l for l in r.stdout.splitlines() if "mesh state bytes" in l and l.endswith(" ok")]) == 4

@@ -362,6 +362,7 @@ void BindFunctional(py::module_& m) {
     fn::UniqueResult r = fn::unique(x);
     return py::make_tuple(r.values, r.inverse, r.counts);
   });
+  m.def("nms", &fn::nms);
   m.def("multinomial", &fn::multinomial);
   m.def("bmm", &fn::bmm);
   m.def("addmm", &fn::addmm);

@@ -17,6 +17,7 @@ __all__ = [
     "roll", "repeat_interleave", "tril", "triu", "take_along_dim", "scatter", "scatter_add",
     "scatter_nd", "gather_nd",
     "cumsum", "cumprod", "sort", "argsort", "topk", "all", "any", "median", "mode", "unique",
+    "nms",
     "multinomial", "bmm", "addmm", "baddbmm", "outer", "ger", "einsum",
 ]
 
@@ -251,6 +252,13 @@ def median(input, dim=None, keepdim=False):
 
 def mode(input, dim=-1, keepdim=False):
     return _MinMax(_C.mode(input, dim, keepdim))
+
+
+def nms(boxes, scores, iou_threshold):
+    """Indices (int64) of the boxes kept by non-maximum suppression, highest score first: boxes
+    (N, 4) as (x1, y1, x2, y2); a box goes when its IoU with a kept one exceeds iou_threshold.
+    A global result is broadcast on the boxes' placement."""
+    return _C.nms(boxes, scores, float(iou_threshold))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

@@ -5,9 +5,10 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
-P = flow.placement("cpu", ranks=list(range(world)))
+P = flow.placement(DEVICE, ranks=list(range(world)))
 B, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
 
 

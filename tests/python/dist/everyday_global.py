@@ -6,8 +6,9 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn.functional as F
+from device import DEVICE  # noqa: E402
 
-P = flow.placement.all("cpu"); B=flow.sbp.broadcast; S=flow.sbp.split
+P = flow.placement.all(DEVICE); B=flow.sbp.broadcast; S=flow.sbp.split
 rank = flow.env.get_rank()
 x_np = np.random.RandomState(0).randn(4, 6).astype(np.float32)
 idx_np = np.array([0, 2, 1, 3])

@@ -12,11 +12,12 @@ import itertools
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank, n = flow.env.get_rank(), flow.env.get_world_size()
 B, P = flow.sbp.broadcast, flow.sbp.partial_sum
 S = flow.sbp.split
-world = flow.placement("cpu", ranks=list(range(n)))
+world = flow.placement(DEVICE, ranks=list(range(n)))
 flow.manual_seed(3)
 
 
@@ -101,7 +102,7 @@ for shape in [(4, 6), (5, 3)]:
         check(u, ref, f"{a} -> {b} {shape}")
 
 # placement changes: to one rank and back, to a subset
-one = flow.placement("cpu", ranks=[0])
+one = flow.placement(DEVICE, ranks=[0])
 x = flow.randn(5, 4)
 g = x.to_global(placement=world, sbp=B).to_global(sbp=S(0))
 check(g, x.numpy(), "world S(0)")
@@ -111,7 +112,7 @@ back = h.to_global(placement=world, sbp=S(1))
 check(back, x.numpy(), "rank 0 -> world S(1)")
 
 if n == 4:
-    mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+    mesh = flow.placement(DEVICE, ranks=[[0, 1], [2, 3]])
     whole = flow.randn(6, 5)
     ref = whole.numpy()
     layouts = [(S(0), B), (B, S(1)), (S(0), S(1)), (S(0), S(0)), (P, B), (B, P), (S(1), P)]

@@ -3,9 +3,10 @@
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
-P = flow.placement("cpu", ranks=list(range(world)))
+P = flow.placement(DEVICE, ranks=list(range(world)))
 S0, B, PS = flow.sbp.split(0), flow.sbp.broadcast, flow.sbp.partial_sum
 
 # A local leaf becomes this rank's rows of a global tensor: its gradient is its rows' gradient.

@@ -4,8 +4,9 @@ broadcast and split layouts: values and gradients against numpy. Prints "rank R 
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
-P = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+P = flow.placement(DEVICE, ranks=list(range(flow.env.get_world_size())))
 B, S = flow.sbp.broadcast, flow.sbp.split
 a = np.arange(24, dtype=np.float32).reshape(4, 6)
 indices = [

@@ -10,10 +10,11 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 folder = sys.argv[1]
 rank = flow.env.get_rank()
-P = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+P = flow.placement(DEVICE, ranks=list(range(flow.env.get_world_size())))
 
 
 def make(seed):

@@ -13,10 +13,11 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from tutorial_models import make_model, make_opt
+from device import DEVICE  # noqa: E402
 
 model_name, opt_name = sys.argv[1], sys.argv[2]
 rank = flow.env.get_rank()
-P = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+P = flow.placement(DEVICE, ranks=list(range(flow.env.get_world_size())))
 
 
 rng = np.random.RandomState(0)

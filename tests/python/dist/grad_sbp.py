@@ -3,9 +3,10 @@ input's gradient is unchanged in value."""
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
-P = flow.placement("cpu", ranks=[0, 1])
+P = flow.placement(DEVICE, ranks=[0, 1])
 seen = []
 x = flow.tensor(np.arange(8, dtype=np.float32).reshape(4, 2) + rank, requires_grad=True)
 y = x.to_global(placement=P, sbp=flow.sbp.broadcast, grad_sbp=flow.sbp.split(0))

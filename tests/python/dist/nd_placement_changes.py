@@ -8,15 +8,16 @@ import itertools
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
 assert flow.env.get_world_size() == 4
 B, P, S = flow.sbp.broadcast, flow.sbp.partial_sum, flow.sbp.split
 whole = np.arange(6 * 4, dtype=np.float32).reshape(6, 4) - 7
-mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
-column = flow.placement("cpu", ranks=[[1], [3]])
-line = flow.placement("cpu", ranks=[1, 2, 3])
-pair = flow.placement("cpu", ranks=[0, 2])
+mesh = flow.placement(DEVICE, ranks=[[0, 1], [2, 3]])
+column = flow.placement(DEVICE, ranks=[[1], [3]])
+line = flow.placement(DEVICE, ranks=[1, 2, 3])
+pair = flow.placement(DEVICE, ranks=[0, 2])
 layouts = {
     mesh: [(S(0), S(0)), (S(0), S(1)), (B, S(1)), (P, S(0)), (B, B), (S(1), P)],
     column: [(S(0), B), (P, S(1))],

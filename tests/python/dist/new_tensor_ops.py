@@ -1,7 +1,8 @@
 """flow.new_zeros / new_empty of a global tensor keep its placement and sbp; flow.linspace takes
 placement and sbp (OneFlow's test_global_constant / empty / linspace)."""
 import oneflow as flow, numpy as np
-P = flow.placement("cpu", ranks=[0, 1])
+from device import DEVICE  # noqa: E402
+P = flow.placement(DEVICE, ranks=[0, 1])
 x = flow.zeros(4, 6, placement=P, sbp=flow.sbp.split(0))
 y = flow.new_zeros(x)
 assert y.placement == P and y.sbp == (flow.sbp.split(0),) and tuple(y.shape) == (4, 6)

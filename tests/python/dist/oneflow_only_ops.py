@@ -4,11 +4,12 @@ distributed_partial_fc_sample over a row-split and a broadcast weight. Prints '<
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
-P = flow.placement.all("cpu")
+P = flow.placement.all(DEVICE)
 B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
-mesh = flow.placement("cpu", ranks=[[0, 1]])
+mesh = flow.placement(DEVICE, ranks=[[0, 1]])
 
 
 def ok(name):

@@ -14,12 +14,13 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 schedule, opt_name = sys.argv[1], sys.argv[2]
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 half = world // 2
-P0 = flow.placement("cpu", ranks=list(range(half)))
-P1 = flow.placement("cpu", ranks=list(range(half, world)))
+P0 = flow.placement(DEVICE, ranks=list(range(half)))
+P1 = flow.placement(DEVICE, ranks=list(range(half, world)))
 B = flow.sbp.broadcast
 SBP = flow.sbp.split(0) if half > 1 else B
 TOL = 1e-5

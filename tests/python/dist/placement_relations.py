@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
 assert flow.env.get_world_size() == 4
@@ -25,7 +26,7 @@ def source(a):
     """The source tensor under layout a, built without any collective: B and S from the whole
     (each rank of src keeps its slice), P from per-rank pieces (src's first rank holds the whole,
     the others zeros) with the meta check and data sync off."""
-    placement = flow.placement("cpu", src)
+    placement = flow.placement(DEVICE, src)
     if a == P:
         piece = whole if rank == src[0] else np.zeros_like(whole)
         return flow.tensor(piece).to_global(placement=placement, sbp=P, check_meta=False,
@@ -37,7 +38,7 @@ slowest = (0.0, "")
 for a, b in itertools.product([S(0), S(1), B, P], repeat=2):
     t = source(a)
     start = time.perf_counter()
-    u = t.to_global(placement=flow.placement("cpu", dst), sbp=b)
+    u = t.to_global(placement=flow.placement(DEVICE, dst), sbp=b)
     took = time.perf_counter() - start
     slowest = max(slowest, (took, f"{a} -> {b}"))
     local = u.to_local().numpy()

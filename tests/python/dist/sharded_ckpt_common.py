@@ -7,6 +7,7 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 S0, S1, B = flow.sbp.split(0), flow.sbp.split(1), flow.sbp.broadcast
 
@@ -42,7 +43,7 @@ def make(seed, layout=None):
     if layout is None:
         return m
     ranks, sbps = LAYOUTS[layout]
-    P = flow.placement("cpu", ranks=ranks)
+    P = flow.placement(DEVICE, ranks=ranks)
     nb = len(P.hierarchy)
     m = m.to_global(placement=P, sbp=[B] * nb)
     for name, sbp in sbps.items():
@@ -61,7 +62,7 @@ def batch(layout=None):
     if layout is None:
         return x
     ranks = LAYOUTS[layout][0]
-    P = flow.placement("cpu", ranks=ranks)
+    P = flow.placement(DEVICE, ranks=ranks)
     return x.to_global(placement=P, sbp=[B] * len(P.hierarchy))
 
 

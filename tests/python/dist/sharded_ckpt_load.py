@@ -13,6 +13,7 @@ import numpy as np
 import oneflow as flow
 import oneflow._sharded_checkpoint as sc
 from sharded_ckpt_common import batch, flatten, make, same
+from device import DEVICE  # noqa: E402
 
 folder = sys.argv[1]
 rank = flow.env.get_rank()
@@ -70,13 +71,13 @@ assert extra["tied"][0] is extra["tied"][1]  # one tensor saved twice stays one
 for key in ("sub", "sub_psum"):
     lazy = extra[key]
     on_1 = flow.zeros(*lazy.shape, dtype=lazy.dtype,
-                      placement=flow.placement("cpu", ranks=[1]), sbp=flow.sbp.broadcast)
+                      placement=flow.placement(DEVICE, ranks=[1]), sbp=flow.sbp.broadcast)
     got = sc.materialize_like(lazy, on_1)
     assert got.placement == on_1.placement and got.shape == lazy.shape
     if rank == 1:
         assert same(got.to_local().numpy(), expected["extra/" + key]), key
     split = flow.zeros(*lazy.shape, dtype=lazy.dtype,
-                       placement=flow.placement("cpu", ranks=[0, 1]), sbp=flow.sbp.split(1))
+                       placement=flow.placement(DEVICE, ranks=[0, 1]), sbp=flow.sbp.split(1))
     assert split.shape == lazy.shape
     got = sc.materialize_like(lazy, split)
     assert got.sbp == (flow.sbp.split(1),)

@@ -13,10 +13,11 @@ import numpy as np
 import oneflow as flow
 import oneflow._sharded_checkpoint as sc
 from sharded_ckpt_common import flatten, make, batch, B, S0, S1
+from device import DEVICE  # noqa: E402
 
 folder = sys.argv[1]
 rank = flow.env.get_rank()
-P = flow.placement("cpu", ranks=[0, 1, 2, 3])
+P = flow.placement(DEVICE, ranks=[0, 1, 2, 3])
 
 model = make(0, "tp4")
 opt = flow.optim.Adam(model.parameters(), lr=0.01)
@@ -27,9 +28,9 @@ assert model.fc1.weight.to_local().shape == ((3, 6) if rank < 2 else (2, 6))
 psum = flow.ones(3, 4).mul(rank + 1).to_global(placement=P, sbp=flow.sbp.partial_sum)
 # Placements without rank 0: ranks outside them take part in the save all the same.
 sub = flow.arange(15, dtype=flow.float32).reshape(5, 3).to_global(
-    placement=flow.placement("cpu", ranks=[2, 3]), sbp=B).to_global(sbp=S0)
+    placement=flow.placement(DEVICE, ranks=[2, 3]), sbp=B).to_global(sbp=S0)
 sub_psum = flow.ones(2, 2, dtype=flow.float64).mul(rank).to_global(
-    placement=flow.placement("cpu", ranks=[1, 3]), sbp=flow.sbp.partial_sum)
+    placement=flow.placement(DEVICE, ranks=[1, 3]), sbp=flow.sbp.partial_sum)
 state = {"model": model.state_dict(), "opt": opt.state_dict(),
          "extra": {"psum": psum, "steps": 3, "names": ["a", "b"], "pair": (1, 2.5),
                    "tied": [model.fc2.bias, model.fc2.bias], "sub": sub, "sub_psum": sub_psum}}

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 import oneflow as flow
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
 assert flow.env.get_world_size() == 4
@@ -56,7 +57,7 @@ def timed(fn, what):
 
 # The very first collective of the job, on a placement without rank 0.
 first = [int(r) for r in sys.argv[1].split(",")]
-x = flow.ones(8, 4, placement=flow.placement("cpu", ranks=first), sbp=S(0))
+x = flow.ones(8, 4, placement=flow.placement(DEVICE, ranks=first), sbp=S(0))
 y = timed(lambda: x.to_global(sbp=B), "first")
 check(y, np.ones((8, 4), np.float32), first, B, f"first {first} S(0) -> B")
 
@@ -66,10 +67,10 @@ for shape in [(4, 6), (5, 3)]:
     for src, dst in itertools.product(groups, repeat=2):
         for a, b in itertools.product([S(0), S(1), B, P], repeat=2):
             what = f"{src} {a} -> {dst} {b} {shape}"
-            t = flow.tensor(whole).to_global(placement=flow.placement("cpu", ranks=src), sbp=B)
+            t = flow.tensor(whole).to_global(placement=flow.placement(DEVICE, ranks=src), sbp=B)
             t = t.to_global(sbp=a)
             check(t, whole, src, a, what + " (source)")
-            u = timed(lambda: t.to_global(placement=flow.placement("cpu", ranks=dst), sbp=b), what)
+            u = timed(lambda: t.to_global(placement=flow.placement(DEVICE, ranks=dst), sbp=b), what)
             check(u, whole, dst, b, what)
 print(f"rank {rank} subset ok", flush=True)
 print(f"rank {rank} slowest {slowest[0]:.3f} s: {slowest[1]}", flush=True)

@@ -10,9 +10,10 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 rank = flow.env.get_rank()
-M = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+M = flow.placement(DEVICE, ranks=[[0, 1], [2, 3]])
 B, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
 
 
@@ -52,7 +53,7 @@ for (n, p), q in zip(m.named_parameters(), ref.parameters()):
     assert tuple(st.sbp) == want, (n, st.sbp, want)
 mine = o.state_bytes_per_rank()
 whole = 2 * 4 * sum(p.numel() for p in ref.parameters())
-total = flow.tensor([float(mine)]).to_global(placement=flow.placement("cpu", ranks=[0, 1, 2, 3]),
+total = flow.tensor([float(mine)]).to_global(placement=flow.placement(DEVICE, ranks=[0, 1, 2, 3]),
                                              sbp=flow.sbp.partial_sum)
 total = int(total.to_global(sbp=B).to_local().item())
 assert total == whole, (total, whole)

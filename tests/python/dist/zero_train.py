@@ -20,10 +20,11 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
+from device import DEVICE  # noqa: E402
 
 opt_name, ckpt = sys.argv[1], sys.argv[2]
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
-P = flow.placement("cpu", ranks=list(range(world)))
+P = flow.placement(DEVICE, ranks=list(range(world)))
 B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
 TOL = 1e-5
 
