@@ -31,14 +31,14 @@ if [[ ! -f "$INCLUDE/Python.h" ]]; then
 fi
 "$ROOT/tools/install_deps.sh"
 cd "$ROOT"
-# Debian's python3 uses the extension tools/python uses; another Python compiles only the
-# extension's own sources again, against its headers.
-if [[ "$INCLUDE" == /usr/include/python3.11 ]]; then
+# Any CPython 3.11 uses the extension tools/python uses (one ABI within a minor version);
+# another compiles only the extension's own sources again, against its headers.
+if [[ "$VERSION" == 3.11 ]]; then
   TARGET=_oneflow_internal.so
   bazel build "//oneflow:$TARGET" >&2
 else
   TARGET=_oneflow_internal_wheel.so
-  bazel build "//oneflow:$TARGET" "--define=PYTHON_INCLUDE=$INCLUDE" >&2
+  bazel build "//oneflow:$TARGET" "--repo_env=ONEFLOW_WHEEL_PYTHON=$PYTHON" >&2
 fi
 exec /usr/bin/python3 "$ROOT/tools/wheel.py" --python "$PYTHON" \
   --extension "$ROOT/bazel-bin/oneflow/$TARGET" --out "$OUT"
