@@ -7,7 +7,7 @@
 //   NCCL(ncclAllReduce)(...);
 //
 // The first call of each function resolves it; a missing library or symbol throws
-// "cuda: cannot load libcudnn.so.9: looked in the loader's path (<dlerror>), <dir>, ...".
+// "cuda: cannot load libcudnn.so.9: looked in the loader's path, <dir>, ... (<dlerror>)".
 #pragma once
 
 #include <string>
