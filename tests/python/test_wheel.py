@@ -50,8 +50,8 @@ def build_wheel(python, out):
 def install(python, wheel, venv, system_site_packages):
     run([python, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []),
          venv], cwd=os.path.dirname(venv))
-    run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--no-index",
-         "--no-deps", "-q", wheel], cwd=os.path.dirname(venv))
+    run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--no-index", "-q", wheel],
+        cwd=os.path.dirname(venv))
     return os.path.join(venv, "bin", "python")
 
 
