@@ -11,6 +11,7 @@ PACKAGES=(
   libgloo-dev                 # CPU collectives
   catch2                      # C++ tests
   pybind11-dev python3-dev    # the extension module
+  patchelf python3-venv       # wheels (tools/build_wheel.sh) and installing them in a venv
   python3-numpy python3-pytest
   python3-tqdm python3-pil    # the main job's progress bar; PIL images in flowvision's datasets
   python3-torch               # reference results in tests, and the benchmarks

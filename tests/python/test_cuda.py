@@ -96,6 +96,24 @@ def test_unavailable_reason_says_why_there_is_no_device():
         assert reason == ""
 
 
+@pytest.mark.skipif(not flow.backends.cuda.is_built(), reason="the build has no CUDA")
+def test_cuda_libraries_are_looked_for_in_pips_nvidia_packages_then_cuda_path(tmp_path):
+    # A site-packages folder holding pip's NVIDIA packages (CUDA 13's share nvidia/cu13/lib).
+    site = tmp_path / "site-packages"
+    for package in ("cu13", "cudnn", "nccl"):
+        (site / "nvidia" / package / "lib").mkdir(parents=True)
+    (site / "nvidia" / "not_a_library_package").mkdir()
+    env = dict(os.environ, CUDA_PATH=str(tmp_path / "toolkit"),
+               PYTHONPATH=os.pathsep.join([os.environ.get("PYTHONPATH", ""), str(site)]))
+    run = subprocess.run([sys.executable, "-c", "import oneflow as flow; "
+                          "print(flow.cuda.library_search_path())"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    nvidia = site / "nvidia"
+    assert run.stdout.strip() == (f"the loader's path, {nvidia}/cu13/lib, {nvidia}/cudnn/lib, "
+                                  f"{nvidia}/nccl/lib, {tmp_path}/toolkit/lib64"), run.stdout
+
+
 @pytest.mark.skipif(
     HAS_CUDA or not flow.backends.cuda.is_built(),
     reason="CUDA works here, or the build has no CUDA",

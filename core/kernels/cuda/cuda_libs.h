@@ -7,14 +7,26 @@
 //   NCCL(ncclAllReduce)(...);
 //
 // The first call of each function resolves it; a missing library or symbol throws
-// "cuda: cannot load libcudnn.so.9: <dlerror>".
+// "cuda: cannot load libcudnn.so.9: looked in the loader's path, <dir>, ... (<dlerror>)".
 #pragma once
+
+#include <string>
+#include <vector>
 
 namespace oneflow {
 namespace cuda {
 
-// dlopen's `soname` (searched by the dynamic loader, then under the toolkit's lib64) once and
-// returns the address of `symbol` in it.
+// Folders searched after the dynamic loader's path and before $CUDA_PATH/lib64: the Python
+// package adds pip's nvidia packages here (site-packages/nvidia/{cu13,cublas,cudnn,nccl}/lib).
+void AddLibraryDirs(const std::vector<std::string>& dirs);
+// Where a library is looked for, in order, as one line: "the loader's path, <dir>, ...".
+std::string LibrarySearchPath();
+
+// Opens `soname` once (the loader's path, the added folders, then $CUDA_PATH/lib64 or
+// /usr/local/cuda/lib64) and returns its handle; throws "cuda: cannot load ..." naming where
+// it looked.
+void* OpenLibrary(const char* soname);
+// The address of `symbol` in OpenLibrary(soname).
 void* LibrarySymbol(const char* soname, const char* symbol);
 
 }  // namespace cuda

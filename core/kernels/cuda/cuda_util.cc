@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/kernels/cuda/cuda_libs.h"
 #include "core/storage.h"
 
 namespace oneflow {
@@ -73,6 +74,16 @@ const Probe& GetProbe() {
       }
     } else if (p.count == 0) {
       p.why = StrCat("no CUDA device on this machine (", versions, ")");
+    } else {
+      // A device is no use without the libraries its kernels call (NCCL waits for a
+      // collective): when they are missing, say so here, naming where they were looked for.
+      try {
+        OpenLibrary("libcublas.so.13");
+        OpenLibrary("libcudnn.so.9");
+      } catch (const Error& e) {
+        p.count = 0;
+        p.why = StrCat(e.what(), " (", versions, ")");
+      }
     }
     return p;
   }();

@@ -34,6 +34,8 @@ int DeviceCount();
 // Why DeviceCount() is 0, empty when it is not. One line that always ends with the driver's and
 // the runtime's CUDA versions, "(driver 12.4 / runtime 13.0)"; a driver older than the runtime
 // (the static CUDA 13 runtime needs driver >= 580) is named as the cause with its fix.
+// With a device, cuBLAS and cuDNN must load too, else they are the reason, naming where they
+// were looked for (cuda_libs.h).
 std::string Unavailable();
 // Throws "<op>: CUDA is not available (<why>)" without a device, and "<op>: invalid device
 // ordinal N: this machine has M CUDA devices" unless device N exists.

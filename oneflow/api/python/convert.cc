@@ -1,6 +1,5 @@
 #include "oneflow/api/python/convert.h"
 
-#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
@@ -158,9 +157,10 @@ void FillNestedInt(py::handle obj, int64_t*& out) {
   }
 }
 
-DType FromNumpyKind(const py::dtype& dt) {
-  char k = dt.kind();
-  size_t sz = dt.itemsize();
+// From numpy's Python-level dtype attributes, which numpy 1 and 2 share.
+DType FromNumpyKind(py::handle dt) {
+  char k = dt.attr("kind").cast<std::string>()[0];
+  size_t sz = dt.attr("itemsize").cast<size_t>();
   if (k == 'b') return DType::kBool;
   if (k == 'u' && sz == 1) return DType::kUInt8;
   if (k == 'i' && sz == 1) return DType::kInt8;
@@ -172,12 +172,17 @@ DType FromNumpyKind(const py::dtype& dt) {
   throw TypeError(StrCat("tensor: unsupported numpy dtype ", py::repr(dt).cast<std::string>()));
 }
 
-bool IsNumpyArray(py::handle obj) {
-  // Only look for numpy if the user already imported it: `import oneflow` stays light.
+// numpy if the user already imported it (`import oneflow` stays light), else None.
+py::object ImportedNumpy() {
   py::dict modules = py::module_::import("sys").attr("modules");
-  if (!modules.contains("numpy")) return false;
-  return py::isinstance(obj, modules["numpy"].attr("ndarray")) ||
-         py::isinstance(obj, modules["numpy"].attr("generic"));
+  if (!modules.contains("numpy")) return py::none();
+  return modules["numpy"];
+}
+
+bool IsNumpyArray(py::handle obj) {
+  py::object np = ImportedNumpy();
+  if (np.is_none()) return false;
+  return py::isinstance(obj, np.attr("ndarray")) || py::isinstance(obj, np.attr("generic"));
 }
 
 }  // namespace
@@ -187,10 +192,13 @@ Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& devic
   if (py::isinstance<Tensor>(data)) {
     t = fn::clone(data.cast<Tensor>().detach());
   } else if (IsNumpyArray(data)) {
-    py::array arr = py::array::ensure(data, py::array::c_style | py::array::forcecast);
-    DType dt = FromNumpyKind(arr.dtype());
-    std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
-    t = fn::from_blob_copy(arr.data(), Shape(shape), dt);
+    // Read through the buffer protocol (PEP 3118), not numpy's C structures, which numpy 2
+    // changed: one build serves numpy 1 and 2.
+    py::object arr = ImportedNumpy().attr("asarray")(data, py::arg("order") = "C");
+    DType dt = FromNumpyKind(arr.attr("dtype"));
+    py::buffer_info buf = py::reinterpret_borrow<py::buffer>(arr).request();
+    std::vector<int64_t> shape(buf.shape.begin(), buf.shape.end());
+    t = fn::from_blob_copy(buf.ptr, Shape(shape), dt);
   } else {
     std::vector<int64_t> shape;
     int kind = 0;

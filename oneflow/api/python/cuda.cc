@@ -2,11 +2,13 @@
 // build without CUDA every query answers "none" and says why. Under the stand-in CUDA device
 // (ONEFLOW_FAKE_CUDA=1, core/device.h) the queries answer for it, whatever the build.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "core/storage.h"
 #ifdef ONEFLOW_WITH_CUDA
+#include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_util.h"
 #endif
 
@@ -74,6 +76,9 @@ void BindCuda(py::module_& m) {
 #ifdef ONEFLOW_WITH_CUDA
   m.def("cuda_built", []() { return true; });
   m.def("cuda_unavailable", []() { return FakeCuda() ? std::string() : cuda::Unavailable(); });
+  m.def("cuda_add_library_dirs",
+        [](const std::vector<std::string>& dirs) { cuda::AddLibraryDirs(dirs); });
+  m.def("cuda_library_search_path", []() { return cuda::LibrarySearchPath(); });
   m.def("cuda_synchronize", [](int index) {
     RequireCuda(index, "oneflow.cuda.synchronize");
     if (FakeCuda()) return;  // its kernels ran on the host, in order
@@ -89,6 +94,8 @@ void BindCuda(py::module_& m) {
   m.def("cudnn_set_allow_tf32", [](bool allow) { cuda::SetAllowCudnnTf32(allow); });
 #else
   m.def("cuda_built", []() { return false; });
+  m.def("cuda_add_library_dirs", [](const std::vector<std::string>&) {});
+  m.def("cuda_library_search_path", []() { return std::string(); });
   m.def("cuda_unavailable", []() {
     if (FakeCuda()) return std::string();
     return std::string("this build has no CUDA support (built where the CUDA toolkit was ") +

@@ -6,7 +6,6 @@
 //   x.to_global(placement=P, sbp=(flow.sbp.split(0), flow.sbp.broadcast))
 #include "sbp/sbp.h"
 
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -165,9 +164,9 @@ void BindSbp(py::module_& m) {
       // The ranks as a numpy array shaped like the hierarchy (as in OneFlow).
       .def_property_readonly("ranks",
                              [](const Placement& p) {
-                               py::array_t<int64_t> a(p.hierarchy());
-                               std::copy(p.ranks().begin(), p.ranks().end(), a.mutable_data());
-                               return a;
+                               py::module_ np = py::module_::import("numpy");
+                               return np.attr("array")(py::cast(p.ranks()), "int64")
+                                   .attr("reshape")(py::tuple(py::cast(p.hierarchy())));
                              })
       .def_property_readonly("hierarchy",
                              [](const Placement& p) { return py::tuple(py::cast(p.hierarchy())); })

@@ -1,7 +1,6 @@
 // The Tensor class for Python with its hot methods and operators in C++ (the flexible
 // signatures are installed by the Python package, oneflow/_tensor_api.py), and autograd nodes.
 #include <pybind11/functional.h>
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -50,51 +49,70 @@ py::object NodeOrNone(const Tensor& t) {
   return py::cast(t.grad_fn());
 }
 
+// Holds the copy that numpy() returns and lends it to numpy through the buffer protocol
+// (PEP 3118): the extension uses no numpy C structure, so one build serves numpy 1 and 2.
+struct HostCopy {
+  std::vector<char> bytes;
+  std::string format;  // struct-module format of one element: "f", "q", "?", ...
+  size_t itemsize = 0;
+  std::vector<py::ssize_t> shape;
+};
+
 // As OneFlow's numpy(): a copy of the values, also of a tensor that requires grad.
-py::array ToNumpy(const Tensor& t) {
+py::object ToNumpy(const Tensor& t) {
+  py::module_ np = py::module_::import("numpy");
   Tensor c = fn::contiguous(Whole(t).detach());
   if (!c.is_cpu()) c = fn::to_device(c, Device::CPU());
-  std::string fmt;
+  if (c.dtype() == DType::kBFloat16) c = fn::to_dtype(c, DType::kFloat32);  // numpy has none
+  auto copy = std::make_unique<HostCopy>();
   switch (c.dtype()) {
     case DType::kBool:
-      fmt = "?";
+      copy->format = "?";
       break;
     case DType::kUInt8:
-      fmt = "B";
+      copy->format = "B";
       break;
     case DType::kInt8:
-      fmt = "b";
+      copy->format = "b";
       break;
     case DType::kInt32:
-      fmt = "i";
+      copy->format = "i";
       break;
     case DType::kInt64:
-      fmt = "q";
+      copy->format = "q";
       break;
     case DType::kFloat16:
-      fmt = "e";
+      copy->format = "e";
       break;
     case DType::kFloat32:
-      fmt = "f";
+    case DType::kBFloat16:  // converted above
+      copy->format = "f";
       break;
     case DType::kFloat64:
-      fmt = "d";
-      break;
-    case DType::kBFloat16:
-      c = fn::to_dtype(c, DType::kFloat32);
-      fmt = "f";
+      copy->format = "d";
       break;
   }
-  std::vector<py::ssize_t> shape(c.shape().dims().begin(), c.shape().dims().end());
-  std::vector<py::ssize_t> strides;
-  for (int64_t s : c.strides()) strides.push_back(s * SizeOf(c.dtype()));
-  // The array owns a copy: numpy users can keep it after the tensor changes.
-  py::array view(py::dtype(fmt), shape, strides, c.raw_data());
-  return py::array(view.attr("copy")());
+  copy->itemsize = SizeOf(c.dtype());
+  copy->shape.assign(c.shape().dims().begin(), c.shape().dims().end());
+  const char* data = static_cast<const char*>(c.raw_data());
+  copy->bytes.reserve(1);  // a valid address for an empty tensor too
+  copy->bytes.assign(data, data + c.numel() * copy->itemsize);
+  // The array owns the copy (as its base): numpy users can keep it after the tensor changes.
+  return np.attr("asarray")(py::cast(std::move(copy)));
 }
 }  // namespace
 
 void BindTensor(py::module_& m) {
+  py::class_<HostCopy>(m, "_HostCopy", py::buffer_protocol()).def_buffer([](HostCopy& h) {
+    std::vector<py::ssize_t> strides(h.shape.size());
+    py::ssize_t stride = static_cast<py::ssize_t>(h.itemsize);
+    for (size_t i = h.shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= h.shape[i];
+    }
+    return py::buffer_info(h.bytes.data(), static_cast<py::ssize_t>(h.itemsize), h.format,
+                           static_cast<py::ssize_t>(h.shape.size()), h.shape, strides);
+  });
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")
       .def("name", &Node::name)
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });

@@ -10,7 +10,6 @@ import contextlib
 import os
 import threading
 
-import numpy as np
 
 import oneflow._oneflow_internal as _C
 from oneflow._api_util import _finish, _floating_default, _size
@@ -188,6 +187,8 @@ def normal(mean, std, size=None, *, generator=None, dtype=None, device=None,
             raise TypeError("normal: give size only with number mean and std; tensor mean or std "
                             "give the shape")
         like = mean if isinstance(mean, Tensor) else std
+        import numpy as np  # numpy is optional: imported where it is used
+
         shape = [builtins.int(d) for d in np.broadcast_shapes(
             tuple(mean._shape) if isinstance(mean, Tensor) else (),
             tuple(std._shape) if isinstance(std, Tensor) else ())]

@@ -44,8 +44,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
-
 import oneflow as flow
 from oneflow._checkpoint_io import _fsync_directory, _place
 from oneflow._dtype_util import dtype_by_name, dtype_name
@@ -504,6 +502,8 @@ class _Reader:
                   for inter in [_intersect(shard["box"], box)] if inter is not None]
         if len(pieces) == 1 and pieces[0][1] == box:  # one shard holds all of it
             return flow._C.from_bytes(self._read_block(*pieces[0], item), tuple(dims), dtype)
+        import numpy as np  # numpy is optional: imported where it is used
+
         void = np.dtype((np.void, item))
         out = np.zeros(dims, dtype=void)
         for shard, inter in pieces:

@@ -4,8 +4,7 @@ indexing writes, hooks, pickling and the legacy constructor, then the methods of
 (_ops, _index_api, _misc, _math_api) and of global tensors (_global)."""
 
 import builtins
-
-import numpy as np
+import sys
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
@@ -403,7 +402,7 @@ def _numpy_operand(value, like):
     """A numpy operand of an operator on the tensor like: a numpy scalar or 0-d array is the
     Python number (a scalar operand, as in PyTorch); an array becomes a tensor where like is:
     on its device, or for a global like on its placement, broadcast."""
-    if isinstance(value, np.generic) or value.ndim == 0:
+    if isinstance(value, sys.modules["numpy"].generic) or value.ndim == 0:
         return value.item()
     t = _C.tensor(value, None, None, False)
     if like.is_global:
@@ -426,7 +425,9 @@ def _install_numpy_operands(T):
 
 def _accepting_numpy(op, name):
     def operator(self, other):
-        if isinstance(other, (np.ndarray, np.generic)):
+        # numpy is optional: an ndarray operand means numpy is imported already.
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(other, (np.ndarray, np.generic)):
             other = _numpy_operand(other, self)
         return op(self, other)
     operator.__name__ = operator.__qualname__ = name

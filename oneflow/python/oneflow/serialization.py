@@ -135,12 +135,19 @@ class _PersistentLoad:
         return self._tensors[value]
 
 
+class _Unpickler(pickle.Unpickler):
+    """pickle's Unpickler with our persistent_load: from Python 3.13 on, a plain Unpickler's
+    persistent_load is read-only; a subclass's instance takes one."""
+
+    def __init__(self, file, persistent_load):
+        super().__init__(file)
+        self.persistent_load = persistent_load
+
+
 def _make_unpickler(file, map_location, what, weights_only):
     if weights_only:
         return RestrictedUnpickler(file, BASIC_GLOBALS, what, _PersistentLoad(map_location))
-    unpickler = pickle.Unpickler(file)
-    unpickler.persistent_load = _PersistentLoad(map_location)
-    return unpickler
+    return _Unpickler(file, _PersistentLoad(map_location))
 
 
 def save(obj, path, global_dst_rank=None, torch_format=False, sharded=False):

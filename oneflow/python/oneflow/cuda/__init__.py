@@ -9,10 +9,32 @@ Random numbers on CUDA are drawn by the same generator as on CPU (and copied), s
 the same numbers on every device; flow.manual_seed seeds both.
 """
 
+import os
+import sys
+
 import oneflow._oneflow_internal as _C
 from oneflow._tensor_types import cuda_types
 
 globals().update(cuda_types)  # flow.cuda.FloatTensor, flow.cuda.LongTensor, ... (legacy constructors)
+
+
+def _pip_library_dirs():
+    """The lib folders of pip's NVIDIA packages next to this interpreter (nvidia-cublas,
+    nvidia-cudnn, nvidia-nccl...: site-packages/nvidia/{cu13,cublas,cudnn,nccl,...}/lib), where
+    PyTorch's wheels find their CUDA libraries; searched after the loader's path."""
+    dirs = []
+    for entry in sys.path:
+        nvidia = os.path.join(entry or ".", "nvidia")
+        if not os.path.isdir(nvidia):
+            continue
+        for name in sorted(os.listdir(nvidia)):
+            lib = os.path.join(os.path.abspath(nvidia), name, "lib")
+            if os.path.isdir(lib) and lib not in dirs:
+                dirs.append(lib)
+    return dirs
+
+
+_C.cuda_add_library_dirs(_pip_library_dirs())
 
 
 def is_available():
@@ -33,8 +55,15 @@ def device_count():
 
 
 def unavailable_reason():
-    """Why is_available() is False ('' when it is True)."""
+    """Why is_available() is False ('' when it is True). Besides a driver or a device, cuBLAS
+    and cuDNN must load: they are looked for on the loader's path, in pip's NVIDIA packages,
+    then under $CUDA_PATH/lib64 (library_search_path())."""
     return _C.cuda_unavailable()
+
+
+def library_search_path():
+    """Where cuBLAS, cuDNN and NCCL are looked for, in order, as one line."""
+    return _C.cuda_library_search_path()
 
 
 def current_device():

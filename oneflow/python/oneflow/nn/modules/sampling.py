@@ -2,8 +2,6 @@
 face recognition): every positive class of the batch plus random negatives, per shard of a
 weight split over its rows."""
 
-import numpy as np
-
 import oneflow as flow
 from oneflow.nn.modules.module import Module
 
@@ -39,6 +37,8 @@ def distributed_partial_fc_sample(weight, label, num_sample):
         raise ValueError(f"distributed_partial_fc_sample: num_sample {num_sample} and the {classes} "
                          f"classes must divide over the weight's {n} shards, num_sample <= classes")
     k, per = num_sample // n, classes // n
+    import numpy as np  # numpy is optional: imported where it is used
+
     labels = label.numpy()  # a global label's whole value, on every rank
     if labels.size and (labels.min() < 0 or labels.max() >= classes):
         raise ValueError(f"distributed_partial_fc_sample: labels must be in [0, {classes}), got "
