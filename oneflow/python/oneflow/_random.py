@@ -10,7 +10,6 @@ import contextlib
 import os
 import threading
 
-
 import oneflow._oneflow_internal as _C
 from oneflow._api_util import _finish, _floating_default, _size
 from oneflow._creation import _like, tensor
