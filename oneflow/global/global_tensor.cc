@@ -11,31 +11,17 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
-#include "oneflow/global/interpret.h"
+#include "oneflow/global/shard.h"
 #include "runtime/env.h"
 
 namespace oneflow {
 namespace global {
-namespace {
-
-// Layout changes without autograd (the differentiable ToGlobal / ToLocal wrap them).
-Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
 
 NdSbp WithoutPartial(NdSbp nd) {
   for (Sbp& s : nd) {
     if (s.is_partial()) s = Sbp::Broadcast();
   }
   return nd;
-}
-
-void CheckRanksInWorld(const Placement& pl, const char* op) {
-  const int world = runtime::WorldFromEnv().world_size;
-  for (int r : pl.ranks()) {
-    if (r >= world) {
-      throw Error(StrCat(op, ": placement ", pl.ToString(), " names rank ", r,
-                         " but the world has ", world, " rank", world == 1 ? "" : "s"));
-    }
-  }
 }
 
 // True when this rank's coordinate is 0 on every dimension holding P (it keeps the value).
@@ -47,8 +33,6 @@ bool KeepsPartial(const Placement& pl, const NdSbp& nd, int rank) {
   return true;
 }
 
-// Where this rank's shard of a placement lives: its GPU (the current CUDA device, the local
-// rank's under the launcher) for cuda placements.
 Device ShardDevice(const Placement& pl) {
   return pl.device() == DeviceType::kCUDA ? Device::CUDA(CurrentCudaIndex()) : Device::CPU();
 }
@@ -57,180 +41,22 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
   return fn::empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype, ShardDevice(pl));
 }
 
-// ---------------------------------------------------------------- the interpreter
+namespace {
 
-// This process's rank of the world: boxing runs the cached plans on runtime/ communicators.
-class ProcessWorld : public World {
- public:
-  const Layout& LayoutOf(const Tensor& t) const override { return Meta(t); }
-  Tensor Lift(const Tensor& scalar, const Placement& pl) override {
-    return MakeGlobal(fn::to_device(scalar, ShardDevice(pl)), Shape(), pl,
-                      NdSbp(pl.ndim(), Sbp::Broadcast()));
-  }
-  std::pair<int, int> RankRange(const Placement& pl) override {
-    const int index = pl.IndexOf(MyRank());
-    return index < 0 ? std::make_pair(0, 0) : std::make_pair(index, index + 1);
-  }
-  Tensor Boxed(const Tensor& t, const NdSbp&, const boxing::Plan* plan, int rank) override {
-    const GlobalMeta& m = Meta(t);
-    return plan ? boxing::ExecuteBoxing(*plan, m.local, t.shape(), rank) : m.local;
-  }
-  Tensor Make(const std::vector<std::vector<Tensor>>& rank_outs, size_t k,
-              const TensorMeta& logical, const Placement& pl, const NdSbp& nd_sbp) override {
-    Tensor local =
-        rank_outs.empty() ? EmptyShard(logical.shape, pl, nd_sbp, logical.dtype) : rank_outs[0][k];
-    return MakeGlobal(local, logical.shape, pl, nd_sbp);
-  }
-};
+// Layout changes without autograd (the differentiable ToGlobal / ToLocal wrap them).
+Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
 
-std::vector<Tensor> InterpretHere(const OpDef& op, const std::vector<Tensor>& inputs,
-                                  const Attrs& attrs) {
-  static ProcessWorld world;
-  return Interpret(world, op, inputs, attrs);
-}
-
-// ---------------------------------------------------------------- hooks
-
-// Data parallelism's gradient all-reduces, bucketed: during backward a partial gradient of a
-// broadcast leaf is left partial in .grad and the leaf noted; when the pass ends, one
-// all-reduce per (placement, layout, dtype) turns them all broadcast (DDP's buckets, without a
-// wrapper). The leaves of nested passes (activation checkpointing) join the outermost list.
-struct PendingGrads {
-  std::vector<std::weak_ptr<TensorImpl>> leaves;
-};
-thread_local PendingGrads* t_pending_grads = nullptr;
-
-bool Bucketable(const Tensor& leaf, const GlobalMeta& l, const Tensor& grad, const GlobalMeta& g) {
-  // Under create_graph the boxed gradient must keep its history: box it now, differentiably.
-  if (GradModeEnabled() || grad.requires_grad() || !IsFloating(grad.dtype())) return false;
-  if (!(l.placement == g.placement) || !l.placement.Contains(MyRank()) ||
-      !leaf.impl()->autograd->post_accumulate_grad_hooks.empty()) {
-    return false;
-  }
-  bool partial = false;
-  for (size_t d = 0; d < l.nd_sbp.size(); ++d) {
-    if (!l.nd_sbp[d].is_broadcast() || g.nd_sbp[d].is_split()) return false;
-    partial = partial || g.nd_sbp[d].is_partial();
-  }
-  return partial;
-}
-
-void FinishPendingGrads() {
-  std::unique_ptr<PendingGrads> pending(t_pending_grads);
-  t_pending_grads = nullptr;
-  struct Bucket {
-    Placement placement;
-    NdSbp from, to;
-    DType dtype;
-    std::vector<std::shared_ptr<TensorImpl>> leaves;
-  };
-  std::vector<Bucket> buckets;  // in the order the leaves came: the same on every rank
-  for (const auto& weak : pending->leaves) {
-    std::shared_ptr<TensorImpl> leaf = weak.lock();
-    if (!leaf || !leaf->autograd || !leaf->autograd->grad) continue;
-    Tensor g(leaf->autograd->grad);
-    if (!g.is_global()) continue;
-    const GlobalMeta& gm = Meta(g);
-    const GlobalMeta& lm = Meta(Tensor(leaf));
-    if (gm.placement == lm.placement && gm.nd_sbp == lm.nd_sbp) continue;
-    auto same = [&](const Bucket& b) {
-      return b.placement == gm.placement && b.from == gm.nd_sbp && b.to == lm.nd_sbp &&
-             b.dtype == g.dtype();
-    };
-    auto it = std::find_if(buckets.begin(), buckets.end(), same);
-    if (it == buckets.end()) {
-      buckets.push_back({gm.placement, gm.nd_sbp, lm.nd_sbp, g.dtype(), {}});
-      it = buckets.end() - 1;
-    }
-    if (std::find(it->leaves.begin(), it->leaves.end(), leaf) == it->leaves.end()) {
-      it->leaves.push_back(leaf);
+void CheckRanksInWorld(const Placement& pl, const char* op) {
+  const int world = runtime::WorldFromEnv().world_size;
+  for (int r : pl.ranks()) {
+    if (r >= world) {
+      throw Error(StrCat(op, ": placement ", pl.ToString(), " names rank ", r,
+                         " but the world has ", world, " rank", world == 1 ? "" : "s"));
     }
   }
-  for (const Bucket& b : buckets) {
-    std::vector<Tensor> flat;
-    int64_t total = 0;
-    for (const auto& leaf : b.leaves) {
-      const Tensor& local = Meta(Tensor(leaf->autograd->grad)).local;
-      flat.push_back(fn::reshape(fn::contiguous(local), {local.numel()}));
-      total += local.numel();
-    }
-    Tensor joined = flat.size() == 1 ? flat[0] : fn::cat(flat, 0);
-    Tensor reduced =
-        ToGlobalImpl(MakeGlobal(joined, Shape{total}, b.placement, b.from), b.placement, b.to);
-    const Tensor& whole = Meta(reduced).local;
-    int64_t offset = 0;
-    for (const auto& leaf : b.leaves) {
-      const int64_t n = leaf->shape.numel();
-      Tensor piece = fn::reshape(fn::slice(whole, 0, offset, offset + n), leaf->shape.dims());
-      offset += n;
-      leaf->autograd->grad = MakeGlobal(piece, leaf->shape, b.placement, b.to).impl_ptr();
-    }
-  }
-}
-
-Tensor LeafGrad(const Tensor& leaf, const Tensor& grad, bool accumulating) {
-  if (!leaf.is_global() || !grad.is_global()) return grad;
-  const GlobalMeta& l = Meta(leaf);
-  const GlobalMeta& g = Meta(grad);
-  if (l.placement == g.placement && l.nd_sbp == g.nd_sbp) return grad;
-  if (accumulating && Bucketable(leaf, l, grad, g)) {
-    if (!t_pending_grads) {
-      t_pending_grads = new PendingGrads();
-      QueueBackwardCallback(&FinishPendingGrads);
-    }
-    t_pending_grads->leaves.push_back(leaf.impl_ptr());
-    return grad;
-  }
-  // Differentiable: under create_graph the boxed gradient keeps its history (double backward).
-  return ToGlobal(grad, l.placement, l.nd_sbp);
-}
-
-Tensor GlobalFullLike(const Tensor& like, double value) {
-  const GlobalMeta& m = Meta(like);
-  NdSbp nd = WithoutPartial(m.nd_sbp);
-  Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,
-                          like.dtype(), ShardDevice(m.placement));
-  return MakeGlobal(local, like.shape(), m.placement, nd);
-}
-
-void GlobalCopy(const Tensor& dst, const Tensor& src) {
-  if (!dst.is_global()) {
-    throw Error("copy_: cannot copy a global tensor into a local one; call to_local() first");
-  }
-  const GlobalMeta& m = Meta(dst);
-  Tensor s = src.is_global() ? ToGlobalImpl(src, m.placement, m.nd_sbp)
-                             : FromWhole(fn::contiguous_copy(fn::expand(src, dst.shape().dims())),
-                                         m.placement, m.nd_sbp);
-  if (m.placement.Contains(MyRank())) fn::copy_(m.local, Meta(s).local);
-}
-
-Tensor GlobalOnPlacementOf(const Tensor& like, const Tensor& local) {
-  const Placement& pl = Meta(like).placement;
-  return FromWhole(local, pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
-}
-
-void GlobalFill(const Tensor& dst, double value) {
-  const GlobalMeta& m = Meta(dst);
-  if (!m.placement.Contains(MyRank())) return;
-  fn::fill_(m.local, KeepsPartial(m.placement, m.nd_sbp, MyRank()) ? value : 0.0);
 }
 
 }  // namespace
-
-void Install() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    GlobalHooks hooks;
-    hooks.interpret = &InterpretHere;
-    hooks.leaf_grad = &LeafGrad;
-    hooks.full_like = &GlobalFullLike;
-    hooks.copy = &GlobalCopy;
-    hooks.fill = &GlobalFill;
-    hooks.on_placement_of = &GlobalOnPlacementOf;
-    hooks.whole = &Whole;
-    SetGlobalHooks(hooks);
-  });
-}
 
 int MyRank() {
   static const int rank = runtime::WorldFromEnv().rank;
@@ -481,6 +307,10 @@ Tensor Differentiable(Tensor out, const Tensor& in, LayoutGrad::Kind kind,
 }
 
 }  // namespace
+
+Tensor ChangeLayout(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
+  return ToGlobalImpl(global, placement, nd_sbp);
+}
 
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                      bool check_meta, const Shape* global_shape) {
