@@ -10,7 +10,7 @@ import pytest
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.parallel import DistributedDataParallel as DDP
-from test_comm import DIST, ROOT, env_with, free_port, launch
+from test_comm import DEVICES, DIST, ROOT, env_with, free_port, launch
 
 
 def run_dist(nproc, script, *args, timeout=180, **kw):
@@ -59,9 +59,10 @@ def test_ddp_on_four_ranks_equals_one_process(opt):
     assert r.stdout.count("equals one process") == 4
 
 
-def test_ddp_tutorial_matches_published_output():
+@pytest.mark.parametrize("device", DEVICES)
+def test_ddp_tutorial_matches_published_output(device):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
-               os.path.join(ROOT, "examples", "ddp_train.py"), timeout=120)
+               os.path.join(ROOT, "examples", "ddp_train.py"), timeout=120, device=device)
     assert r.returncode == 0, r.stderr
     losses = {}
     for rank, step, loss in re.findall(r"\[rank (\d)\] (\d+)/500 loss:(\S+)", r.stdout):
