@@ -32,7 +32,8 @@ Tensor scalar_like(double value, const Tensor& like);
 // Where a tensor an op makes for its input `like` lives (constants, positions, index tensors of
 // composites, rule rewrites, hooks): the one place that decides it. On like's device; for a
 // global like, broadcast on like's placement, each rank's piece on the placement's device.
-//   constant_like: `value` of any shape and dtype there;
+//   constant_like: `value` of any shape and dtype there (0-dim: on like's device, local, to join
+//     a global call as Python numbers do);
 //   place_like: `values` (the same on every rank, made on any device) moved there.
 Tensor constant_like(const Tensor& like, const Shape& shape, double value, DType dtype);
 Tensor place_like(const Tensor& like, const Tensor& values);

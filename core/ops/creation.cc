@@ -119,7 +119,10 @@ Tensor scalar_like(double value, const Tensor& like) {
 }
 
 Tensor constant_like(const Tensor& like, const Shape& shape, double value, DType dtype) {
-  return place_like(like, full(shape, value, dtype, like.device()));
+  Tensor t = full(shape, value, dtype, like.device());
+  // A 0-dim constant joins a global call as it is, as a Python number does: the interpreter
+  // lifts it onto the placement's device, broadcast (global::World::Lift).
+  return shape.ndim() == 0 ? t : place_like(like, t);
 }
 
 Tensor place_like(const Tensor& like, const Tensor& values) {
