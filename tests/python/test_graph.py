@@ -304,3 +304,15 @@ def test_data_parallel_graph_training_on_two_ranks_equals_eager(opt_name):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     lines = sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if l.endswith(" ok"))
     assert lines == [f"rank {k} graph train ok" for k in range(2)]
+
+
+class FullGraph(nn.Graph):
+    def build(self, x):
+        return flow.full((2, 2), x.sum())  # the fill value stays a tensor of the plan
+
+
+def test_full_with_a_tensor_value_follows_the_input():
+    g = FullGraph()
+    for v in (1.0, 2.5):
+        np.testing.assert_array_equal(g(flow.full((3,), v)).numpy(), np.full((2, 2), 3 * v))
+    assert len(g._compiled) == 1
