@@ -34,6 +34,14 @@ std::string SbpText(const Tensor& t) {
   return nd.size() == 1 ? nd[0].ToString() : sbp::ToString(nd);
 }
 
+bool SameLayout(const Tensor& a, const Tensor& b) {
+  if (a.is_global() != b.is_global()) return false;
+  if (!a.is_global()) return a.device() == b.device();
+  const global::GlobalMeta& ma = global::Meta(a);
+  const global::GlobalMeta& mb = global::Meta(b);
+  return ma.placement == mb.placement && ma.nd_sbp == mb.nd_sbp;
+}
+
 bool SameView(const Tensor& a, const Tensor& b) {
   if (a.is_global() != b.is_global() || a.shape() != b.shape() || a.dtype() != b.dtype()) {
     return false;
@@ -92,6 +100,7 @@ void GraphPlan::AbortTrace() {
   keep_.clear();
   slot_of_.clear();
   storage_slot_.clear();
+  slot_storage_.clear();
 }
 
 int GraphPlan::NewSlot(const Tensor& t) {
@@ -101,6 +110,7 @@ int GraphPlan::NewSlot(const Tensor& t) {
   const Storage* storage = StorageOf(t);
   if (storage && !storage_slot_.count(storage)) storage_slot_[storage] = s;
   slot_origin_.emplace_back();
+  slot_storage_.push_back(storage);
   return s;
 }
 
@@ -193,6 +203,12 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
     step.draws =
         static_cast<int64_t>((now - static_cast<uint64_t>(attrs.Get<int64_t>("offset"))) / 2);
   }
+  if (op.name == "copy" && inputs.size() == 1 && outputs.size() == 1) {
+    const Tensor& x = inputs[0].is_global() ? global::Meta(inputs[0]).local : inputs[0];
+    step.copy_of_contiguous =
+        x.is_contiguous() && x.offset() == 0 && inputs[0].dtype() == outputs[0].dtype() &&
+        inputs[0].shape() == outputs[0].shape() && SameLayout(inputs[0], outputs[0]);
+  }
   Record(std::move(step), inputs, outputs);
 }
 
@@ -233,6 +249,23 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
       if (s >= 0 && defined[s] < 0) defined[s] = static_cast<int>(i);
     }
   }
+  std::unordered_map<const Storage*, int> sharing;  // slots per storage
+  for (const Storage* st : slot_storage_) {
+    if (st) ++sharing[st];
+  }
+  std::vector<bool> is_input(num_slots_, false);
+  for (int s : input_slots_) is_input[s] = true;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    if (!step.copy_of_contiguous) continue;
+    const int in = step.in[0], out = step.out[0];
+    // Passing the input on is a copy only when no other slot can see its memory.
+    const bool alone = slot_storage_[in] && sharing[slot_storage_[in]] == 1;
+    if (alone && last[in] == static_cast<int>(i) && !keep[in] && !is_input[in] &&
+        defined[out] == static_cast<int>(i)) {
+      step.alias = true;
+    }
+  }
   for (int s = 0; s < num_slots_; ++s) {
     if (keep[s]) continue;
     int at = std::max(last[s], defined[s]);
@@ -249,6 +282,7 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   keep_.clear();
   slot_of_.clear();
   storage_slot_.clear();
+  slot_storage_.clear();
 }
 
 bool GraphPlan::Matches(const std::vector<Tensor>& inputs) const {
@@ -278,7 +312,9 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
   for (const Step& step : steps_) {
     in.clear();
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
-    if (!step.op) {
+    if (step.alias) {
+      out.assign(1, in[0]);
+    } else if (!step.op) {
       out = step.fn(in);
     } else if (step.draws >= 0) {
       Attrs a = step.attrs;
@@ -325,8 +361,8 @@ void GraphPlan::SetAttr(size_t i, const std::string& name, double value) {
     }
     return;
   }
-  throw Error(StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '",
-                     name, "'"));
+  throw Error(
+      StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));
 }
 
 std::string GraphPlan::Describe() const {
@@ -345,8 +381,9 @@ std::string GraphPlan::Describe() const {
     std::ostringstream outs, ins;
     for (size_t k = 0; k < step.out.size(); ++k) outs << (k ? ", " : "") << "%" << step.out[k];
     for (size_t k = 0; k < step.in.size(); ++k) ins << (k ? ", " : "") << "%" << step.in[k];
-    os << (step.out.empty() ? std::string() : outs.str() + " = ") << step.name << "("
-       << ins.str() << ")";
+    os << (step.out.empty() ? std::string() : outs.str() + " = ") << step.name << "(" << ins.str()
+       << ")";
+    if (step.alias) os << "  (elided: its input is not read again)";
     if (!step.scope.empty()) os << "  [" << step.scope << "]";
     if (!step.layout.empty()) os << "  " << step.layout;
     os << "\n";

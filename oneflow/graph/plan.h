@@ -69,6 +69,9 @@ class GraphPlan : public Tracer {
     std::vector<int> in, out;
     std::vector<int> free_after;  // slots whose last use is this step
     int64_t draws = -1;           // random ops: counters drawn per call
+    // A contiguous copy of a tensor nothing reads afterwards (autograd's copy of a gradient
+    // that the trace itself kept alive): the replay passes the input on instead.
+    bool copy_of_contiguous = false, alias = false;
   };
   struct Signature {
     TensorMeta meta;
@@ -89,6 +92,7 @@ class GraphPlan : public Tracer {
   std::vector<std::pair<int, Tensor>> captured_;
   std::vector<Step> steps_;
   std::vector<std::string> slot_origin_;
+  std::vector<const Storage*> slot_storage_;  // trace only: to see which slots share memory
   size_t peak_live_ = 0;
   // Trace only: the traced tensors (kept alive so that no address is reused) and their slots.
   std::vector<Tensor> keep_;
