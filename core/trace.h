@@ -28,6 +28,9 @@ class Tracer {
   // name: a string literal. Outputs may be empty (a write into inputs[0]).
   virtual void OnStep(const char* name, const std::vector<Tensor>& inputs,
                       const std::vector<Tensor>& outputs, StepFn replay) = 0;
+  // Host code outside any reported call reads or writes t's memory (Tensor::raw_data): fine
+  // for a tensor it just made, a value the replay would not see for a traced one.
+  virtual void OnHostAccess(const Tensor& t) {}
 };
 
 // This thread's tracer; null when none is installed or inside a reported call.

@@ -98,17 +98,27 @@ void GraphPlan::AbortTrace() {
   if (CurrentTracer() == this) SetTracer(nullptr);
   tracing_ = false;
   keep_.clear();
+  slot_tensor_.clear();
   slot_of_.clear();
   storage_slot_.clear();
   slot_storage_.clear();
 }
 
+int GraphPlan::StorageSlot(const Storage* storage) const {
+  if (!storage) return -1;
+  auto it = storage_slot_.find(storage);
+  // The slot's tensor may have moved to other memory since (an in-place write that replaced
+  // it): then the address may belong to another storage now.
+  if (it == storage_slot_.end() || StorageOf(slot_tensor_[it->second]) != storage) return -1;
+  return it->second;
+}
+
 int GraphPlan::NewSlot(const Tensor& t) {
   int s = num_slots_++;
-  keep_.push_back(t);
+  slot_tensor_.push_back(t);
   slot_of_[t.impl()] = s;
   const Storage* storage = StorageOf(t);
-  if (storage && !storage_slot_.count(storage)) storage_slot_[storage] = s;
+  if (storage && StorageSlot(storage) < 0) storage_slot_[storage] = s;
   slot_origin_.emplace_back();
   slot_storage_.push_back(storage);
   return s;
@@ -120,10 +130,8 @@ int GraphPlan::SlotOf(const Tensor& t, const std::string& reader) {
   // Not made by a traced step: a handle made without an op call (detach) on a traced tensor's
   // memory, or state from outside (a parameter, a buffer, an optimizer's state, a constant).
   const Storage* storage = StorageOf(t);
-  auto st = storage ? storage_slot_.find(storage) : storage_slot_.end();
-  if (st != storage_slot_.end()) {
-    const int base = st->second;
-    const Tensor& b = keep_[base];
+  if (const int base = StorageSlot(storage); base >= 0) {
+    const Tensor& b = slot_tensor_[base];
     if (SameView(b, t)) {
       keep_.push_back(t);
       slot_of_[t.impl()] = base;
@@ -221,6 +229,20 @@ void GraphPlan::OnStep(const char* name, const std::vector<Tensor>& inputs,
   Record(std::move(step), inputs, outputs);
 }
 
+void GraphPlan::OnHostAccess(const Tensor& t) {
+  auto it = slot_of_.find(t.impl());
+  int slot = it != slot_of_.end() ? it->second : -1;
+  if (slot < 0) {  // a view or a global tensor's shard: its memory tells
+    slot = StorageSlot(t.storage().get());
+  }
+  if (slot < 0 || slot_origin_[slot] == "captured") return;
+  throw Error(StrCat("nn.Graph ", graph_name_, ": module '", scope_.empty() ? "<graph>" : scope_,
+                     "' reads the data of ", slot_origin_[slot],
+                     " on the host (a data-dependent shape or value: nonzero, boolean indexing, ",
+                     "a Python number from a tensor); a compiled graph replays without Python ",
+                     "and cannot depend on tensor values"));
+}
+
 bool GraphPlan::Traced(const Tensor& t) const {
   auto it = slot_of_.find(t.impl());
   if (it == slot_of_.end()) return false;
@@ -280,6 +302,7 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   tracing_ = false;
   compiled_ = true;
   keep_.clear();
+  slot_tensor_.clear();
   slot_of_.clear();
   storage_slot_.clear();
   slot_storage_.clear();

@@ -59,6 +59,8 @@ class GraphPlan : public Tracer {
             const std::vector<Tensor>& outputs) override;
   void OnStep(const char* name, const std::vector<Tensor>& inputs,
               const std::vector<Tensor>& outputs, StepFn replay) override;
+  // Throws when t is (a view of) a traced tensor: a data-dependent shape or value.
+  void OnHostAccess(const Tensor& t) override;
 
  private:
   struct Step {
@@ -80,6 +82,7 @@ class GraphPlan : public Tracer {
   };
 
   int NewSlot(const Tensor& t);
+  int StorageSlot(const Storage* storage) const;  // the first live slot on it, or -1
   int SlotOf(const Tensor& t, const std::string& reader);
   void Record(Step step, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
   void CheckTracing(const char* what) const;
@@ -94,8 +97,9 @@ class GraphPlan : public Tracer {
   std::vector<std::string> slot_origin_;
   std::vector<const Storage*> slot_storage_;  // trace only: to see which slots share memory
   size_t peak_live_ = 0;
-  // Trace only: the traced tensors (kept alive so that no address is reused) and their slots.
-  std::vector<Tensor> keep_;
+  // Trace only: each slot's tensor and other handles on them (kept alive so that no address
+  // is reused), and the slot of each handle.
+  std::vector<Tensor> slot_tensor_, keep_;
   std::unordered_map<const TensorImpl*, int> slot_of_;
   std::unordered_map<const Storage*, int> storage_slot_;
 };

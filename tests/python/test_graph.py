@@ -272,8 +272,6 @@ def test_unsupported_switches_are_one_line_errors():
                        (lambda: g.config.enable_zero(True, stage=2), "enable_zero"),
                        (lambda: g.config.allow_fuse_model_update_ops(True),
                         "allow_fuse_model_update_ops"),
-                       (lambda: g.config.set_gradient_accumulation_steps(4),
-                        r"set_gradient_accumulation_steps\(n > 1\)"),
                        (lambda: g.config.enable_cudnn_conv_heuristic_search_algo(False),
                         "enable_cudnn_conv_heuristic_search_algo")]:
         with pytest.raises(NotImplementedError,
@@ -281,7 +279,9 @@ def test_unsupported_switches_are_one_line_errors():
                                  r"nn.Graph \(supported: set_gradient_accumulation_steps\)$"):
             call()
     g.config.enable_amp(False)  # turning a switch off is what happens anyway
-    g.config.set_gradient_accumulation_steps(1)
+    with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.set_gradient_accumulation_"
+                       r"steps expects an int >= 1, got 0$"):
+        g.config.set_gradient_accumulation_steps(0)
     with pytest.raises(NotImplementedError, match=r"^nn.Graph TrainGraph: add_optimizer got "
                        r"RMSprop; this nn.Graph runs SGD, Adam and AdamW$"):
         g.add_optimizer(flow.optim.RMSprop(model.parameters()))
@@ -316,3 +316,80 @@ def test_full_with_a_tensor_value_follows_the_input():
     for v in (1.0, 2.5):
         np.testing.assert_array_equal(g(flow.full((3,), v)).numpy(), np.full((2, 2), 3 * v))
     assert len(g._compiled) == 1
+
+
+class DropoutGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        self.builds = 0
+
+    def build(self, x):
+        self.builds += 1
+        return self.model(x)
+
+
+def test_train_and_eval_modes_are_part_of_the_signature():
+    g = DropoutGraph()
+    x = flow.randn(4, 8)
+    g(x)
+    g.model.eval()
+    np.testing.assert_allclose(g(x).numpy(), g.model(x).numpy(), rtol=1e-6, atol=1e-6)
+    g.model.train()
+    g(x)
+    assert g.builds == 2  # eval compiled its own plan; train replays the first one
+
+
+class NonzeroGraph(nn.Graph):
+    def build(self, x):
+        return x[x > 0]
+
+
+def test_a_data_dependent_shape_fails_while_compiling():
+    with pytest.raises(RuntimeError, match=r"^nn.Graph NonzeroGraph: module '<graph>' reads the "
+                       r"data of op 'gt' \(step \d+\) on the host \(a data-dependent shape or "
+                       r"value: nonzero, boolean indexing, a Python number from a tensor\); a "
+                       r"compiled graph replays without Python and cannot depend on tensor "
+                       r"values$"):
+        NonzeroGraph()(flow.randn(3, 4))
+
+
+class AccGraph(nn.Graph):
+    def __init__(self, model, opt, steps):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+        self.config.set_gradient_accumulation_steps(steps)
+
+    def build(self, x):
+        out = self.model(x).reshape(-1)
+        loss = out.sum()
+        loss.backward()
+        return out, loss
+
+
+def test_gradient_accumulation_equals_eager_micro_batches():
+    x = flow.randn(8, 8)
+    eager_model, graph_model = mlp(), mlp()
+    eager_opt = flow.optim.SGD(eager_model.parameters(), lr=0.01, momentum=0.9)
+    g = AccGraph(graph_model, flow.optim.SGD(graph_model.parameters(), lr=0.01, momentum=0.9), 4)
+    for step in range(3):
+        outs, losses = [], []
+        for k in range(4):
+            out = eager_model(x[2 * k:2 * k + 2]).reshape(-1)
+            loss = out.sum()
+            (loss * 0.25).backward()
+            outs.append(out.detach().numpy())
+            losses.append(loss.item())
+        eager_opt.step()
+        eager_opt.zero_grad()
+        out, loss = g(x)
+        assert tuple(out.shape) == (32,) and tuple(loss.shape) == (4,)
+        np.testing.assert_allclose(out.numpy(), np.concatenate(outs), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(loss.numpy(), losses, rtol=1e-5, atol=1e-5)
+        for p, q in zip(graph_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"^nn.Graph AccGraph: gradient accumulation over 4 "
+                       r"micro-batches needs each input's dim 0 divisible by 4, got shape \(6, 8\) "
+                       r"for tensor input 0$"):
+        g(flow.randn(6, 8))

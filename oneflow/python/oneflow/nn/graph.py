@@ -57,8 +57,6 @@ class GraphConfig:
             raise ValueError(
                 f"nn.Graph {self._graph_name}: config.set_gradient_accumulation_steps expects an "
                 f"int >= 1, got {value!r}")
-        if value != 1:
-            self._unsupported("set_gradient_accumulation_steps(n > 1)")
         self._accumulation_steps = value
 
     def enable_amp(self, mode=True, **kwargs):
@@ -281,6 +279,7 @@ class Graph:
         elif name in self._modules:
             del self._modules[name]
         self.__dict__[name] = value
+        self.__dict__["_submodule_list"] = None
 
     def __getattr__(self, name):
         if name.startswith("__") or name in ("_name", "_modules", "_optimizers", "_compiled",
@@ -394,7 +393,9 @@ class Graph:
     def __call__(self, *args, **kwargs):
         tensors = []
         template = _flatten((args, kwargs), tensors)
-        key = _hashable(template)
+        # train() / eval() decide what build traces (dropout, batch statistics): part of the key.
+        modes = tuple(m.training for m in self._submodules())
+        key = (_hashable(template), modes)
         for c in self._compiled:
             if c.key == key and c.plan.matches(tensors):
                 return self._replay(c, tensors)
@@ -428,6 +429,18 @@ class Graph:
         if u.adam:
             u.state["step"] = int(u.state["step"]) + 1
             c.plan.set_attr(u.step, "step", float(u.state["step"]))
+
+    def _submodules(self):
+        cached = self.__dict__.get("_submodule_list")
+        if cached is None:
+            seen, cached = set(), []
+            for module in self._modules.values():
+                for m in module.modules():
+                    if id(m) not in seen:
+                        seen.add(id(m))
+                        cached.append(m)
+            self.__dict__["_submodule_list"] = cached
+        return cached
 
     def _parameters(self):
         seen, params = set(), []
@@ -483,6 +496,46 @@ class Graph:
                 updates.append(_Update(i, opt, group, opt.state[p]))
         return updates
 
+    def _build_micro_batches(self, args, kwargs, tensors):
+        """build once, or with gradient accumulation over n steps (OneFlow's semantics): each
+        tensor input is cut into n micro-batches along dim 0, build runs on each with backward
+        scaling the loss by 1/n, the gradients add up, the optimizer steps once; each output is
+        the micro-batches' outputs concatenated along dim 0 (scalars stacked)."""
+        n = self.config._accumulation_steps
+        if n == 1:
+            return self.build(*args, **kwargs)
+        for i, t in enumerate(tensors):
+            if t.ndim == 0 or t.shape[0] % n != 0:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: gradient accumulation over {n} micro-batches needs "
+                    f"each input's dim 0 divisible by {n}, got shape {tuple(t.shape)} for "
+                    f"tensor input {i}")
+        template = _flatten((args, kwargs), [])
+        backward = flow.Tensor.backward
+
+        def scaled_backward(loss, gradient=None, *a, **kw):
+            if gradient is None:
+                loss = loss * (1.0 / n)
+            return backward(loss, gradient, *a, **kw)
+
+        flow.Tensor.backward = scaled_backward
+        try:
+            outs = []
+            for k in range(n):
+                micro = [t[k * (t.shape[0] // n):(k + 1) * (t.shape[0] // n)] for t in tensors]
+                micro_args, micro_kwargs = _unflatten(template, micro)
+                outs.append(self.build(*micro_args, **micro_kwargs))
+        finally:
+            flow.Tensor.backward = backward
+        leaves = []
+        for out in outs:
+            flat = []
+            out_template = _flatten(out, flat)
+            leaves.append(flat)
+        joined = [flow.stack(list(parts)) if parts[0].ndim == 0 else flow.cat(list(parts), dim=0)
+                  for parts in zip(*leaves)]
+        return _unflatten(out_template, joined)
+
     def _compile(self, args, kwargs, tensors, key):
         started = time.perf_counter()
         params = self._parameters()
@@ -501,7 +554,7 @@ class Graph:
             with _Tracing(self, plan, self._module_names(), state_ids):
                 plan.begin_trace(tensors)
                 try:
-                    out = self.build(*args, **kwargs)
+                    out = self._build_micro_batches(args, kwargs, tensors)
                     plan.set_scope("")
                     left = [p for p in params if p.grad is not None]
                     if left and not self._optimizers:
