@@ -393,3 +393,27 @@ def test_gradient_accumulation_equals_eager_micro_batches():
                        r"micro-batches needs each input's dim 0 divisible by 4, got shape \(6, 8\) "
                        r"for tensor input 0$"):
         g(flow.randn(6, 8))
+
+
+def test_an_optimizer_loaded_outside_the_graph_is_picked_up():
+    data = batches(3)
+    model, twin = mlp(), mlp()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    twin_opt = flow.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+    g = TrainGraph(model, opt)
+    g(*data[0])
+    loss_fn = nn.CrossEntropyLoss()
+    loss = loss_fn(twin(data[0][0]), data[0][1])
+    loss.backward()
+    twin_opt.step()
+    twin_opt.zero_grad()
+    opt.load_state_dict(twin_opt.state_dict())  # new buffers and groups, with lr 0.05
+    opt.param_groups[0]["lr"] = 0.05
+    twin_opt.param_groups[0]["lr"] = 0.05
+    g(*data[1])
+    loss = loss_fn(twin(data[1][0]), data[1][1])
+    loss.backward()
+    twin_opt.step()
+    assert g.builds == 2  # the plan held the old buffers: compiled again
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)

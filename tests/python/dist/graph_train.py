@@ -64,6 +64,14 @@ for step, (xb, yb) in enumerate(data):
     assert diff < 1e-5, (step, loss.item(), ref_loss.item())
 
 assert g.builds == 1, g.builds
+# Another input layout is another signature: broadcast batches compile a second plan.
+bx = flow.tensor(data[0][0]).to_global(placement=P, sbp=flow.sbp.broadcast)
+by = flow.tensor(data[0][1]).to_global(placement=P, sbp=flow.sbp.broadcast)
+snapshot = [p.to_local().numpy().copy() for p in glob.parameters()]
+g(bx, by)
+assert g.builds == 2 and len(g._compiled) == 2, g.builds
+for p, q in zip(glob.parameters(), snapshot):
+    p.to_local().copy_(flow.tensor(q))  # undo that step, so the comparison below still holds
 text = repr(g)
 # The plan shows each op's signature and the gradient all-reduce as a P -> B layout change.
 assert "[model.1]  (S(0), B, B) -> S(0)" in text and "to_global(" in text, text

@@ -364,9 +364,6 @@ class Graph:
         for i, (opt, _) in enumerate(self._optimizers):
             if f"_optimizer{i}" in state_dict:
                 opt.load_state_dict(state_dict[f"_optimizer{i}"])
-        # The optimizer's state tensors are new objects now: compile again on the next call.
-        if self._optimizers:
-            self.__dict__["_compiled"] = []
 
     # ---- printing
 
@@ -398,8 +395,16 @@ class Graph:
         key = (_hashable(template), modes)
         for c in self._compiled:
             if c.key == key and c.plan.matches(tensors):
+                if c.optimizer_state != self._optimizer_state():
+                    # load_state_dict gave an optimizer new state tensors and groups: the plan
+                    # holds the old ones, so this signature compiles again.
+                    self._compiled.remove(c)
+                    break
                 return self._replay(c, tensors)
         return self._compile(args, kwargs, tensors, key)
+
+    def _optimizer_state(self):
+        return [(id(opt.state), id(opt.param_groups)) for opt, _ in self._optimizers]
 
     def _replay(self, c, tensors):
         for u in c.updates:
@@ -577,6 +582,7 @@ class Graph:
                 if isinstance(state, dict):
                     state.pop("_first_step", None)
         compiled = _Compiled(key, plan, template, updates, time.perf_counter() - started)
+        compiled.optimizer_state = self._optimizer_state()
         self._compiled.append(compiled)
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
