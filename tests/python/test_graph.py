@@ -417,3 +417,31 @@ def test_an_optimizer_loaded_outside_the_graph_is_picked_up():
     assert g.builds == 2  # the plan held the old buffers: compiled again
     for p, q in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)
+
+
+GPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                   "examples", "gpt.py")
+
+
+def _gpt_losses(nproc, *args):
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(), GPT, "--steps", "5",
+               "--eval_interval", "0", *args, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return [l.split("] ", 1)[-1].split(",")[0] for l in r.stdout.splitlines()
+            if "step " in l and ": loss " in l]
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes"),
+                    reason="Debian's fortunes package is not installed")
+@pytest.mark.parametrize("nproc,parallel", [(1, "none"), (2, "dp"), (2, "tp")])
+def test_gpt_trains_through_a_graph_like_eager(nproc, parallel):
+    eager = _gpt_losses(nproc, "--parallel", parallel)
+    graph = _gpt_losses(nproc, "--parallel", parallel, "--graph")
+    assert len(eager) == 5 and graph == eager  # the printed losses, 4 decimals, every step
+
+
+def test_gpt_graph_refuses_the_pipeline_in_one_line():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), GPT, "--parallel", "pp", "--untied",
+               "--steps", "1", "--graph", timeout=120)
+    assert r.returncode != 0 and "gpt: --graph runs --parallel none, dp, tp and dp_tp without " \
+                                 "--zero (got --parallel pp)" in r.stdout + r.stderr
