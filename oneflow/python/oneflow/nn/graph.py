@@ -181,6 +181,12 @@ class _Compiled:
             self.group_values[id(u.group)] = _group_attrs(u.group, u.adam)
         self.structural = {id(u.group): tuple(u.group.get(k) for k in _STRUCTURAL)
                            for u in updates}
+        # Per group: (group, is Adam, its update steps); Adam's updates count steps.
+        groups = {}
+        for u in updates:
+            groups.setdefault(id(u.group), (u.group, u.adam, []))[2].append(u.step)
+        self.groups = list(groups.values())
+        self.adam_updates = [u for u in updates if u.adam]
 
 
 # ---------------------------------------------------------------- the trace
@@ -388,11 +394,13 @@ class Graph:
     # ---- calling
 
     def __call__(self, *args, **kwargs):
-        tensors = []
-        template = _flatten((args, kwargs), tensors)
         # train() / eval() decide what build traces (dropout, batch statistics): part of the key.
-        modes = tuple(m.training for m in self._submodules())
-        key = (_hashable(template), modes)
+        modes = tuple([m.training for m in self._submodules()])
+        if not kwargs and all([isinstance(a, flow.Tensor) for a in args]):
+            tensors, key = list(args), (len(args), modes)  # the common call: tensors only
+        else:
+            tensors = []
+            key = (_hashable(_flatten((args, kwargs), tensors)), modes)
         for c in self._compiled:
             if c.key == key and c.plan.matches(tensors):
                 if c.optimizer_state != self._optimizer_state():
@@ -407,33 +415,31 @@ class Graph:
         return [(id(opt.state), id(opt.param_groups)) for opt, _ in self._optimizers]
 
     def _replay(self, c, tensors):
-        for u in c.updates:
-            self._refresh_update(c, u)
+        for group, adam, steps in c.groups:
+            self._refresh_group(c, group, adam, steps)
+        for u in c.adam_updates:
+            u.state["step"] = int(u.state["step"]) + 1
+            c.plan.set_attr(u.step, "step", float(u.state["step"]))
         outputs = c.plan.replay(tensors)
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()
         return _unflatten(c.template, outputs)
 
-    def _refresh_update(self, c, u):
-        """Before a replay: the update op's attrs follow the group's hyper-parameters (an lr
-        scheduler, a user's edit) and Adam's step count."""
-        group = u.group
-        gid = id(group)
-        values = _group_attrs(group, u.adam)
-        if values != c.group_values[gid]:
-            if tuple(group.get(k) for k in _STRUCTURAL) != c.structural[gid]:
-                raise RuntimeError(
-                    f"nn.Graph {self._name}: {type(u.opt).__name__}'s maximize, amsgrad or "
-                    f"nesterov changed after compiling; make a new graph")
-            for u2 in c.updates:
-                if u2.group is group:
-                    for name, value in values.items():
-                        c.plan.set_attr(u2.step, name, float(value))
-            c.group_values[gid] = values
-        if u.adam:
-            u.state["step"] = int(u.state["step"]) + 1
-            c.plan.set_attr(u.step, "step", float(u.state["step"]))
+    def _refresh_group(self, c, group, adam, steps):
+        """Before a replay: the update ops' attrs follow their group's hyper-parameters (an lr
+        scheduler, a user's edit)."""
+        values = _group_attrs(group, adam)
+        if values == c.group_values[id(group)]:
+            return
+        if tuple(group.get(k) for k in _STRUCTURAL) != c.structural[id(group)]:
+            raise RuntimeError(
+                f"nn.Graph {self._name}: an optimizer's maximize, amsgrad or nesterov changed "
+                f"after compiling; make a new graph")
+        for step in steps:
+            for name, value in values.items():
+                c.plan.set_attr(step, name, float(value))
+        c.group_values[id(group)] = values
 
     def _submodules(self):
         cached = self.__dict__.get("_submodule_list")
