@@ -6,7 +6,7 @@ with momentum) on CPU, one thread.
 Eager: forward, loss, zero_grad, backward, optimizer step in Python, as a training loop does.
 Graph: the same model in an nn.Graph whose build does forward, loss and backward with the
 optimizer added; after the compile each call replays the plan in C++. Per step, the median of
-several timed windows. Two sizes: the issue's width 256, batch 32 (at this size the kernels
+timed windows, eager's and the graph's interleaved. Two sizes: the issue's width 256, batch 32 (at this size the kernels
 take most of the step), and width 16, batch 4, where kernels cost almost nothing, so the step
 time is the per-step host overhead; divided by the plan's step count it is the host time per
 op call.
@@ -48,16 +48,20 @@ class TrainGraph(nn.Graph):
         return loss
 
 
-def time_steps(step, x, y, iters, windows):
-    for _ in range(5):
-        step(x, y)
-    times = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        for _ in range(iters):
+def time_interleaved(steps, x, y, iters, windows):
+    """Median seconds per call of each step function, their timed windows interleaved (so
+    that load from other processes on a shared machine falls on all of them alike)."""
+    for step in steps:
+        for _ in range(5):
             step(x, y)
-        times.append((time.perf_counter() - t0) / iters)
-    return median(times)
+    times = [[] for _ in steps]
+    for _ in range(windows):
+        for k, step in enumerate(steps):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                step(x, y)
+            times[k].append((time.perf_counter() - t0) / iters)
+    return [median(t) for t in times]
 
 
 def main():
@@ -65,7 +69,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
-    iters, windows = (20, 3) if args.quick else (100, 7)
+    iters, windows = (20, 3) if args.quick else (50, 15)
     rng = np.random.RandomState(0)
 
     def data(width, b):
@@ -87,10 +91,10 @@ def main():
         gmodel, gopt = make(width)
         graph = TrainGraph(gmodel, gopt)
         x, y = data(width, batch)
-        eager_s = time_steps(eager_step, x, y, iters, windows)
-        graph_s = time_steps(graph, x, y, iters, windows)
+        graph(x, y)  # compiles
         plan = graph._compiled[0].plan
-        replay_s = time_steps(lambda a, b: plan.replay([a, b]), x, y, iters, windows)
+        eager_s, graph_s, replay_s = time_interleaved(
+            [eager_step, graph, lambda a, b: plan.replay([a, b])], x, y, iters, windows)
         small = width == 16
         rows.append(dict(
             metric=f"MLP {width} batch {batch} train step" + (" (host overhead)" if small else ""),
