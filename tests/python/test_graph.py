@@ -278,6 +278,13 @@ def test_unsupported_switches_are_one_line_errors():
                            match=rf"^nn.Graph TrainGraph: config.{name} is not supported by this "
                                  r"nn.Graph \(supported: set_gradient_accumulation_steps\)$"):
             call()
+    block = g.model[0].to(nn.graph.GraphModule)
+    for call, name in [(lambda: setattr(block, "activation_checkpointing", True),
+                        "activation_checkpointing"),
+                       (lambda: block.set_stage(0, flow.placement("cpu", ranks=[0])), "set_stage")]:
+        with pytest.raises(NotImplementedError, match=rf"^nn.Graph: Linear.to\(nn.graph.GraphModule\)"
+                                                      rf".{name} is not supported by this nn.Graph$"):
+            call()
     g.config.enable_amp(False)  # turning a switch off is what happens anyway
     with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.set_gradient_accumulation_"
                        r"steps expects an int >= 1, got 0$"):
