@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/functional.h"
 #include "oneflow/global/global_tensor.h"
+#include "oneflow/global/interpret.h"
 
 namespace oneflow {
 namespace graph {
@@ -176,7 +177,7 @@ void GraphPlan::Record(Step step, const std::vector<Tensor>& inputs,
     if (outputs.size() != 1) os << "(";
     for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << SbpText(outputs[i]);
     if (outputs.size() != 1) os << ")";
-    step.layout = os.str();
+    step.layout = step.layout.empty() ? os.str() : os.str() + "  " + step.layout;
   }
   const size_t index = steps_.size();
   for (const Tensor& t : outputs) {
@@ -210,6 +211,21 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
     const uint64_t now = fn::generator_state().second;
     step.draws =
         static_cast<int64_t>((now - static_cast<uint64_t>(attrs.Get<int64_t>("offset"))) / 2);
+  }
+  if (global::LastDecision() && step.layout.empty()) {
+    for (const Tensor& t : inputs) {
+      if (!t.defined() || !t.is_global()) continue;
+      // The signature deduction chose, and the boxing of each input it needs.
+      const global::Decision& d = *global::LastDecision();
+      step.layout = "deduced " + d.deduction.ToString();
+      for (size_t i = 0; i < d.plans.size(); ++i) {
+        if (!d.plans[i] || d.plans[i]->steps.empty()) continue;
+        std::string text = d.plans[i]->ToString();
+        std::replace(text.begin(), text.end(), '\n', ';');
+        step.layout += StrCat(", boxing input ", i, ": ", text);
+      }
+      break;
+    }
   }
   if (op.name == "copy" && inputs.size() == 1 && outputs.size() == 1) {
     const Tensor& x = inputs[0].is_global() ? global::Meta(inputs[0]).local : inputs[0];

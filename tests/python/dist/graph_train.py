@@ -76,6 +76,8 @@ text = repr(g)
 # The plan shows each op's signature and the gradient all-reduce as a P -> B layout change.
 assert "[model.1]  (S(0), B, B) -> S(0)" in text and "to_global(" in text, text
 assert "(P) -> B" in text and "sgd_update(" in text or "adam_update(" in text, text
+# The weight gradient's matmul: deduction picks (S(1), S(0)) -> P, no boxing needed.
+assert "deduced ((S(1)), (S(0))) -> ((P))" in text, text
 for (name, p), q in zip(glob.named_parameters(), ref.parameters()):
     assert p.is_global and p.sbp == (flow.sbp.broadcast,), (name, p.sbp)
     np.testing.assert_allclose(p.to_local().numpy(), q.numpy(), rtol=1e-5, atol=1e-5)
