@@ -30,7 +30,7 @@ TEST_CASE("a replay computes the traced ops on new inputs with the captured weig
   REQUIRE(plan.Matches({x2}));
   CHECK_FALSE(plan.Matches({FromVector({1, 1, 1}, {1, 3})}));
   CheckClose(plan.Replay({x2})[0], {0, 0});  // relu([1 - 3, 2 - 4])
-  fn::fill_(w, 1.0);                          // captured by reference: the replay sees it
+  fn::fill_(w, 1.0);                         // captured by reference: the replay sees it
   CheckClose(plan.Replay({FromVector({2, 3}, {1, 2})})[0], {5, 5});
   CHECK(plan.Describe().find("%2 = matmul(%0, %1)") != std::string::npos);
 }
