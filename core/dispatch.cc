@@ -5,6 +5,7 @@
 
 #include "core/autocast.h"
 #include "core/autograd.h"
+#include "core/trace.h"
 
 namespace oneflow {
 
@@ -309,14 +310,18 @@ std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given, co
   }
   bool record = any_requires_grad && op.differentiable && GradModeEnabled();
   std::vector<Tensor> outputs;
+  Tracer* tracer = CurrentTracer();
   if (any_global && g_global_hooks.interpret) {
     NoGradGuard no_grad;
     AutocastSuspendGuard no_autocast;
+    TraceSuspend inner;
     outputs = g_global_hooks.interpret(op, inputs, attrs);
   } else {
     NoGradGuard no_grad;  // kernels may call ops internally; those are not part of the graph
+    TraceSuspend inner;
     outputs = RunLocalKernel(op, inputs, attrs);
   }
+  if (tracer) tracer->OnOp(op, inputs, attrs, outputs);
   if (!record) return outputs;
 
   std::vector<bool> needs(inputs.size());

@@ -427,10 +427,34 @@ class Trainer:
         else:
             self.opt = flow.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
 
+    def use_graph(self):
+        """Train through an nn.Graph (compile mode): the same model, traced once, replayed."""
+        if self.pipe is not None or self.layout.zero:
+            raise ValueError(f"gpt: --graph runs --parallel none, dp, tp and dp_tp without --zero "
+                             f"(got --parallel {self.layout.kind}{' --zero' if self.layout.zero else ''})")
+        trainer = self
+
+        class GPTGraph(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = trainer.model
+                self.add_optimizer(trainer.opt)
+
+            def build(self, x, y):
+                _, loss = self.model(x, y)
+                loss.backward()
+                return loss
+
+        self.graph = GPTGraph()
+
+    graph = None
+
     def step(self, xb, yb):
         """One optimizer step on the numpy batch; returns the loss (a tensor)."""
         lay = self.layout
         self.model.train()
+        if self.graph is not None:
+            return self.graph(lay.data(xb), lay.data(yb))
         self.opt.zero_grad()
         if self.pipe is not None:
             loss = self.pipe.train_step(lay.data(xb, 0), lay.data(yb, 1))
@@ -519,6 +543,8 @@ def parser():
                     help="where the model and the data live (cuda: each rank's GPU)")
     ap.add_argument("--micro_batches", type=int, default=4, help="pp: micro-batches per step")
     ap.add_argument("--schedule", default="1f1b", choices=("1f1b", "gpipe"), help="pp schedule")
+    ap.add_argument("--graph", action="store_true",
+                    help="train through an nn.Graph (compile mode) instead of eagerly")
     ap.add_argument("--checkpoint", action="store_true",
                     help="activation checkpointing: recompute each block in backward")
     ap.add_argument("--n_layer", type=int, default=2)
@@ -555,6 +581,14 @@ def main(argv=None):
     except ValueError as e:
         raise SystemExit(str(e))
     trainer = Trainer(model, layout, lr=args.lr)
+    if args.graph:
+        if args.checkpoint:
+            raise SystemExit("gpt: --graph does not combine with --checkpoint (activation "
+                             "checkpointing inside nn.Graph is not implemented)")
+        try:
+            trainer.use_graph()
+        except ValueError as e:
+            raise SystemExit(str(e))
     if args.load:
         model.load_state_dict(flow.load(args.load))
     say = print if rank == 0 else (lambda *a, **k: None)

@@ -5,6 +5,7 @@
 #include "core/autograd.h"
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
+#include "core/trace.h"
 
 namespace oneflow {
 
@@ -529,6 +530,13 @@ Tensor to_device(const Tensor& x, const Device& device) {
 }
 
 void copy_(const Tensor& dst, const Tensor& src) {
+  if (CurrentTracer()) {  // a write without an op call: the replay redoes it
+    TracedStep("copy_", {dst, src}, [](const std::vector<Tensor>& in) {
+      copy_(in[0], in[1]);
+      return std::vector<Tensor>{};
+    });
+    return;
+  }
   if ((dst.is_global() || src.is_global()) && GetGlobalHooks().copy) {
     return GetGlobalHooks().copy(dst, src);
   }
@@ -570,6 +578,13 @@ void copy_(const Tensor& dst, const Tensor& src) {
 }
 
 void fill_(const Tensor& dst, double value) {
+  if (CurrentTracer()) {
+    TracedStep("fill_", {dst}, [value](const std::vector<Tensor>& in) {
+      fill_(in[0], value);
+      return std::vector<Tensor>{};
+    });
+    return;
+  }
   if (dst.is_global() && GetGlobalHooks().fill) return GetGlobalHooks().fill(dst, value);
   if (!OnHost(dst.device())) {
     Tensor v = Full(TensorMeta{Shape({}), dst.dtype(), dst.device()}, value);

@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/trace.h"
 #include "oneflow/global/shard.h"
 #include "runtime/env.h"
 
@@ -269,16 +270,23 @@ class LayoutGrad : public Node {
         shape_(std::move(shape)) {}
 
   std::vector<Tensor> Apply(std::vector<Tensor>&& grads) override {
-    const Tensor& g = grads[0];
-    if (!g.defined()) return {Tensor()};
-    switch (kind_) {
-      case kToGlobal:
-        return {ToGlobalImpl(g, placement_, WithoutPartial(nd_sbp_))};
-      case kFromLocal:
-        return {Meta(ToGlobalImpl(g, placement_, WithoutPartial(nd_sbp_))).local};
-      default:
-        return {LocalToGlobalImpl(g, placement_, nd_sbp_, false, &shape_)};
-    }
+    if (!grads[0].defined()) return {Tensor()};
+    Kind kind = kind_;
+    Placement placement = placement_;
+    NdSbp nd_sbp = nd_sbp_;
+    Shape shape = shape_;
+    return TracedStep("to_global_grad", {grads[0]}, [=](const std::vector<Tensor>& in) {
+      const Tensor& g = in[0];
+      switch (kind) {
+        case kToGlobal:
+          return std::vector<Tensor>{ToGlobalImpl(g, placement, WithoutPartial(nd_sbp))};
+        case kFromLocal:
+          return std::vector<Tensor>{
+              Meta(ToGlobalImpl(g, placement, WithoutPartial(nd_sbp))).local};
+        default:
+          return std::vector<Tensor>{LocalToGlobalImpl(g, placement, nd_sbp, false, &shape)};
+      }
+    });
   }
   std::string name() const override {
     return kind_ == kToLocal ? "ToLocalBackward" : "ToGlobalBackward";
@@ -314,6 +322,14 @@ Tensor ChangeLayout(const Tensor& global, const Placement& placement, const NdSb
 
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                      bool check_meta, const Shape* global_shape) {
+  if (CurrentTracer()) {  // a layout change is no op call: nn.Graph's replay redoes it as a step
+    const bool known = global_shape != nullptr;
+    const Shape shape = known ? *global_shape : Shape();
+    return TracedStep("to_global", {local}, [=](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{
+          LocalToGlobal(in[0], placement, nd_sbp, check_meta, known ? &shape : nullptr)};
+    })[0];
+  }
   Tensor out = LocalToGlobalImpl(local, placement, nd_sbp, check_meta, global_shape);
   if (local.is_global()) {
     const GlobalMeta& m = Meta(local);
@@ -327,6 +343,11 @@ Tensor ToGlobal(const Tensor& global, const Placement& placement, const NdSbp& n
 }
 
 Tensor ToLocal(const Tensor& global) {
+  if (CurrentTracer()) {
+    return TracedStep("to_local", {global}, [](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{ToLocal(in[0])};
+    })[0];
+  }
   const GlobalMeta& m = Meta(global);
   if (!GradModeEnabled() || !global.requires_grad()) return m.local;
   // An alias of the shard (its storage) that carries the node; the shard keeps no history.
@@ -342,6 +363,11 @@ Tensor Whole(const Tensor& t) {
 }
 
 Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp) {
+  if (CurrentTracer()) {
+    return TracedStep("from_whole", {whole}, [=](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{FromWhole(in[0], placement, nd_sbp)};
+    })[0];
+  }
   sbp::CheckNdSbp(nd_sbp, placement, whole.ndim(), "to_global");
   const int rank = MyRank();
   if (!placement.Contains(rank)) {

@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "core/functional.h"
+#include "core/trace.h"
 #include "oneflow/global/shard.h"
 
 namespace oneflow {
@@ -21,6 +22,9 @@ struct PendingGrads {
 thread_local PendingGrads* t_pending_grads = nullptr;
 
 bool Bucketable(const Tensor& leaf, const GlobalMeta& l, const Tensor& grad, const GlobalMeta& g) {
+  // A traced backward (nn.Graph) boxes each gradient as its own step: the end-of-pass callback
+  // would rewrite .grad outside the trace.
+  if (CurrentTracer()) return false;
   // Under create_graph the boxed gradient must keep its history: box it now, differentiably.
   if (GradModeEnabled() || grad.requires_grad() || !IsFloating(grad.dtype())) return false;
   if (!(l.placement == g.placement) || !l.placement.Contains(MyRank()) ||

@@ -5,6 +5,7 @@
 #include "boxing/execute.h"
 #include "core/dispatch.h"
 #include "core/functional.h"
+#include "core/trace.h"
 #include "oneflow/global/interpret.h"
 #include "oneflow/global/shard.h"
 
@@ -43,6 +44,11 @@ std::vector<Tensor> InterpretHere(const OpDef& op, const std::vector<Tensor>& in
 }
 
 Tensor GlobalFullLike(const Tensor& like, double value) {
+  if (CurrentTracer()) {  // autograd's seeds and zero gradients in a traced backward
+    return TracedStep("full_like", {like}, [value](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{GlobalFullLike(in[0], value)};
+    })[0];
+  }
   const GlobalMeta& m = Meta(like);
   NdSbp nd = WithoutPartial(m.nd_sbp);
   Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,

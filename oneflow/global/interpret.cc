@@ -98,7 +98,11 @@ const Decision& DecideCached(const OpDef& op, const Attrs& attrs, const std::vec
   return cache.emplace(key, std::move(d)).first->second;
 }
 
+thread_local const Decision* t_last_decision = nullptr;
+
 }  // namespace
+
+const Decision* LastDecision() { return t_last_decision; }
 
 std::vector<Tensor> RunShard(const OpDef& op, const sbp::SbpRule& rule, const sbp::ShardCall& call,
                              const std::vector<Tensor>& locals) {
@@ -142,8 +146,12 @@ std::vector<Tensor> Interpret(World& world, const OpDef& op, const std::vector<T
   if (dec.rule->rewrite) {
     std::vector<Tensor> outs;
     const std::vector<NdSbp> in_sbps = NdSbps(ins, world);
-    if (dec.rule->rewrite(sbp::GlobalCall{op, ins, in_sbps, attrs}, &outs)) return outs;
+    if (dec.rule->rewrite(sbp::GlobalCall{op, ins, in_sbps, attrs}, &outs)) {
+      t_last_decision = &dec;  // after the calls the rewrite made
+      return outs;
+    }
   }
+  t_last_decision = &dec;
   const sbp::Deduction& d = dec.deduction;
   const auto [first, last] = world.RankRange(*pl);
   std::vector<std::vector<Tensor>> rank_outs;

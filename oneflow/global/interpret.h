@@ -60,5 +60,9 @@ std::vector<Tensor> RunShard(const OpDef& op, const sbp::SbpRule& rule, const sb
 std::vector<Tensor> Interpret(World& world, const OpDef& op, const std::vector<Tensor>& inputs,
                               const Attrs& attrs);
 
+// The decision of this thread's last Interpret call that deduced a signature (null before any):
+// what nn.Graph prints for a global op of its plan.
+const Decision* LastDecision();
+
 }  // namespace global
 }  // namespace oneflow

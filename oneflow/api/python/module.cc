@@ -26,6 +26,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   BindGlobal(m);
   BindDdp(m);
   BindCuda(m);
+  BindGraph(m);
 }
 
 }  // namespace python

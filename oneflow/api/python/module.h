@@ -29,6 +29,7 @@ void BindSbp(py::module_& m);          // sbp.cc: flow.placement, flow.sbp
 void BindGlobal(py::module_& m);       // global.cc
 void BindDdp(py::module_& m);          // ddp.cc
 void BindCuda(py::module_& m);         // cuda.cc
+void BindGraph(py::module_& m);        // graph.cc: nn.Graph's compiled plan
 
 }  // namespace python
 }  // namespace oneflow

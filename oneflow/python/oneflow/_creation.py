@@ -84,7 +84,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
             dtype = _C.int64
         else:
             dtype = _api_util._default_dtype
+    if isinstance(fill_value, _C.Tensor) and _graph_tracing():
+        # Inside nn.Graph's build the value stays a tensor input (reading it would bake the
+        # trace's value into every replay).
+        value = _C.to_local(fill_value).reshape([]).to(dtype)
+        zeros = _C.full(_size((size,), "full"), 0.0, dtype, device)
+        return _finish(zeros + value.to(zeros._device), requires_grad)
     return _finish(_C.full(_size((size,), "full"), builtins.float(fill_value), dtype, device), requires_grad)
+
+
+def _graph_tracing():
+    from oneflow.nn import graph
+
+    return graph._Tracing.active is not None
 
 
 def _like(x, dtype, device):

@@ -88,4 +88,4 @@ from oneflow.nn.modules.dataset import CoinFlip  # noqa: E402,F401
 from oneflow.nn.modules.sampling import DistributedPariticalFCSample  # noqa: E402,F401
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401
-from oneflow.nn.graph import Graph  # noqa: E402,F401  (raises: compile mode is not supported)
+from oneflow.nn.graph import Graph  # noqa: E402,F401  (compile mode: traced once, replayed)

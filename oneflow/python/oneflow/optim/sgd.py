@@ -53,6 +53,10 @@ class SGD(Optimizer):
                             buf = flow.zeros_like(p)
                             state["momentum_buffer"] = buf
                             first_step = True
+                        elif state.pop("_first_step", False):
+                            # nn.Graph made the buffer before its trace (so that the plan
+                            # holds it); this is still the parameter's first update.
+                            first_step = True
                     flow._C.sgd_update_(
                         p,
                         grad,

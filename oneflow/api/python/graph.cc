@@ -1,0 +1,37 @@
+// Bindings of nn.Graph's compiled plan (oneflow/graph/plan.h) for oneflow/nn/graph.py, which
+// traces the user's build between begin_trace and end_trace and replays on later calls.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "oneflow/api/python/convert.h"
+#include "oneflow/api/python/module.h"
+#include "oneflow/graph/plan.h"
+
+namespace oneflow {
+namespace python {
+
+void BindGraph(py::module_& m) {
+  using graph::GraphPlan;
+  py::class_<GraphPlan>(m, "GraphPlan")
+      .def(py::init<std::string>())
+      .def("begin_trace", &GraphPlan::BeginTrace)
+      .def("end_trace", &GraphPlan::EndTrace)
+      .def("abort_trace", &GraphPlan::AbortTrace)
+      .def("set_scope", &GraphPlan::SetScope)
+      .def("matches", &GraphPlan::Matches)
+      .def("replay",
+           [](GraphPlan& plan, const std::vector<Tensor>& inputs) {
+             py::gil_scoped_release release;
+             return plan.Replay(inputs);
+           })
+      .def("traced", &GraphPlan::Traced)
+      .def("producer_of", &GraphPlan::ProducerOf)
+      .def("num_steps", &GraphPlan::num_steps)
+      .def("step_name", &GraphPlan::StepName)
+      .def("set_attr", &GraphPlan::SetAttr)
+      .def("describe", &GraphPlan::Describe)
+      .def("peak_live", &GraphPlan::peak_live);
+}
+
+}  // namespace python
+}  // namespace oneflow

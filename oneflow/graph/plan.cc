@@ -1,0 +1,436 @@
+#include "oneflow/graph/plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "core/autocast.h"
+#include "core/dispatch.h"
+#include "core/error.h"
+#include "core/functional.h"
+#include "oneflow/global/global_tensor.h"
+#include "oneflow/global/interpret.h"
+
+namespace oneflow {
+namespace graph {
+
+namespace {
+
+std::string Layout(const Tensor& t) {
+  if (!t.is_global()) return t.device().ToString();
+  const global::GlobalMeta& m = global::Meta(t);
+  return StrCat(m.placement.ToString(), " ", sbp::ToString(m.nd_sbp));
+}
+
+// The shard's storage for a global tensor (its own TensorImpl holds no data).
+const Storage* StorageOf(const Tensor& t) {
+  if (t.is_global()) return global::Meta(t).local.storage().get();
+  return t.storage().get();
+}
+
+// "S(0)" for a 1-D nd_sbp, "(S(0), B)" for more dimensions; "local" for a local tensor.
+std::string SbpText(const Tensor& t) {
+  if (!t.defined() || !t.is_global()) return "local";
+  const sbp::NdSbp& nd = global::Meta(t).nd_sbp;
+  return nd.size() == 1 ? nd[0].ToString() : sbp::ToString(nd);
+}
+
+bool SameLayout(const Tensor& a, const Tensor& b) {
+  if (a.is_global() != b.is_global()) return false;
+  if (!a.is_global()) return a.device() == b.device();
+  const global::GlobalMeta& ma = global::Meta(a);
+  const global::GlobalMeta& mb = global::Meta(b);
+  return ma.placement == mb.placement && ma.nd_sbp == mb.nd_sbp;
+}
+
+bool SameView(const Tensor& a, const Tensor& b) {
+  if (a.is_global() != b.is_global() || a.shape() != b.shape() || a.dtype() != b.dtype()) {
+    return false;
+  }
+  if (a.is_global()) {
+    const global::GlobalMeta& ma = global::Meta(a);
+    const global::GlobalMeta& mb = global::Meta(b);
+    return ma.placement == mb.placement && ma.nd_sbp == mb.nd_sbp &&
+           ma.local.strides() == mb.local.strides() && ma.local.offset() == mb.local.offset();
+  }
+  return a.strides() == b.strides() && a.offset() == b.offset();
+}
+
+std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  for (const Tensor& t : inputs) {
+    if (t.is_global() && GetGlobalHooks().interpret) {
+      return GetGlobalHooks().interpret(op, inputs, attrs);
+    }
+  }
+  return RunLocalKernel(op, inputs, attrs);
+}
+
+}  // namespace
+
+GraphPlan::~GraphPlan() {
+  if (tracing_ && CurrentTracer() == this) SetTracer(nullptr);
+}
+
+void GraphPlan::CheckTracing(const char* what) const {
+  ONEFLOW_CHECK(tracing_, "nn.Graph ", graph_name_, ": ", what, " outside a trace");
+}
+
+void GraphPlan::BeginTrace(const std::vector<Tensor>& inputs) {
+  ONEFLOW_CHECK(!tracing_ && !compiled_, "nn.Graph ", graph_name_,
+                ": a plan is traced once; make a new one");
+  ONEFLOW_CHECK(CurrentTracer() == nullptr, "nn.Graph ", graph_name_,
+                ": cannot compile inside another graph's build");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    signature_.push_back({t.meta(), t.is_global(), t.is_global() ? Layout(t) : std::string()});
+    if (slot_of_.count(t.impl())) {  // the same tensor passed twice
+      input_slots_.push_back(slot_of_[t.impl()]);
+      continue;
+    }
+    int s = NewSlot(t);
+    slot_origin_[s] = StrCat("graph input ", i);
+    input_slots_.push_back(s);
+  }
+  tracing_ = true;
+  SetTracer(this);
+}
+
+void GraphPlan::AbortTrace() {
+  if (CurrentTracer() == this) SetTracer(nullptr);
+  tracing_ = false;
+  keep_.clear();
+  slot_tensor_.clear();
+  slot_of_.clear();
+  storage_slot_.clear();
+  slot_storage_.clear();
+}
+
+int GraphPlan::StorageSlot(const Storage* storage) const {
+  if (!storage) return -1;
+  auto it = storage_slot_.find(storage);
+  // The slot's tensor may have moved to other memory since (an in-place write that replaced
+  // it): then the address may belong to another storage now.
+  if (it == storage_slot_.end() || StorageOf(slot_tensor_[it->second]) != storage) return -1;
+  return it->second;
+}
+
+int GraphPlan::NewSlot(const Tensor& t) {
+  int s = num_slots_++;
+  slot_tensor_.push_back(t);
+  slot_of_[t.impl()] = s;
+  const Storage* storage = StorageOf(t);
+  if (storage && StorageSlot(storage) < 0) storage_slot_[storage] = s;
+  slot_origin_.emplace_back();
+  slot_storage_.push_back(storage);
+  return s;
+}
+
+int GraphPlan::SlotOf(const Tensor& t, const std::string& reader) {
+  auto it = slot_of_.find(t.impl());
+  if (it != slot_of_.end()) return it->second;
+  // Not made by a traced step: a handle made without an op call (detach) on a traced tensor's
+  // memory, or state from outside (a parameter, a buffer, an optimizer's state, a constant).
+  const Storage* storage = StorageOf(t);
+  if (const int base = StorageSlot(storage); base >= 0) {
+    const Tensor& b = slot_tensor_[base];
+    if (SameView(b, t)) {
+      keep_.push_back(t);
+      slot_of_[t.impl()] = base;
+      return base;
+    }
+    if (!t.is_global() && !b.is_global()) {
+      Step view;
+      view.name = "view";
+      view.scope = scope_;
+      Shape shape = t.shape();
+      std::vector<int64_t> strides = t.strides();
+      int64_t offset = t.offset();
+      view.fn = [shape, strides, offset](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{Tensor::MakeView(in[0], shape, strides, offset)};
+      };
+      Record(std::move(view), {b}, {t});
+      return slot_of_.at(t.impl());
+    }
+    throw Error(StrCat("nn.Graph ", graph_name_, ": ", reader, " reads a tensor that shares ",
+                       "memory with ", slot_origin_[base], " but was made without an op call; ",
+                       "a compiled graph cannot replay it"));
+  }
+  int s = NewSlot(t);
+  captured_.emplace_back(s, t);
+  slot_origin_[s] = "captured";
+  return s;
+}
+
+void GraphPlan::Record(Step step, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& outputs) {
+  const std::string reader = StrCat(step.op ? "op '" : "step '", step.name, "' in module '",
+                                    step.scope.empty() ? "<graph>" : step.scope, "'");
+  for (const Tensor& t : inputs) step.in.push_back(t.defined() ? SlotOf(t, reader) : -1);
+  bool global = false;
+  for (const Tensor& t : inputs) global |= t.defined() && t.is_global();
+  for (const Tensor& t : outputs) global |= t.defined() && t.is_global();
+  if (global) {
+    std::ostringstream os;
+    os << "(";
+    for (size_t i = 0; i < inputs.size(); ++i) os << (i ? ", " : "") << SbpText(inputs[i]);
+    os << ") -> ";
+    if (outputs.size() != 1) os << "(";
+    for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << SbpText(outputs[i]);
+    if (outputs.size() != 1) os << ")";
+    step.layout = step.layout.empty() ? os.str() : os.str() + "  " + step.layout;
+  }
+  const size_t index = steps_.size();
+  for (const Tensor& t : outputs) {
+    if (!t.defined()) {
+      step.out.push_back(-1);
+      continue;
+    }
+    auto it = slot_of_.find(t.impl());
+    // An in-place op returns its input: the same slot holds the written tensor.
+    int s = it != slot_of_.end() ? it->second : NewSlot(t);
+    if (it == slot_of_.end()) {
+      slot_origin_[s] = StrCat(step.op ? "op '" : "step '", step.name, "' (step ", index, ")",
+                               step.scope.empty() ? "" : StrCat(" in module '", step.scope, "'"));
+    }
+    step.out.push_back(s);
+  }
+  steps_.push_back(std::move(step));
+}
+
+void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                     const std::vector<Tensor>& outputs) {
+  Step step;
+  step.op = &op;
+  step.name = op.name;
+  step.scope = scope_;
+  step.attrs = attrs;
+  // A random op's counters were reserved just before the call: the replay reserves as many
+  // again, so every replay draws new numbers, in eager's order.
+  if (attrs.Has("seed") && attrs.Has("offset")) {
+    // generator_advance(n) reserves 2n counters (normal draws take two per element).
+    const uint64_t now = fn::generator_state().second;
+    step.draws =
+        static_cast<int64_t>((now - static_cast<uint64_t>(attrs.Get<int64_t>("offset"))) / 2);
+  }
+  if (global::LastDecision() && step.layout.empty()) {
+    for (const Tensor& t : inputs) {
+      if (!t.defined() || !t.is_global()) continue;
+      // The signature deduction chose, and the boxing of each input it needs.
+      const global::Decision& d = *global::LastDecision();
+      step.layout = "deduced " + d.deduction.ToString();
+      for (size_t i = 0; i < d.plans.size(); ++i) {
+        if (!d.plans[i] || d.plans[i]->steps.empty()) continue;
+        std::string text = d.plans[i]->ToString();
+        std::replace(text.begin(), text.end(), '\n', ';');
+        step.layout += StrCat(", boxing input ", i, ": ", text);
+      }
+      break;
+    }
+  }
+  if (op.name == "copy" && inputs.size() == 1 && outputs.size() == 1) {
+    const Tensor& x = inputs[0].is_global() ? global::Meta(inputs[0]).local : inputs[0];
+    step.copy_of_contiguous =
+        x.is_contiguous() && x.offset() == 0 && inputs[0].dtype() == outputs[0].dtype() &&
+        inputs[0].shape() == outputs[0].shape() && SameLayout(inputs[0], outputs[0]);
+  }
+  Record(std::move(step), inputs, outputs);
+}
+
+void GraphPlan::OnStep(const char* name, const std::vector<Tensor>& inputs,
+                       const std::vector<Tensor>& outputs, StepFn replay) {
+  Step step;
+  step.name = name;
+  step.scope = scope_;
+  step.fn = std::move(replay);
+  Record(std::move(step), inputs, outputs);
+}
+
+void GraphPlan::OnHostAccess(const Tensor& t) {
+  auto it = slot_of_.find(t.impl());
+  int slot = it != slot_of_.end() ? it->second : -1;
+  if (slot < 0) {  // a view or a global tensor's shard: its memory tells
+    slot = StorageSlot(t.storage().get());
+  }
+  if (slot < 0 || slot_origin_[slot] == "captured") return;
+  throw Error(StrCat("nn.Graph ", graph_name_, ": module '", scope_.empty() ? "<graph>" : scope_,
+                     "' reads the data of ", slot_origin_[slot],
+                     " on the host (a data-dependent shape or value: nonzero, boolean indexing, ",
+                     "a Python number from a tensor); a compiled graph replays without Python ",
+                     "and cannot depend on tensor values"));
+}
+
+bool GraphPlan::Traced(const Tensor& t) const {
+  auto it = slot_of_.find(t.impl());
+  if (it == slot_of_.end()) return false;
+  return slot_origin_[it->second] != "captured";
+}
+
+std::string GraphPlan::ProducerOf(const Tensor& t) const {
+  auto it = slot_of_.find(t.impl());
+  return it == slot_of_.end() ? std::string("a tensor from outside") : slot_origin_[it->second];
+}
+
+void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
+  CheckTracing("EndTrace");
+  SetTracer(nullptr);
+  for (const Tensor& t : outputs) output_slots_.push_back(SlotOf(t, "the graph's output"));
+  // Each slot is dropped after its last reader; outputs and captured state stay.
+  std::vector<int> last(num_slots_, -1), defined(num_slots_, -1);
+  std::vector<bool> keep(num_slots_, false);
+  for (int s : output_slots_) keep[s] = true;
+  for (const auto& c : captured_) keep[c.first] = true;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].in) {
+      if (s >= 0) last[s] = static_cast<int>(i);
+    }
+    for (int s : steps_[i].out) {
+      if (s >= 0 && defined[s] < 0) defined[s] = static_cast<int>(i);
+    }
+  }
+  std::unordered_map<const Storage*, int> sharing;  // slots per storage
+  for (const Storage* st : slot_storage_) {
+    if (st) ++sharing[st];
+  }
+  std::vector<bool> is_input(num_slots_, false);
+  for (int s : input_slots_) is_input[s] = true;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    if (!step.copy_of_contiguous) continue;
+    const int in = step.in[0], out = step.out[0];
+    // Passing the input on is a copy only when no other slot can see its memory.
+    const bool alone = slot_storage_[in] && sharing[slot_storage_[in]] == 1;
+    if (alone && last[in] == static_cast<int>(i) && !keep[in] && !is_input[in] &&
+        defined[out] == static_cast<int>(i)) {
+      step.alias = true;
+    }
+  }
+  for (int s = 0; s < num_slots_; ++s) {
+    if (keep[s]) continue;
+    int at = std::max(last[s], defined[s]);
+    if (at >= 0) steps_[at].free_after.push_back(s);
+  }
+  size_t live = 0;
+  for (const Step& step : steps_) {
+    for (int s : step.out) live += s >= 0 && defined[s] >= 0 && !keep[s] ? 1 : 0;
+    peak_live_ = std::max(peak_live_, live);
+    for (int s : step.free_after) live -= defined[s] >= 0 ? 1 : 0;
+  }
+  tracing_ = false;
+  compiled_ = true;
+  keep_.clear();
+  slot_tensor_.clear();
+  slot_of_.clear();
+  storage_slot_.clear();
+  slot_storage_.clear();
+}
+
+bool GraphPlan::Matches(const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != signature_.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const Signature& s = signature_[i];
+    if (t.shape() != s.meta.shape || t.dtype() != s.meta.dtype || t.is_global() != s.global) {
+      return false;
+    }
+    if (s.global ? Layout(t) != s.layout : t.device() != s.meta.device) return false;
+  }
+  return true;
+}
+
+std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
+  ONEFLOW_CHECK(compiled_, "nn.Graph ", graph_name_, ": replay before the graph was compiled");
+  ONEFLOW_CHECK(inputs.size() == input_slots_.size(), "nn.Graph ", graph_name_, ": expected ",
+                input_slots_.size(), " tensor inputs, got ", inputs.size());
+  NoGradGuard no_grad;
+  AutocastSuspendGuard no_autocast;
+  TraceSuspend no_trace;
+  std::vector<Tensor> v(num_slots_);
+  for (size_t i = 0; i < inputs.size(); ++i) v[input_slots_[i]] = inputs[i];
+  for (const auto& c : captured_) v[c.first] = c.second;
+  std::vector<Tensor> in, out;
+  for (const Step& step : steps_) {
+    in.clear();
+    for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
+    if (step.alias) {
+      out.assign(1, in[0]);
+    } else if (!step.op) {
+      out = step.fn(in);
+    } else if (step.draws >= 0) {
+      Attrs a = step.attrs;
+      a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
+      a.Set("offset", static_cast<int64_t>(fn::generator_advance(step.draws)));
+      out = RunOp(*step.op, in, a);
+    } else {
+      out = RunOp(*step.op, in, step.attrs);
+    }
+    ONEFLOW_CHECK(out.size() == step.out.size(), "nn.Graph ", graph_name_, ": replaying '",
+                  step.name, "' gave ", out.size(), " outputs, the trace had ", step.out.size());
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (step.out[k] >= 0) v[step.out[k]] = std::move(out[k]);
+    }
+    for (int s : step.free_after) v[s] = Tensor();
+  }
+  std::vector<Tensor> result;
+  result.reserve(output_slots_.size());
+  for (int s : output_slots_) result.push_back(v[s]);
+  return result;
+}
+
+std::string GraphPlan::StepName(size_t i) const {
+  ONEFLOW_CHECK(i < steps_.size(), "nn.Graph ", graph_name_, ": no step ", i);
+  return steps_[i].name;
+}
+
+void GraphPlan::SetAttr(size_t i, const std::string& name, double value) {
+  ONEFLOW_CHECK(i < steps_.size() && steps_[i].op, "nn.Graph ", graph_name_, ": step ", i,
+                " is not an op call");
+  Attrs& attrs = steps_[i].attrs;
+  for (const auto& kv : attrs.items()) {
+    if (name != kv.first) continue;
+    const char* key = kv.first;  // the registered literal: Attrs keeps names by pointer
+    if (std::holds_alternative<double>(kv.second)) {
+      attrs.Set(key, value);
+    } else if (std::holds_alternative<int64_t>(kv.second)) {
+      attrs.Set(key, static_cast<int64_t>(value));
+    } else if (std::holds_alternative<bool>(kv.second)) {
+      attrs.Set(key, value != 0);
+    } else {
+      throw Error(StrCat("nn.Graph ", graph_name_, ": attr '", name, "' of '", steps_[i].name,
+                         "' is not a number"));
+    }
+    return;
+  }
+  throw Error(
+      StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));
+}
+
+std::string GraphPlan::Describe() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    const Signature& s = signature_[i];
+    os << "%" << input_slots_[i] << " = input " << i << ": " << s.meta.shape.ToString() << " "
+       << DTypeName(s.meta.dtype) << " " << (s.global ? s.layout : s.meta.device.ToString())
+       << "\n";
+  }
+  for (const auto& c : captured_) {
+    os << "%" << c.first << " = " << slot_origin_[c.first] << ": " << c.second.shape().ToString()
+       << " " << DTypeName(c.second.dtype()) << " " << Layout(c.second) << "\n";
+  }
+  for (const Step& step : steps_) {
+    std::ostringstream outs, ins;
+    for (size_t k = 0; k < step.out.size(); ++k) outs << (k ? ", " : "") << "%" << step.out[k];
+    for (size_t k = 0; k < step.in.size(); ++k) ins << (k ? ", " : "") << "%" << step.in[k];
+    os << (step.out.empty() ? std::string() : outs.str() + " = ") << step.name << "(" << ins.str()
+       << ")";
+    if (step.alias) os << "  (elided: its input is not read again)";
+    if (!step.scope.empty()) os << "  [" << step.scope << "]";
+    if (!step.layout.empty()) os << "  " << step.layout;
+    os << "\n";
+  }
+  os << "outputs:";
+  for (int s : output_slots_) os << " %" << s;
+  return os.str();
+}
+
+}  // namespace graph
+}  // namespace oneflow

@@ -1,0 +1,108 @@
+// A compiled nn.Graph: the op calls and steps that one traced call of the graph's build made
+// (forward, backward and the optimizer's updates), with which graph inputs, captured tensors
+// (parameters, buffers, optimizer state) and earlier outputs feed each one. Replay runs the list
+// on new inputs without Python and without autograd, drops each intermediate after its last use,
+// draws fresh random numbers, and sends global calls through the global interpreter.
+//
+//   GraphPlan plan("MyGraph");
+//   plan.BeginTrace({x});            // installs itself as this thread's Tracer
+//   Tensor y = fn::relu(fn::matmul(x, w));
+//   plan.EndTrace({y});
+//   std::vector<Tensor> out = plan.Replay({x2});   // x2: x's shape, dtype, device and layout
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace oneflow {
+namespace graph {
+
+class GraphPlan : public Tracer {
+ public:
+  explicit GraphPlan(std::string graph_name) : graph_name_(std::move(graph_name)) {}
+  ~GraphPlan() override;
+
+  // REQUIRES: no trace running on this thread.
+  void BeginTrace(const std::vector<Tensor>& inputs);
+  // outputs: what build returned; each must be a graph input, a captured tensor or the output
+  // of a traced step.
+  void EndTrace(const std::vector<Tensor>& outputs);
+  // Stops tracing after an error in build; the plan stays unusable.
+  void AbortTrace();
+
+  // The module whose code runs now (names the steps in messages and in Describe).
+  void SetScope(std::string scope) { scope_ = std::move(scope); }
+
+  // True when inputs have the traced inputs' shapes, dtypes, devices and layouts.
+  bool Matches(const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> Replay(const std::vector<Tensor>& inputs);
+
+  // A traced tensor: a graph input or a step's output (nullptr-free while tracing only).
+  bool Traced(const Tensor& t) const;
+  // What made t in the trace ("op 'matmul' in module 'model.0'", "graph input 0").
+  std::string ProducerOf(const Tensor& t) const;
+
+  size_t num_steps() const { return steps_.size(); }
+  std::string StepName(size_t i) const;
+  // Replaces attr `name` of step i (an optimizer's lr, step count) for later replays, keeping
+  // the attr's type. Throws naming the step when it has no such attr.
+  void SetAttr(size_t i, const std::string& name, double value);
+  // One line per input and step: "%5 = matmul(%0, %3) [model.0]  (S(0), B) -> S(0)".
+  std::string Describe() const;
+  // The most intermediates the replay held at once (after the frees).
+  size_t peak_live() const { return peak_live_; }
+
+  void OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+            const std::vector<Tensor>& outputs) override;
+  void OnStep(const char* name, const std::vector<Tensor>& inputs,
+              const std::vector<Tensor>& outputs, StepFn replay) override;
+  // Throws when t is (a view of) a traced tensor: a data-dependent shape or value.
+  void OnHostAccess(const Tensor& t) override;
+
+ private:
+  struct Step {
+    const OpDef* op = nullptr;  // null: a step replayed by fn
+    Attrs attrs;
+    StepFn fn;
+    std::string name, scope, layout;
+    std::vector<int> in, out;
+    std::vector<int> free_after;  // slots whose last use is this step
+    int64_t draws = -1;           // random ops: counters drawn per call
+    // A contiguous copy of a tensor nothing reads afterwards (autograd's copy of a gradient
+    // that the trace itself kept alive): the replay passes the input on instead.
+    bool copy_of_contiguous = false, alias = false;
+  };
+  struct Signature {
+    TensorMeta meta;
+    bool global = false;
+    std::string layout;  // placement and nd_sbp of a global input
+  };
+
+  int NewSlot(const Tensor& t);
+  int StorageSlot(const Storage* storage) const;  // the first live slot on it, or -1
+  int SlotOf(const Tensor& t, const std::string& reader);
+  void Record(Step step, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+  void CheckTracing(const char* what) const;
+
+  std::string graph_name_, scope_;
+  bool tracing_ = false, compiled_ = false;
+  int num_slots_ = 0;
+  std::vector<Signature> signature_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<std::pair<int, Tensor>> captured_;
+  std::vector<Step> steps_;
+  std::vector<std::string> slot_origin_;
+  std::vector<const Storage*> slot_storage_;  // trace only: to see which slots share memory
+  size_t peak_live_ = 0;
+  // Trace only: each slot's tensor and other handles on them (kept alive so that no address
+  // is reused), and the slot of each handle.
+  std::vector<Tensor> slot_tensor_, keep_;
+  std::unordered_map<const TensorImpl*, int> slot_of_;
+  std::unordered_map<const Storage*, int> storage_slot_;
+};
+
+}  // namespace graph
+}  // namespace oneflow

@@ -1,0 +1,454 @@
+"""nn.Graph (compile mode): the trace, the replay as a plan, training inside the graph against
+eager, re-compilation per input signature, state dicts, printing and the one-line errors."""
+
+import os
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+import oneflow.nn as nn
+from test_comm import DIST, free_port, launch
+
+
+def mlp(seed=0):
+    flow.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def batches(n, batch=6, seed=1):
+    rng = np.random.RandomState(seed)
+    return [(flow.tensor(rng.randn(batch, 8).astype(np.float32)),
+             flow.tensor(rng.randint(0, 4, batch))) for _ in range(n)]
+
+
+class EvalGraph(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.builds = 0
+
+    def build(self, x):
+        self.builds += 1
+        return self.model(x)
+
+
+class TrainGraph(nn.Graph):
+    def __init__(self, model, opt, lr_sch=None):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(opt, lr_sch=lr_sch)
+        self.builds = 0
+
+    def build(self, x, y):
+        self.builds += 1
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def test_forward_compiles_once_and_replays_without_build():
+    model = mlp()
+    g = EvalGraph(model)
+    assert not g.is_compiled and not g.training
+    for x, _ in batches(4):
+        np.testing.assert_allclose(g(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert g.is_compiled and g.builds == 1  # calls 2..4 replayed the plan, not build
+
+
+def test_parameters_are_shared_with_eager():
+    model = mlp()
+    g = EvalGraph(model)
+    x, _ = batches(1)[0]
+    g(x)
+    with flow.no_grad():
+        model[0].weight.fill_(0.5)  # an eager write: the replay reads the same Parameter
+    np.testing.assert_allclose(g(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert g.model is model and g.builds == 1
+
+
+def test_new_input_shape_compiles_again_and_old_one_still_replays():
+    model = mlp()
+    g = EvalGraph(model)
+    small, big = flow.randn(2, 8), flow.randn(5, 8)
+    g(small)
+    g(big)
+    assert g.builds == 2 and len(g._compiled) == 2
+    np.testing.assert_allclose(g(small).numpy(), model(small).numpy(), rtol=1e-6, atol=1e-6)
+    g(flow.randn(5, 8, dtype=flow.float64).float())
+    assert g.builds == 2  # same signature as big
+    g(flow.randn(5, 8, dtype=flow.float64))  # another dtype: another plan (or the op's error)
+    assert g.builds == 3
+
+
+def _train(opt_name, graph, steps=6, sched=False):
+    model = mlp()
+    if opt_name == "sgd":
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.1,
+                             weight_decay=1e-3)
+    else:
+        opt = flow.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
+    lr_sch = flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5) if sched else None
+    losses = []
+    if graph:
+        g = TrainGraph(model, opt, lr_sch)
+        assert g.training
+        for x, y in batches(steps):
+            losses.append(g(x, y).numpy())
+        assert g.builds == 1
+    else:
+        loss_fn = nn.CrossEntropyLoss()
+        for x, y in batches(steps):
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if lr_sch is not None:
+                lr_sch.step()
+            losses.append(loss.detach().numpy())
+    return np.array(losses), [p.numpy() for p in model.parameters()], opt
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adamw"])
+@pytest.mark.parametrize("sched", [False, True])
+def test_training_inside_the_graph_equals_eager(opt_name, sched):
+    eager_losses, eager_params, eager_opt = _train(opt_name, graph=False, sched=sched)
+    graph_losses, graph_params, graph_opt = _train(opt_name, graph=True, sched=sched)
+    assert len(set(np.round(graph_losses, 6))) > 1  # it trains: the losses move
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5, atol=1e-5)
+    for p, q in zip(graph_params, eager_params):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-5)
+    assert graph_opt.param_groups[0]["lr"] == eager_opt.param_groups[0]["lr"]
+    if opt_name == "adamw":
+        steps = [s["step"] for s in graph_opt.state.values()]
+        assert steps == [6] * len(steps)
+
+
+def test_replay_is_a_plan_that_frees_intermediates():
+    x, y = batches(1)[0]
+    model = mlp()
+    g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
+    g(x, y)
+    text = repr(g)
+    assert "(MODULE:model:Sequential)" in text and "(OPTIMIZER:_optimizer0:SGD)" in text
+    assert "matmul" in text and "[model.0]" in text and "sgd_update" in text
+    plan = g._compiled[0].plan
+    steps = plan.describe().splitlines()
+    assert sum("sgd_update" in s for s in steps) == 4
+    assert 0 < plan.peak_live() < plan.num_steps()
+
+
+def test_state_dict_round_trip_and_eager_interchange(tmp_path):
+    model = mlp()
+    opt = flow.optim.Adam(model.parameters(), lr=0.01)
+    g = TrainGraph(model, opt)
+    data = batches(3)
+    g(*data[0])
+    assert list(g.state_dict()) == ["model", "loss_fn", "_optimizer0"]
+    flow.save(g.state_dict(), str(tmp_path / "graph.pt"))  # the live state, as eager's
+    sd = flow.load(str(tmp_path / "graph.pt"))
+    saved = {k: v.numpy().copy() for k, v in sd["model"].items()}
+    g(*data[1])
+    assert not np.array_equal(model[0].weight.numpy(), saved["0.weight"])
+    g.load_state_dict(sd)
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), saved[k])
+    # Loaded into an eager copy: one eager step and one graph step from the same state agree.
+    other = mlp(seed=5)
+    other_opt = flow.optim.Adam(other.parameters(), lr=0.01)
+    other.load_state_dict(sd["model"])
+    other_opt.load_state_dict(sd["_optimizer0"])
+    x, y = data[2]
+    loss = nn.CrossEntropyLoss()(other(x), y)
+    loss.backward()
+    other_opt.step()
+    g(x, y)
+    for p, q in zip(model.parameters(), other.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match=r"load_state_dict: missing keys \['loss_fn', "):
+        g.load_state_dict({"model": sd["model"]})
+
+
+class RandomGraph(nn.Graph):
+    def build(self, x):
+        return x + flow.rand(3), nn.functional.dropout(x, p=0.5, training=True)
+
+
+def test_random_ops_draw_new_numbers_each_replay_as_eager_does():
+    x = flow.ones(3)
+    flow.manual_seed(7)
+    eager = []
+    for _ in range(3):  # the same draws, in the same order, as the graph's build
+        eager.append(((x + flow.rand(3)).numpy(),
+                      nn.functional.dropout(x, p=0.5, training=True).numpy()))
+    flow.manual_seed(7)
+    g = RandomGraph()
+    outs = [tuple(t.numpy() for t in g(x)) for _ in range(3)]
+    for (a, m), (ea, em) in zip(outs, eager):
+        np.testing.assert_array_equal(a, ea)
+        np.testing.assert_array_equal(m, em)
+    assert not np.array_equal(outs[1][0], outs[2][0])
+    assert not np.array_equal(outs[1][1], outs[2][1])
+
+
+class InPlaceGraph(nn.Graph):
+    def build(self, x):
+        y = x * 2
+        y.add_(1)
+        y[0] = 0.0
+        return y, y.detach()
+
+
+def test_in_place_writes_and_detached_handles_replay():
+    g = InPlaceGraph()
+    for v in (1.0, 3.0):
+        y, d = g(flow.full((3,), v))
+        expect = np.array([0.0, 2 * v + 1, 2 * v + 1], dtype=np.float32)
+        np.testing.assert_array_equal(y.numpy(), expect)
+        np.testing.assert_array_equal(d.numpy(), expect)
+
+
+class ItemGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = mlp()
+
+    def build(self, x):
+        y = self.model(x)
+        if y.sum() > 0:  # a data-dependent branch
+            return y
+        return -y
+
+
+class NumpyGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = mlp()
+
+    def build(self, x):
+        return self.model(x) * float(self.model[0].weight.sum().item())
+
+
+class BackwardOnlyGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = mlp()
+
+    def build(self, x):
+        y = self.model(x).sum()
+        y.backward()
+        return y
+
+
+def test_what_a_replay_cannot_redo_fails_while_compiling():
+    x = flow.randn(2, 8)
+    with pytest.raises(RuntimeError, match=r"^nn.Graph ItemGraph: build reads a tensor's value "
+                       r"\(Tensor.__bool__\) in module '<graph>' \(op 'gt' \(step \d+\)\); a "
+                       r"compiled graph replays without Python and cannot depend on tensor "
+                       r"values$"):
+        ItemGraph()(x)
+    with pytest.raises(RuntimeError, match=r"^nn.Graph NumpyGraph: build reads a tensor's value "
+                       r"\(Tensor.item\) in module '<graph>' \(op 'sum' .*"):
+        NumpyGraph()(x)
+    with pytest.raises(RuntimeError, match=r"^nn.Graph BackwardOnlyGraph: build calls backward\(\) "
+                       r"but the graph has no optimizer; add one with add_optimizer"):
+        BackwardOnlyGraph()(x)
+
+
+def test_a_failed_compile_leaves_eager_working():
+    g = ItemGraph()
+    with pytest.raises(RuntimeError):
+        g(flow.randn(2, 8))
+    assert not g.is_compiled
+    y = g.model(flow.randn(2, 8))  # no trace left behind: eager reads values again
+    assert np.isfinite(y.sum().item())
+
+
+def test_unsupported_switches_are_one_line_errors():
+    model = mlp()
+    g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
+    for call, name in [(lambda: g.config.enable_amp(True), "enable_amp"),
+                       (lambda: g.config.enable_zero(True, stage=2), "enable_zero"),
+                       (lambda: g.config.allow_fuse_model_update_ops(True),
+                        "allow_fuse_model_update_ops"),
+                       (lambda: g.config.enable_cudnn_conv_heuristic_search_algo(False),
+                        "enable_cudnn_conv_heuristic_search_algo")]:
+        with pytest.raises(NotImplementedError,
+                           match=rf"^nn.Graph TrainGraph: config.{name} is not supported by this "
+                                 r"nn.Graph \(supported: set_gradient_accumulation_steps\)$"):
+            call()
+    block = g.model[0].to(nn.graph.GraphModule)
+    for call, name in [(lambda: setattr(block, "activation_checkpointing", True),
+                        "activation_checkpointing"),
+                       (lambda: block.set_stage(0, flow.placement("cpu", ranks=[0])), "set_stage")]:
+        with pytest.raises(NotImplementedError, match=rf"^nn.Graph: Linear.to\(nn.graph.GraphModule\)"
+                                                      rf".{name} is not supported by this nn.Graph$"):
+            call()
+    g.config.enable_amp(False)  # turning a switch off is what happens anyway
+    with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.set_gradient_accumulation_"
+                       r"steps expects an int >= 1, got 0$"):
+        g.config.set_gradient_accumulation_steps(0)
+    with pytest.raises(NotImplementedError, match=r"^nn.Graph TrainGraph: add_optimizer got "
+                       r"RMSprop; this nn.Graph runs SGD, Adam and AdamW$"):
+        g.add_optimizer(flow.optim.RMSprop(model.parameters()))
+
+
+def test_debug_prints_each_compile(capsys):
+    g = EvalGraph(mlp())
+    g.debug(1)
+    g(flow.randn(2, 8))
+    g(flow.randn(2, 8))
+    out = capsys.readouterr().out
+    assert out.count("(GRAPH:EvalGraph) compiling for inputs [((2, 8), 'oneflow.float32')]") == 1
+    assert "(GRAPH:EvalGraph) plan:" in out and "linear(%0, %1, %2)  [model.0]" in out
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adamw"])
+def test_data_parallel_graph_training_on_two_ranks_equals_eager(opt_name):
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "graph_train.py"), opt_name, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if l.endswith(" ok"))
+    assert lines == [f"rank {k} graph train ok" for k in range(2)]
+
+
+class FullGraph(nn.Graph):
+    def build(self, x):
+        return flow.full((2, 2), x.sum())  # the fill value stays a tensor of the plan
+
+
+def test_full_with_a_tensor_value_follows_the_input():
+    g = FullGraph()
+    for v in (1.0, 2.5):
+        np.testing.assert_array_equal(g(flow.full((3,), v)).numpy(), np.full((2, 2), 3 * v))
+    assert len(g._compiled) == 1
+
+
+class DropoutGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+        self.builds = 0
+
+    def build(self, x):
+        self.builds += 1
+        return self.model(x)
+
+
+def test_train_and_eval_modes_are_part_of_the_signature():
+    g = DropoutGraph()
+    x = flow.randn(4, 8)
+    g(x)
+    g.model.eval()
+    np.testing.assert_allclose(g(x).numpy(), g.model(x).numpy(), rtol=1e-6, atol=1e-6)
+    g.model.train()
+    g(x)
+    assert g.builds == 2  # eval compiled its own plan; train replays the first one
+
+
+class NonzeroGraph(nn.Graph):
+    def build(self, x):
+        return x[x > 0]
+
+
+def test_a_data_dependent_shape_fails_while_compiling():
+    with pytest.raises(RuntimeError, match=r"^nn.Graph NonzeroGraph: module '<graph>' reads the "
+                       r"data of op 'gt' \(step \d+\) on the host \(a data-dependent shape or "
+                       r"value: nonzero, boolean indexing, a Python number from a tensor\); a "
+                       r"compiled graph replays without Python and cannot depend on tensor "
+                       r"values$"):
+        NonzeroGraph()(flow.randn(3, 4))
+
+
+class AccGraph(nn.Graph):
+    def __init__(self, model, opt, steps):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+        self.config.set_gradient_accumulation_steps(steps)
+
+    def build(self, x):
+        out = self.model(x).reshape(-1)
+        loss = out.sum()
+        loss.backward()
+        return out, loss
+
+
+def test_gradient_accumulation_equals_eager_micro_batches():
+    x = flow.randn(8, 8)
+    eager_model, graph_model = mlp(), mlp()
+    eager_opt = flow.optim.SGD(eager_model.parameters(), lr=0.01, momentum=0.9)
+    g = AccGraph(graph_model, flow.optim.SGD(graph_model.parameters(), lr=0.01, momentum=0.9), 4)
+    for step in range(3):
+        outs, losses = [], []
+        for k in range(4):
+            out = eager_model(x[2 * k:2 * k + 2]).reshape(-1)
+            loss = out.sum()
+            (loss * 0.25).backward()
+            outs.append(out.detach().numpy())
+            losses.append(loss.item())
+        eager_opt.step()
+        eager_opt.zero_grad()
+        out, loss = g(x)
+        assert tuple(out.shape) == (32,) and tuple(loss.shape) == (4,)
+        np.testing.assert_allclose(out.numpy(), np.concatenate(outs), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(loss.numpy(), losses, rtol=1e-5, atol=1e-5)
+        for p, q in zip(graph_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"^nn.Graph AccGraph: gradient accumulation over 4 "
+                       r"micro-batches needs each input's dim 0 divisible by 4, got shape \(6, 8\) "
+                       r"for tensor input 0$"):
+        g(flow.randn(6, 8))
+
+
+def test_an_optimizer_loaded_outside_the_graph_is_picked_up():
+    data = batches(3)
+    model, twin = mlp(), mlp()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    twin_opt = flow.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+    g = TrainGraph(model, opt)
+    g(*data[0])
+    loss_fn = nn.CrossEntropyLoss()
+    loss = loss_fn(twin(data[0][0]), data[0][1])
+    loss.backward()
+    twin_opt.step()
+    twin_opt.zero_grad()
+    opt.load_state_dict(twin_opt.state_dict())  # new buffers and groups, with lr 0.05
+    opt.param_groups[0]["lr"] = 0.05
+    twin_opt.param_groups[0]["lr"] = 0.05
+    g(*data[1])
+    loss = loss_fn(twin(data[1][0]), data[1][1])
+    loss.backward()
+    twin_opt.step()
+    assert g.builds == 2  # the plan held the old buffers: compiled again
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)
+
+
+GPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                   "examples", "gpt.py")
+
+
+def _gpt_losses(nproc, *args):
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(), GPT, "--steps", "5",
+               "--eval_interval", "0", *args, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return [l.split("] ", 1)[-1].split(",")[0] for l in r.stdout.splitlines()
+            if "step " in l and ": loss " in l]
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes"),
+                    reason="Debian's fortunes package is not installed")
+@pytest.mark.parametrize("nproc,parallel", [(1, "none"), (2, "dp"), (2, "tp")])
+def test_gpt_trains_through_a_graph_like_eager(nproc, parallel):
+    eager = _gpt_losses(nproc, "--parallel", parallel)
+    graph = _gpt_losses(nproc, "--parallel", parallel, "--graph")
+    assert len(eager) == 5 and graph == eager  # the printed losses, 4 decimals, every step
+
+
+def test_gpt_graph_refuses_the_pipeline_in_one_line():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), GPT, "--parallel", "pp", "--untied",
+               "--steps", "1", "--graph", timeout=120)
+    assert r.returncode != 0 and "gpt: --graph runs --parallel none, dp, tp and dp_tp without " \
+                                 "--zero (got --parallel pp)" in r.stdout + r.stderr

@@ -1,0 +1,118 @@
+"""nn.Graph against eager: the training step time of MLPs (3 linear layers, cross-entropy, SGD
+with momentum) on CPU, one thread.
+
+    tools/python tools/bench/bench_graph.py [--quick] [--json OUT.json]
+
+Eager: forward, loss, zero_grad, backward, optimizer step in Python, as a training loop does.
+Graph: the same model in an nn.Graph whose build does forward, loss and backward with the
+optimizer added; after the compile each call replays the plan in C++. Per step, the median of
+timed windows, eager's and the graph's interleaved. Two sizes: the issue's width 256, batch 32 (at this size the kernels
+take most of the step), and width 16, batch 4, where kernels cost almost nothing, so the step
+time is the per-step host overhead; divided by the plan's step count it is the host time per
+op call.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import median, pin_single_thread, print_table, save_results  # noqa: E402
+
+pin_single_thread()
+
+import numpy as np  # noqa: E402
+
+import oneflow as flow  # noqa: E402
+import oneflow.nn as nn  # noqa: E402
+
+
+def make(width, seed=0):
+    flow.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                          nn.Linear(width, 10))
+    return model, flow.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+class TrainGraph(nn.Graph):
+    def __init__(self, model, opt):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(opt)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def time_interleaved(steps, x, y, iters, windows):
+    """Median seconds per call of each step function, their timed windows interleaved (so
+    that load from other processes on a shared machine falls on all of them alike)."""
+    for step in steps:
+        for _ in range(5):
+            step(x, y)
+    times = [[] for _ in steps]
+    for _ in range(windows):
+        for k, step in enumerate(steps):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                step(x, y)
+            times[k].append((time.perf_counter() - t0) / iters)
+    return [median(t) for t in times]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    iters, windows = (20, 3) if args.quick else (50, 15)
+    rng = np.random.RandomState(0)
+
+    def data(width, b):
+        return (flow.tensor(rng.randn(b, width).astype(np.float32)),
+                flow.tensor(rng.randint(0, 10, b)))
+
+    rows = []
+    for width, batch in ((256, 32), (16, 4)):
+        model, opt = make(width)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def eager_step(x, y):
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        gmodel, gopt = make(width)
+        graph = TrainGraph(gmodel, gopt)
+        x, y = data(width, batch)
+        graph(x, y)  # compiles
+        plan = graph._compiled[0].plan
+        eager_s, graph_s, replay_s = time_interleaved(
+            [eager_step, graph, lambda a, b: plan.replay([a, b])], x, y, iters, windows)
+        small = width == 16
+        rows.append(dict(
+            metric=f"MLP {width} batch {batch} train step" + (" (host overhead)" if small else ""),
+            unit="us", ours=graph_s * 1e6, torch=eager_s * 1e6, higher_is_better=False,
+            ours_label="graph", baseline="eager",
+            target=None if small else dict(on="ratio", op=">=", value=1.3)))
+        rows.append(dict(
+            metric=f"  of which the C++ replay alone ({plan.num_steps()} steps)", unit="us",
+            ours=replay_s * 1e6, torch=eager_s * 1e6, higher_is_better=False,
+            ours_label="graph", baseline="eager", target=None))
+        if small:
+            rows.append(dict(
+                metric="host time per op call", unit="us", ours=graph_s * 1e6 / plan.num_steps(),
+                torch=eager_s * 1e6 / plan.num_steps(), higher_is_better=False,
+                ours_label="graph", baseline="eager", target=None))
+    print_table(rows)
+    save_results(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()
