@@ -316,7 +316,8 @@ void BindFunctional(py::module_& m) {
                            double eps, double wd, bool amsgrad, bool decoupled) {
     optim::AdamUpdate(p, g, m1, m2, OptTensor(vmax), step, lr, b1, b2, eps, wd, amsgrad, decoupled);
   });
-  // ---- everyday API (core/functional.h's everyday block); Python signatures in _tensor_api.py
+  // ---- everyday API (core/functional.h's everyday block); Python signatures in _ops.py and the
+  // API modules
   m.def("linspace",
         [](double start, double end, int64_t steps, py::handle dtype, py::handle device) {
           return fn::linspace(start, end, steps, ToDType(dtype, DType::kFloat32), ToDevice(device));

@@ -1,5 +1,5 @@
 // The Tensor class for Python with its hot methods and operators in C++ (the flexible
-// signatures are installed by the Python package, oneflow/_tensor_api.py), and autograd nodes.
+// signatures are installed by the Python package, oneflow/_tensor_methods.py), and autograd nodes.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -131,7 +131,7 @@ void BindTensor(py::module_& m) {
                                                py::return_value_policy::reference);
                              })
       // The device of the local data (of the shard, for a global tensor); Tensor.device is
-      // oneflow/_tensor_api.py's (a global tensor has a placement, not a device).
+      // oneflow/_tensor_methods.py's (a global tensor has a placement, not a device).
       .def_property_readonly("_device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", &Tensor::ndim)
       .def("dim", &Tensor::ndim)

@@ -242,10 +242,10 @@ class DataLoader:
     def __iter__(self):
         resume, self._resume = self._resume, None
         if resume is not None and resume.get("seed_count") is not None and self.num_workers > 0:
-            from oneflow import _tensor_api
+            from oneflow import _random
 
             # the workers' base seed of the epoch being resumed
-            _seed_draws.update(seedings=_tensor_api._seedings, count=resume["seed_count"] - 1)
+            _seed_draws.update(seedings=_random._seedings, count=resume["seed_count"] - 1)
         tasks, skip = self._tasks(resume)
         self._progress.update(epoch=self._progress["epoch"] + 1, yielded=skip, done=False)
         if self.num_workers > 0:
