@@ -505,6 +505,11 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
 
 Tensor to_device(const Tensor& x, const Device& device) {
   if (x.device() == device) return x;
+  if (CurrentTracer()) {  // a copy without an op call: nn.Graph's replay redoes it as a step
+    return TracedStep("to_device", {x}, [device](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{to_device(in[0], device)};
+    })[0];
+  }
   ONEFLOW_CHECK(!x.is_global(), "to: a global tensor moves between devices with to_global ",
                 "and a placement of the other device type, got ", x.ToString(), " to ",
                 device.ToString());

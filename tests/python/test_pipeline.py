@@ -47,11 +47,6 @@ def _intervals(out):
 def test_the_stages_compute_at_the_same_time(schedule):
     # Stage 0's forward of micro-batch k + 1 runs while stage 1 runs its forward of k: each
     # rank executes only its own stage's ops, and nothing waits for the other stage's compute.
-    r = run(2, "pipeline_overlap.py", schedule)
-    assert r.returncode == 0, r.stdout + r.stderr
-    steps = _intervals(r.stdout)
-    assert sorted(steps) == [0, 1, 2] and all(len(iv) == 16 for iv in steps.values()), steps
-
     def overlapping(iv):
         n = 0
         for k in range(3):
@@ -60,7 +55,15 @@ def test_the_stages_compute_at_the_same_time(schedule):
             n += min(b0, b1) - max(a0, a1) > 0
         return n
 
-    # A serialising pipeline never overlaps; a busy machine may serialise one step of three.
+    # A serialising pipeline never overlaps; a busy machine (two cores, two ranks, and whatever
+    # else runs) may serialise a step, or a whole short job: a second job gets a second chance.
+    for attempt in range(2):
+        r = run(2, "pipeline_overlap.py", schedule)
+        assert r.returncode == 0, r.stdout + r.stderr
+        steps = _intervals(r.stdout)
+        assert sorted(steps) == [0, 1, 2] and all(len(iv) == 16 for iv in steps.values()), steps
+        if max(overlapping(iv) for iv in steps.values()) >= 2:
+            break
     assert max(overlapping(iv) for iv in steps.values()) >= 2, steps
 
 

@@ -449,7 +449,7 @@ class Module:
     def to(self, *args, **kwargs):
         """to(device), to(dtype), to(device, dtype) or to(tensor); dtype casts floating tensors only."""
         if args and isinstance(args[0], type) and args[0].__name__ == "GraphModule":
-            from oneflow.nn.graph import GraphModule
+            from oneflow.nn.graph_module import GraphModule
 
             return GraphModule(self)
         device, dtype = _parse_to_args(self._get_name(), args, kwargs)
