@@ -81,6 +81,15 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
     fn::fill_(s, other.cast<double>());
     return fn::to_device(s, x.device());
   }
+  // A numpy array or scalar (numpy is loaded when one exists): the number or tensor it stands
+  // for, where x lives (oneflow._tensor_methods._numpy_operand decides). Off the hot path.
+  py::object np = py::module_::import("sys").attr("modules").attr("get")("numpy");
+  if (!np.is_none() &&
+      (py::isinstance(other, np.attr("ndarray")) || py::isinstance(other, np.attr("generic")))) {
+    py::object v =
+        py::module_::import("oneflow._tensor_methods").attr("_numpy_operand")(other, py::cast(x));
+    return ScalarOrTensor(v, x);
+  }
   throw TypeError(StrCat("unsupported operand type ", py::str(other.get_type()).cast<std::string>(),
                          " for a oneflow tensor"));
 }

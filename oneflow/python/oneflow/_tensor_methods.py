@@ -398,6 +398,12 @@ _NUMPY_OPERATORS = (
 )
 
 
+# Operators bound in C++ whose operand conversion (ScalarOrTensor, convert.cc) calls
+# _numpy_operand itself: no Python wrapper on the hot path of `x + y`.
+_CPP_NUMPY_OPERATORS = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                        "__truediv__", "__rtruediv__", "__pow__", "__rpow__"}
+
+
 def _numpy_operand(value, like):
     """A numpy operand of an operator on the tensor like: a numpy scalar or 0-d array is the
     Python number (a scalar operand, as in PyTorch); an array becomes a tensor where like is:
@@ -420,7 +426,8 @@ def _install_numpy_operands(T):
     T.__xor__ = lambda self, other: _math_api.logical_xor(self, other)
     T.__rxor__ = lambda self, other: _math_api.logical_xor(self, other)
     for name in _NUMPY_OPERATORS:
-        setattr(T, name, _accepting_numpy(getattr(T, name), name))
+        if name not in _CPP_NUMPY_OPERATORS:
+            setattr(T, name, _accepting_numpy(getattr(T, name), name))
 
 
 def _accepting_numpy(op, name):
