@@ -56,6 +56,13 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
 // (collective: every rank calls it); a local t as it is.
 Tensor Whole(const Tensor& t);
 
+// The layout that backward gives leaf's gradient on this thread instead of the leaf's own (same
+// placement): nn.Graph's ZeRO stage 2 keeps each rank's shard of a broadcast parameter's
+// gradient, so a partial gradient is reduce-scattered, not all-reduced. ClearGradLayouts ends
+// every such choice of this thread.
+void SetGradLayout(const Tensor& leaf, const NdSbp& nd_sbp);
+void ClearGradLayouts();
+
 // "placement=cpu:[0, 1], sbp=(S(0))" for messages.
 std::string Describe(const Tensor& t);
 

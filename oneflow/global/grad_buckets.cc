@@ -1,6 +1,7 @@
 // Data-parallel gradient buckets for global tensors: GlobalHooks.leaf_grad.
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/autograd.h"
@@ -20,6 +21,9 @@ struct PendingGrads {
   std::vector<std::weak_ptr<TensorImpl>> leaves;
 };
 thread_local PendingGrads* t_pending_grads = nullptr;
+
+// SetGradLayout's choices: leaf -> the layout its gradient takes.
+thread_local std::unordered_map<const TensorImpl*, NdSbp>* t_grad_layouts = nullptr;
 
 bool Bucketable(const Tensor& leaf, const GlobalMeta& l, const Tensor& grad, const GlobalMeta& g) {
   // A traced backward (nn.Graph) boxes each gradient as its own step: the end-of-pass callback
@@ -94,10 +98,29 @@ void FinishPendingGrads() {
 
 }  // namespace
 
+void SetGradLayout(const Tensor& leaf, const NdSbp& nd_sbp) {
+  ONEFLOW_CHECK(leaf.is_global(), "SetGradLayout: the leaf is not a global tensor");
+  sbp::CheckNdSbp(nd_sbp, Meta(leaf).placement, leaf.ndim(), "SetGradLayout");
+  if (!t_grad_layouts) t_grad_layouts = new std::unordered_map<const TensorImpl*, NdSbp>();
+  (*t_grad_layouts)[leaf.impl()] = nd_sbp;
+}
+
+void ClearGradLayouts() {
+  delete t_grad_layouts;
+  t_grad_layouts = nullptr;
+}
+
 Tensor LeafGrad(const Tensor& leaf, const Tensor& grad, bool accumulating) {
   if (!leaf.is_global() || !grad.is_global()) return grad;
   const GlobalMeta& l = Meta(leaf);
   const GlobalMeta& g = Meta(grad);
+  if (t_grad_layouts) {
+    auto it = t_grad_layouts->find(leaf.impl());
+    if (it != t_grad_layouts->end()) {
+      if (l.placement == g.placement && it->second == g.nd_sbp) return grad;
+      return ToGlobal(grad, l.placement, it->second);
+    }
+  }
   if (l.placement == g.placement && l.nd_sbp == g.nd_sbp) return grad;
   if (accumulating && Bucketable(leaf, l, grad, g)) {
     if (!t_pending_grads) {

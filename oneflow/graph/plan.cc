@@ -65,6 +65,13 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   return RunLocalKernel(op, inputs, attrs);
 }
 
+// A guard's flag: true when its (one) element is zero. A host read (a device sync on CUDA).
+bool FlagIsZero(const Tensor& flag) {
+  const Tensor& t = flag.is_global() ? global::Meta(flag).local : flag;
+  Tensor h = fn::to_dtype(fn::to_device(fn::contiguous(t), Device::CPU()), DType::kFloat64);
+  return *h.data<double>() == 0.0;
+}
+
 }  // namespace
 
 GraphPlan::~GraphPlan() {
@@ -105,6 +112,19 @@ void GraphPlan::AbortTrace() {
   slot_storage_.clear();
 }
 
+void GraphPlan::PauseTrace() {
+  CheckTracing("PauseTrace");
+  ONEFLOW_CHECK(CurrentTracer() == this, "nn.Graph ", graph_name_, ": the trace is paused already");
+  SetTracer(nullptr);
+}
+
+void GraphPlan::ResumeTrace() {
+  CheckTracing("ResumeTrace");
+  ONEFLOW_CHECK(CurrentTracer() == nullptr, "nn.Graph ", graph_name_,
+                ": ResumeTrace while another trace runs");
+  SetTracer(this);
+}
+
 int GraphPlan::StorageSlot(const Storage* storage) const {
   if (!storage) return -1;
   auto it = storage_slot_.find(storage);
@@ -122,6 +142,7 @@ int GraphPlan::NewSlot(const Tensor& t) {
   if (storage && StorageSlot(storage) < 0) storage_slot_[storage] = s;
   slot_origin_.emplace_back();
   slot_storage_.push_back(storage);
+  slot_bytes_.push_back(storage ? storage->nbytes() : 0);
   return s;
 }
 
@@ -211,6 +232,14 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
     const uint64_t now = fn::generator_state().second;
     step.draws =
         static_cast<int64_t>((now - static_cast<uint64_t>(attrs.Get<int64_t>("offset"))) / 2);
+    const std::pair<int64_t, int64_t> key(attrs.Get<int64_t>("seed"), attrs.Get<int64_t>("offset"));
+    auto same = std::find_if(draws_at_.begin(), draws_at_.end(),
+                             [&](const auto& d) { return d.first == key; });
+    if (same != draws_at_.end()) {
+      step.same_draws_as = same->second;
+    } else {
+      draws_at_.emplace_back(key, static_cast<int>(steps_.size()));
+    }
   }
   if (global::LastDecision() && step.layout.empty()) {
     for (const Tensor& t : inputs) {
@@ -259,6 +288,33 @@ void GraphPlan::OnHostAccess(const Tensor& t) {
                      "and cannot depend on tensor values"));
 }
 
+void GraphPlan::GuardSteps(size_t begin, size_t end, const Tensor& flag) {
+  CheckTracing("GuardSteps");
+  ONEFLOW_CHECK(begin <= end && end <= steps_.size(), "nn.Graph ", graph_name_,
+                ": GuardSteps got steps [", begin, ", ", end, ") of ", steps_.size());
+  ONEFLOW_CHECK(guards_.empty() || guards_.back().end <= begin, "nn.Graph ", graph_name_,
+                ": guarded steps [", begin, ", ", end, ") overlap the guard of steps [",
+                guards_.empty() ? 0 : guards_.back().begin, ", ",
+                guards_.empty() ? 0 : guards_.back().end, ")");
+  ONEFLOW_CHECK(flag.numel() == 1, "nn.Graph ", graph_name_,
+                ": a guard's flag must have one element, got shape ", flag.shape());
+  auto it = slot_of_.find(flag.impl());
+  ONEFLOW_CHECK(it != slot_of_.end() && slot_origin_[it->second] != "captured", "nn.Graph ",
+                graph_name_, ": a guard's flag must be made in build");
+  for (size_t i = begin; i < end; ++i) {
+    for (int s : steps_[i].out) {
+      ONEFLOW_CHECK(s != it->second, "nn.Graph ", graph_name_,
+                    ": a guard's flag is written by the steps it guards (step ", i, ")");
+    }
+  }
+  guards_.push_back({begin, end, it->second});
+}
+
+bool GraphPlan::GuardRan(size_t i) const {
+  ONEFLOW_CHECK(i < guards_.size(), "nn.Graph ", graph_name_, ": no guard ", i);
+  return guards_[i].ran;
+}
+
 bool GraphPlan::Traced(const Tensor& t) const {
   auto it = slot_of_.find(t.impl());
   if (it == slot_of_.end()) return false;
@@ -287,6 +343,13 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
       if (s >= 0 && defined[s] < 0) defined[s] = static_cast<int>(i);
     }
   }
+  for (const Guard& g : guards_) {  // the replay reads each flag just before its guarded steps
+    if (g.begin < steps_.size()) {
+      last[g.flag] = std::max(last[g.flag], static_cast<int>(g.begin));
+    } else {
+      keep[g.flag] = true;
+    }
+  }
   std::unordered_map<const Storage*, int> sharing;  // slots per storage
   for (const Storage* st : slot_storage_) {
     if (st) ++sharing[st];
@@ -309,11 +372,46 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
     int at = std::max(last[s], defined[s]);
     if (at >= 0) steps_[at].free_after.push_back(s);
   }
-  size_t live = 0;
+  std::vector<bool> outside(num_slots_, false);  // not made by a step: inputs, captured state
+  for (int s : input_slots_) outside[s] = true;
+  for (const auto& c : captured_) outside[c.first] = true;
+  for (const Guard& g : guards_) {
+    for (int s = 0; s < num_slots_; ++s) {
+      if (outside[s]) continue;  // written in place by guarded steps: the write is skipped
+      const int d = defined[s];
+      if (d < static_cast<int>(g.begin) || d >= static_cast<int>(g.end)) continue;
+      ONEFLOW_CHECK(!keep[s] && last[s] < static_cast<int>(g.end), "nn.Graph ", graph_name_, ": ",
+                    slot_origin_[s], " is made by guarded steps (which a replay may skip) ",
+                    "but read after them");
+    }
+  }
+  // Live intermediates and the bytes of their buffers (a buffer counts while any slot on it
+  // lives: a view and its base share one).
+  size_t live = 0, bytes = 0;
+  std::unordered_map<const Storage*, int> holders;
+  auto hold = [&](int s, int delta) {
+    const Storage* st = slot_storage_[s];
+    if (!st) return;
+    int& n = holders[st];
+    if (n == 0 && delta > 0) bytes += slot_bytes_[s];
+    n += delta;
+    if (n == 0 && delta < 0) bytes -= slot_bytes_[s];
+  };
+  std::vector<bool> counted(num_slots_, false);
   for (const Step& step : steps_) {
-    for (int s : step.out) live += s >= 0 && defined[s] >= 0 && !keep[s] ? 1 : 0;
+    for (int s : step.out) {
+      if (s < 0 || defined[s] < 0 || keep[s] || counted[s]) continue;
+      counted[s] = true;
+      ++live;
+      hold(s, +1);
+    }
     peak_live_ = std::max(peak_live_, live);
-    for (int s : step.free_after) live -= defined[s] >= 0 ? 1 : 0;
+    peak_bytes_ = std::max(peak_bytes_, bytes);
+    for (int s : step.free_after) {
+      if (!counted[s]) continue;
+      --live;
+      hold(s, -1);
+    }
   }
   tracing_ = false;
   compiled_ = true;
@@ -322,6 +420,8 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   slot_of_.clear();
   storage_slot_.clear();
   slot_storage_.clear();
+  slot_bytes_.clear();
+  draws_at_.clear();
 }
 
 bool GraphPlan::Matches(const std::vector<Tensor>& inputs) const {
@@ -348,7 +448,23 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) v[input_slots_[i]] = inputs[i];
   for (const auto& c : captured_) v[c.first] = c.second;
   std::vector<Tensor> in, out;
-  for (const Step& step : steps_) {
+  std::vector<int64_t> offsets(steps_.size(), 0);  // each random step's offset this replay
+  size_t next_guard = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    bool skip = false;
+    while (!skip && next_guard < guards_.size() && guards_[next_guard].begin == i) {
+      Guard& g = guards_[next_guard++];
+      g.ran = FlagIsZero(v[g.flag]);
+      if (!g.ran && g.end > g.begin) {
+        for (size_t k = g.begin; k < g.end; ++k) {
+          for (int s : steps_[k].free_after) v[s] = Tensor();
+        }
+        i = g.end - 1;  // the loop's ++i goes on after the guarded steps
+        skip = true;
+      }
+    }
+    if (skip) continue;
+    const Step& step = steps_[i];
     in.clear();
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
     if (step.alias) {
@@ -358,7 +474,10 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
     } else if (step.draws >= 0) {
       Attrs a = step.attrs;
       a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
-      a.Set("offset", static_cast<int64_t>(fn::generator_advance(step.draws)));
+      offsets[i] = step.same_draws_as >= 0
+                       ? offsets[step.same_draws_as]
+                       : static_cast<int64_t>(fn::generator_advance(step.draws));
+      a.Set("offset", offsets[i]);
       out = RunOp(*step.op, in, a);
     } else {
       out = RunOp(*step.op, in, step.attrs);
@@ -416,13 +535,20 @@ std::string GraphPlan::Describe() const {
     os << "%" << c.first << " = " << slot_origin_[c.first] << ": " << c.second.shape().ToString()
        << " " << DTypeName(c.second.dtype()) << " " << Layout(c.second) << "\n";
   }
-  for (const Step& step : steps_) {
+  size_t next_guard = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    for (; next_guard < guards_.size() && guards_[next_guard].begin == i; ++next_guard) {
+      const Guard& g = guards_[next_guard];
+      os << "if %" << g.flag << " == 0, the next " << g.end - g.begin << " steps, else none:\n";
+    }
     std::ostringstream outs, ins;
     for (size_t k = 0; k < step.out.size(); ++k) outs << (k ? ", " : "") << "%" << step.out[k];
     for (size_t k = 0; k < step.in.size(); ++k) ins << (k ? ", " : "") << "%" << step.in[k];
     os << (step.out.empty() ? std::string() : outs.str() + " = ") << step.name << "(" << ins.str()
        << ")";
     if (step.alias) os << "  (elided: its input is not read again)";
+    if (step.same_draws_as >= 0) os << "  (redraws step " << step.same_draws_as << ")";
     if (!step.scope.empty()) os << "  [" << step.scope << "]";
     if (!step.layout.empty()) os << "  " << step.layout;
     os << "\n";

@@ -33,6 +33,11 @@ class GraphPlan : public Tracer {
   // Stops tracing after an error in build; the plan stays unusable.
   void AbortTrace();
 
+  // Stops reporting to this plan until ResumeTrace (host reads and bookkeeping between traced
+  // steps that the replay must not redo).
+  void PauseTrace();
+  void ResumeTrace();
+
   // The module whose code runs now (names the steps in messages and in Describe).
   void SetScope(std::string scope) { scope_ = std::move(scope); }
 
@@ -54,6 +59,16 @@ class GraphPlan : public Tracer {
   std::string Describe() const;
   // The most intermediates the replay held at once (after the frees).
   size_t peak_live() const { return peak_live_; }
+  // The most bytes of intermediates' memory the replay held at once (each buffer counted once,
+  // however many views of it are live; the graph's inputs, outputs and captured state apart).
+  size_t peak_bytes() const { return peak_bytes_; }
+
+  // While tracing: the replay runs steps [begin, end) only when `flag` (a traced tensor with
+  // one element, made before step begin) is zero, as GradScaler skips an update after inf or
+  // NaN gradients. No tensor those steps make may be read after them or be an output.
+  void GuardSteps(size_t begin, size_t end, const Tensor& flag);
+  // After a replay: whether the guarded steps of guard i ran (true before any replay).
+  bool GuardRan(size_t i) const;
 
   void OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
             const std::vector<Tensor>& outputs) override;
@@ -71,9 +86,17 @@ class GraphPlan : public Tracer {
     std::vector<int> in, out;
     std::vector<int> free_after;  // slots whose last use is this step
     int64_t draws = -1;           // random ops: counters drawn per call
+    // A random op that redraws what an earlier one drew (activation checkpointing recomputes a
+    // dropout with the random state of the forward): the replay gives it that step's offset.
+    int same_draws_as = -1;
     // A contiguous copy of a tensor nothing reads afterwards (autograd's copy of a gradient
     // that the trace itself kept alive): the replay passes the input on instead.
     bool copy_of_contiguous = false, alias = false;
+  };
+  struct Guard {
+    size_t begin, end;
+    int flag;
+    bool ran = true;
   };
   struct Signature {
     TensorMeta meta;
@@ -96,7 +119,11 @@ class GraphPlan : public Tracer {
   std::vector<Step> steps_;
   std::vector<std::string> slot_origin_;
   std::vector<const Storage*> slot_storage_;  // trace only: to see which slots share memory
-  size_t peak_live_ = 0;
+  size_t peak_live_ = 0, peak_bytes_ = 0;
+  std::vector<Guard> guards_;
+  std::vector<size_t> slot_bytes_;  // each slot's buffer size (trace only)
+  // Trace only: the step that drew each random offset (seed, offset) first.
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int>> draws_at_;
   // Trace only: each slot's tensor and other handles on them (kept alive so that no address
   // is reused), and the slot of each handle.
   std::vector<Tensor> slot_tensor_, keep_;

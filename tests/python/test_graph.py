@@ -268,23 +268,35 @@ def test_a_failed_compile_leaves_eager_working():
 def test_unsupported_switches_are_one_line_errors():
     model = mlp()
     g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
-    for call, name in [(lambda: g.config.enable_amp(True), "enable_amp"),
-                       (lambda: g.config.enable_zero(True, stage=2), "enable_zero"),
-                       (lambda: g.config.allow_fuse_model_update_ops(True),
+    for call, name in [(lambda: g.config.allow_fuse_model_update_ops(True),
                         "allow_fuse_model_update_ops"),
                        (lambda: g.config.enable_cudnn_conv_heuristic_search_algo(False),
                         "enable_cudnn_conv_heuristic_search_algo")]:
         with pytest.raises(NotImplementedError,
                            match=rf"^nn.Graph TrainGraph: config.{name} is not supported by this "
-                                 r"nn.Graph \(supported: set_gradient_accumulation_steps\)$"):
+                                 r"nn.Graph \(supported: set_gradient_accumulation_steps, "
+                                 r"enable_amp, enable_zero\)$"):
             call()
+    with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.enable_zero supports stage "
+                       r"1 and 2 \(stage 3 would shard the parameters too\), got 3$"):
+        g.config.enable_zero(True, stage=3)
+    with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.enable_amp expects dtype "
+                       r"oneflow.float16 or oneflow.bfloat16, got oneflow.float32$"):
+        g.config.enable_amp(True, dtype=flow.float32)
+    with pytest.raises(TypeError, match=r"^nn.Graph TrainGraph: set_grad_scaler expects a "
+                       r"flow.amp.GradScaler, got float$"):
+        g.set_grad_scaler(2.0)
     block = g.model[0].to(nn.graph.GraphModule)
-    for call, name in [(lambda: setattr(block, "activation_checkpointing", True),
-                        "activation_checkpointing"),
-                       (lambda: block.set_stage(0, flow.placement("cpu", ranks=[0])), "set_stage")]:
-        with pytest.raises(NotImplementedError, match=rf"^nn.Graph: Linear.to\(nn.graph.GraphModule\)"
-                                                      rf".{name} is not supported by this nn.Graph$"):
-            call()
+    with pytest.raises(AttributeError, match=r"^nn.Graph: Linear.to\(nn.graph.GraphModule\) has no "
+                       r"switch 'fuse' \(activation_checkpointing, set_stage\)$"):
+        block.fuse = True
+    with pytest.raises(TypeError, match=r"^nn.Graph: Linear.to\(nn.graph.GraphModule\)."
+                       r"activation_checkpointing expects a bool, got 1$"):
+        block.activation_checkpointing = 1
+    with pytest.raises(ValueError, match=r"^nn.Graph: Linear.to\(nn.graph.GraphModule\).set_stage"
+                       r"\(0\) needs a placement: its parameters are on no placement\(s\), pass "
+                       r"placement=$"):
+        block.set_stage(0)
     g.config.enable_amp(False)  # turning a switch off is what happens anyway
     with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.set_gradient_accumulation_"
                        r"steps expects an int >= 1, got 0$"):
@@ -452,3 +464,153 @@ def test_gpt_graph_refuses_the_pipeline_in_one_line():
                "--steps", "1", "--graph", timeout=120)
     assert r.returncode != 0 and "gpt: --graph runs --parallel none, dp, tp and dp_tp without " \
                                  "--zero (got --parallel pp)" in r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- AMP, checkpointing
+
+
+class AmpGraph(TrainGraph):
+    def __init__(self, model, opt, dtype, scaler=None):
+        super().__init__(model, opt)
+        self.config.enable_amp(True, dtype=dtype)
+        if scaler is not None:
+            self.set_grad_scaler(scaler)
+
+
+def _eager_amp_step(model, opt, loss_fn, x, y, dtype, scaler):
+    with flow.autocast("cpu", dtype=dtype):
+        loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return loss
+
+
+@pytest.mark.parametrize("dtype,opt_name", [("bfloat16", "sgd"), ("float16", "adam")])
+def test_amp_with_grad_scaler_trains_like_eager_autocast(dtype, opt_name):
+    dtype = getattr(flow, dtype)
+
+    def make():
+        model = mlp()
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if opt_name == "sgd" \
+            else flow.optim.Adam(model.parameters(), lr=0.01)
+        return model, opt
+
+    model, opt = make()
+    twin, twin_opt = make()
+    # growth every 2 clean steps: the scale changes between replays without a new compile
+    scaler = flow.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)
+    twin_scaler = flow.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)
+    g = AmpGraph(model, opt, dtype, scaler)
+    loss_fn = nn.CrossEntropyLoss()
+    for x, y in batches(5):
+        loss = g(x, y)
+        ref = _eager_amp_step(twin, twin_opt, loss_fn, x, y, dtype, twin_scaler)
+        assert loss.dtype == ref.dtype
+        np.testing.assert_allclose(loss.numpy(), ref.numpy(), rtol=1e-6)
+        assert scaler.get_scale() == twin_scaler.get_scale()
+    assert g.builds == 1 and scaler.get_scale() == 2.0 ** 12
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-7)
+    # The casts are in the plan: matmuls in the low dtype, the parameters stay float32.
+    assert "to_dtype" in repr(g) or "cast" in repr(g)
+    assert all(p.dtype == flow.float32 for p in model.parameters())
+
+
+def test_grad_scaler_skips_the_update_after_inf_gradients_and_backs_off():
+    model, twin = mlp(), mlp()
+    opt = flow.optim.Adam(model.parameters(), lr=0.01)
+    twin_opt = flow.optim.Adam(twin.parameters(), lr=0.01)
+    # 2**140 overflows float32 in the scaled loss: the first steps find inf, skip, back off.
+    scaler = flow.amp.GradScaler("cpu", init_scale=2.0 ** 140, backoff_factor=2.0 ** -8)
+    twin_scaler = flow.amp.GradScaler("cpu", init_scale=2.0 ** 140, backoff_factor=2.0 ** -8)
+    g = AmpGraph(model, opt, flow.bfloat16, scaler)
+    loss_fn = nn.CrossEntropyLoss()
+    before = [p.numpy().copy() for p in model.parameters()]
+    scales, changed = [], []
+    for k, (x, y) in enumerate(batches(6)):
+        g(x, y)
+        _eager_amp_step(twin, twin_opt, loss_fn, x, y, flow.bfloat16, twin_scaler)
+        scales.append(scaler.get_scale())
+        assert scaler.get_scale() == twin_scaler.get_scale()
+        changed.append(any((p.numpy() != b).any() for p, b in zip(model.parameters(), before)))
+        before = [p.numpy().copy() for p in model.parameters()]
+    # two skipped steps (the compile and a replay: 2**132 still overflows), then clean updates
+    assert scales[:3] == [2.0 ** 132, 2.0 ** 124, 2.0 ** 124] and changed == [False, False] + \
+        [True] * 4, (scales, changed)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-7)
+    # Adam's step count only counts the updates that happened (4), as eager's
+    assert [int(s["step"]) for s in opt.state.values()] == \
+        [int(s["step"]) for s in twin_opt.state.values()] == [4] * 4
+    assert "if %" in repr(g) and "else none:" in repr(g)
+
+
+class Blocks(nn.Module):
+    def __init__(self, dropout):
+        super().__init__()
+        flow.manual_seed(3)
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Dropout(dropout),
+                                                   nn.Linear(64, 16)) for _ in range(3)])
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x, recompute=False):
+        from oneflow.utils.checkpoint import checkpoint
+
+        for b in self.blocks:
+            x = x + (checkpoint(b, x) if recompute else b(x))
+        return self.out(x)
+
+
+class BlocksGraph(nn.Graph):
+    def __init__(self, model, opt, checkpointing):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+        for b in model.blocks:
+            b.to(nn.graph.GraphModule).activation_checkpointing = checkpointing
+
+    def build(self, x, y):
+        loss = nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_activation_checkpointing_recomputes_and_holds_less(dropout):
+    rng = np.random.RandomState(0)
+    data = [(flow.tensor(rng.randn(64, 16).astype(np.float32)), flow.tensor(rng.randint(0, 4, 64)))
+            for _ in range(4)]
+    runs = {}
+    for mode in ("eager", "graph", "graph+checkpointing"):
+        model = Blocks(dropout)
+        opt = flow.optim.SGD(model.parameters(), lr=0.1)
+        g = BlocksGraph(model, opt, mode.endswith("checkpointing")) if mode != "eager" else None
+        flow.manual_seed(7)  # the dropout masks: the same draws in every mode
+        losses = []
+        for x, y in data:
+            if g is None:
+                loss = nn.functional.cross_entropy(model(x, recompute=True), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            else:
+                loss = g(x, y)
+            losses.append(loss.numpy())
+        runs[mode] = (losses, [p.numpy() for p in model.parameters()], g)
+    for mode in ("graph", "graph+checkpointing"):
+        np.testing.assert_allclose(runs[mode][0], runs["eager"][0], rtol=1e-5)
+        for p, q in zip(runs[mode][1], runs["eager"][1]):
+            np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+    plain, recomputed = runs["graph"][2], runs["graph+checkpointing"][2]
+    plan, rplan = plain._compiled[0].plan, recomputed._compiled[0].plan
+    # The forward runs again in backward (more steps), and fewer activations wait for it.
+    assert rplan.num_steps() > plan.num_steps()
+    assert rplan.peak_bytes() < 0.8 * plan.peak_bytes(), (rplan.peak_bytes(), plan.peak_bytes())
+    if dropout:
+        assert "(redraws step" in rplan.describe()

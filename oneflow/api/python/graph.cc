@@ -5,6 +5,7 @@
 
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/module.h"
+#include "oneflow/global/global_tensor.h"
 #include "oneflow/graph/plan.h"
 
 namespace oneflow {
@@ -17,6 +18,8 @@ void BindGraph(py::module_& m) {
       .def("begin_trace", &GraphPlan::BeginTrace)
       .def("end_trace", &GraphPlan::EndTrace)
       .def("abort_trace", &GraphPlan::AbortTrace)
+      .def("pause_trace", &GraphPlan::PauseTrace)
+      .def("resume_trace", &GraphPlan::ResumeTrace)
       .def("set_scope", &GraphPlan::SetScope)
       .def("matches", &GraphPlan::Matches)
       .def("replay",
@@ -30,7 +33,13 @@ void BindGraph(py::module_& m) {
       .def("step_name", &GraphPlan::StepName)
       .def("set_attr", &GraphPlan::SetAttr)
       .def("describe", &GraphPlan::Describe)
-      .def("peak_live", &GraphPlan::peak_live);
+      .def("peak_live", &GraphPlan::peak_live)
+      .def("peak_bytes", &GraphPlan::peak_bytes)
+      .def("guard_steps", &GraphPlan::GuardSteps)
+      .def("guard_ran", &GraphPlan::GuardRan);
+  // ZeRO stage 2 inside a graph's trace: a parameter's gradient kept as its shard.
+  m.def("graph_set_grad_layout", &global::SetGradLayout);
+  m.def("graph_clear_grad_layouts", &global::ClearGradLayouts);
 }
 
 }  // namespace python

@@ -19,17 +19,26 @@ after their last use, fresh random numbers on every call.
     g = TrainGraph()
     loss = g(x, y)                                  # compiles; later calls replay
 
+Training switches, as OneFlow's: config.set_gradient_accumulation_steps(n) (micro-batches),
+config.enable_amp(True, dtype=...) with set_grad_scaler(flow.amp.GradScaler(...)) (the replay
+skips the update after inf/NaN gradients and the scaler backs off, as eager's GradScaler),
+config.enable_zero(True, stage=1|2) (optimizer state, and with stage 2 the gradients, kept as
+each rank's shard of a broadcast parameter), and on modules
+m.to(nn.graph.GraphModule).activation_checkpointing = True (recomputed in backward) and
+.set_stage(i, placement) (pipeline stages; the micro-batches run all forwards, then all
+backwards).
+
 What a replay cannot reproduce fails while compiling with one line naming the module and the
 op: reading a tensor's value in build (.item(), .numpy(), a Python branch on a tensor),
-backward() without an optimizer. Config switches this build does not implement (AMP, ZeRO,
-fused updates, pipeline stages, activation checkpointing) raise one line naming the switch.
+backward() without an optimizer. Config switches this build does not implement (fused
+updates, ZeRO stage 3) raise one line naming the switch.
 """
 
 import collections
 import time
 
 import oneflow as flow
-from oneflow.nn.graph_module import GraphModule  # noqa: F401  (nn.graph.GraphModule)
+from oneflow.nn.graph_module import GraphModule, module_config  # noqa: F401  (nn.graph.GraphModule)
 from oneflow.nn.modules.module import Module
 from oneflow.optim.adam import Adam
 from oneflow.optim.sgd import SGD
@@ -44,14 +53,20 @@ class GraphConfig:
     def __init__(self, graph_name):
         self._graph_name = graph_name
         self._accumulation_steps = 1
+        self._amp_dtype = None  # autocast's dtype when AMP is on
+        self._zero_stage = 0
+        self._zero_min_size = 1024
 
     def __repr__(self):
-        return f"GraphConfig(gradient_accumulation_steps={self._accumulation_steps})"
+        amp = "off" if self._amp_dtype is None else str(self._amp_dtype)
+        zero = f"stage {self._zero_stage}" if self._zero_stage else "off"
+        return (f"GraphConfig(gradient_accumulation_steps={self._accumulation_steps}, "
+                f"amp={amp}, zero={zero})")
 
     def _unsupported(self, switch):
         raise NotImplementedError(
             f"nn.Graph {self._graph_name}: config.{switch} is not supported by this nn.Graph "
-            f"(supported: set_gradient_accumulation_steps)")
+            f"(supported: set_gradient_accumulation_steps, enable_amp, enable_zero)")
 
     def set_gradient_accumulation_steps(self, value):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -60,16 +75,37 @@ class GraphConfig:
                 f"int >= 1, got {value!r}")
         self._accumulation_steps = value
 
-    def enable_amp(self, mode=True, **kwargs):
-        if mode:
-            self._unsupported("enable_amp")
+    def enable_amp(self, mode=True, *, dtype=None):
+        """build runs under autocast (float16 by default, as OneFlow; bfloat16 on request)."""
+        if not mode:
+            self._amp_dtype = None
+            return
+        dtype = flow.float16 if dtype is None else dtype
+        if dtype not in (flow.float16, flow.bfloat16):
+            raise ValueError(f"nn.Graph {self._graph_name}: config.enable_amp expects dtype "
+                             f"oneflow.float16 or oneflow.bfloat16, got {dtype}")
+        self._amp_dtype = dtype
 
-    def set_grad_scaler(self, *args, **kwargs):
-        self._unsupported("set_grad_scaler")
-
-    def enable_zero(self, mode=True, **kwargs):
-        if mode:
-            self._unsupported("enable_zero")
+    def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024, shard_restore_level=1):
+        """ZeRO for the graph's optimizers: each broadcast global parameter's optimizer state is
+        split(0) over the ranks that broadcast it (stage 1); stage 2 also keeps only each rank's
+        shard of its gradient (a partial gradient is reduce-scattered, not all-reduced).
+        Parameters under shard_min_size elements stay whole. Parameters are gathered again after
+        each update (shard_restore_level 1, the default)."""
+        if not mode:
+            self._zero_stage = 0
+            return
+        if stage not in (1, 2):
+            raise ValueError(f"nn.Graph {self._graph_name}: config.enable_zero supports stage 1 "
+                             f"and 2 (stage 3 would shard the parameters too), got {stage!r}")
+        if shard_restore_level != 1:
+            raise ValueError(f"nn.Graph {self._graph_name}: config.enable_zero supports "
+                             f"shard_restore_level=1 (parameters whole after each update), got "
+                             f"{shard_restore_level!r}")
+        if not isinstance(shard_min_size, int) or shard_min_size < 1:
+            raise ValueError(f"nn.Graph {self._graph_name}: config.enable_zero expects "
+                             f"shard_min_size an int >= 1, got {shard_min_size!r}")
+        self._zero_stage, self._zero_min_size = stage, shard_min_size
 
     def allow_fuse_model_update_ops(self, mode=True):
         if mode:
@@ -193,6 +229,28 @@ class _Compiled:
 # ---------------------------------------------------------------- the trace
 
 
+def _to_stage(graph, where, config, value):
+    """value's tensors moved to a pipeline stage's placement (their SBP kept where the
+    placement's hierarchy has as many dimensions, else broadcast)."""
+    pl = config.stage_placement  # partial sums are summed on the way
+    if isinstance(value, flow.Tensor):
+        if not value.is_global:
+            raise RuntimeError(
+                f"nn.Graph {graph._name}: module '{where}' is pipeline stage {config.stage_id} on "
+                f"{pl} but got a local tensor; pipeline stages take global tensors")
+        if value.placement == pl:
+            return value
+        sbp = tuple(value.sbp)
+        if len(sbp) != len(pl.hierarchy) or flow.sbp.partial_sum in sbp:
+            sbp = (flow.sbp.broadcast,) * len(pl.hierarchy)
+        return value.to_global(placement=pl, sbp=sbp)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_stage(graph, where, config, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_stage(graph, where, config, v) for k, v in value.items()}
+    return value
+
+
 class _Tracing:
     """While build is traced: module calls name the plan's scope, and reading a traced tensor's
     value (which a replay could not redo) is a one-line error naming the module and the op."""
@@ -218,12 +276,42 @@ class _Tracing:
 
         def traced_call(module, *args, **kwargs):
             name = tracing.module_names.get(id(module))
-            if name is None:
+            config = module_config(module)
+            if name is None and config is None:
                 return original_call(module, *args, **kwargs)
+            run = original_call
+            if config is not None:
+                where = name or type(module).__name__
+                if config.stage_placement is not None:
+                    args, kwargs = _to_stage(tracing.graph, where, config, (args, kwargs))
+                if config.activation_checkpointing and flow.is_grad_enabled():
+                    from oneflow.utils.checkpoint import checkpoint
+
+                    def run(m, *a, **k):
+                        # Forward without saving; backward runs original_call again with the
+                        # forward's random state (the plan gives those draws the forward's
+                        # numbers on every replay). The state is kept as numbers: checkpoint's
+                        # own copy is a tensor, which the trace would record.
+                        forward_state = []
+
+                        def forward_again(mod, *a2, **k2):
+                            if not forward_state:
+                                forward_state.append(flow._C.generator_state())
+                                return original_call(mod, *a2, **k2)
+                            now = flow._C.generator_state()
+                            flow._C.set_generator_state(*forward_state[0])
+                            try:
+                                return original_call(mod, *a2, **k2)
+                            finally:
+                                flow._C.set_generator_state(*now)
+
+                        return checkpoint(forward_again, m, *a, preserve_rng_state=False, **k)
+            if name is None:
+                return run(module, *args, **kwargs)
             tracing.scope.append(name)
             tracing.plan.set_scope(name)
             try:
-                return original_call(module, *args, **kwargs)
+                return run(module, *args, **kwargs)
             finally:
                 tracing.scope.pop()
                 tracing.plan.set_scope(tracing.scope[-1] if tracing.scope else "")
@@ -272,6 +360,7 @@ class Graph:
         d["_optimizers"] = []  # [(optimizer, lr_scheduler or None)]
         d["_compiled"] = []  # [_Compiled], one per input signature
         d["_debug"] = -1
+        d["_grad_scaler"] = None
         d["config"] = GraphConfig(d["_name"])
 
     # ---- attributes
@@ -290,7 +379,7 @@ class Graph:
 
     def __getattr__(self, name):
         if name.startswith("__") or name in ("_name", "_modules", "_optimizers", "_compiled",
-                                             "_debug", "config"):
+                                             "_debug", "_grad_scaler", "config"):
             raise AttributeError(
                 f"nn.Graph {type(self).__name__}: no attribute {name!r} (did __init__ call "
                 f"super().__init__()?)")
@@ -329,6 +418,20 @@ class Graph:
             raise RuntimeError(
                 f"nn.Graph {self._name}: add_optimizer after the graph was compiled")
         self._optimizers.append((optim, lr_sch))
+
+    def set_grad_scaler(self, grad_scaler=None):
+        """Loss scaling for AMP training (flow.amp.GradScaler): backward scales the loss, the
+        gradients are unscaled before the update, the replay skips an optimizer's update when
+        its gradients hold inf or NaN, and the scaler backs off or grows as in eager."""
+        from oneflow.amp import GradScaler
+
+        if grad_scaler is not None and not isinstance(grad_scaler, GradScaler):
+            raise TypeError(f"nn.Graph {self._name}: set_grad_scaler expects a "
+                            f"flow.amp.GradScaler, got {type(grad_scaler).__name__}")
+        if self._compiled:
+            raise RuntimeError(f"nn.Graph {self._name}: set_grad_scaler after the graph was "
+                               f"compiled")
+        self.__dict__["_grad_scaler"] = grad_scaler
 
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
               op_repr_with_py_stack=False):
@@ -422,6 +525,15 @@ class Graph:
             u.state["step"] = int(u.state["step"]) + 1
             c.plan.set_attr(u.step, "step", float(u.state["step"]))
         outputs = c.plan.replay(tensors)
+        if c.guarded:
+            found = []
+            for opt, updates, guard in c.guarded:
+                skipped = not c.plan.guard_ran(guard)
+                found.append(skipped)
+                for u in updates:
+                    if skipped and u.adam:
+                        u.state["step"] = int(u.state["step"]) - 1  # no update happened
+            c.scaling.update(found)
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()
@@ -463,23 +575,53 @@ class Graph:
                     params.append(p)
         return params
 
-    def _prepare_optimizer_state(self):
+    def _zero_shards(self):
+        """With enable_zero: id(parameter) -> the layout of its shard (split(0) where it is
+        broadcast), for each optimizer parameter the config shards."""
+        if not self.config._zero_stage:
+            return {}
+        from oneflow.distributed.zero import _shard_sbp
+
+        shards = {}
+        for opt, _ in self._optimizers:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    sbp = _shard_sbp(p)
+                    if sbp is not None and p.numel() >= self.config._zero_min_size:
+                        shards[id(p)] = sbp
+        return shards
+
+    def _prepare_optimizer_state(self, shards):
         """The optimizers' state tensors exist before the trace, so the plan holds them (and
-        updates them in place) instead of re-creating them on every replay."""
+        updates them in place) instead of re-creating them on every replay. With ZeRO they are
+        made (or re-laid out) as the parameter's shard."""
         for opt, _ in self._optimizers:
             for group in opt.param_groups:
                 for p in group["params"]:
                     state = opt.state.setdefault(p, {})
+                    shard = shards.get(id(p))
+
+                    def zeros():
+                        if shard is None:
+                            return flow.zeros_like(p)
+                        return flow.zeros(p.shape, dtype=p.dtype, placement=p.placement,
+                                          sbp=shard)
+
                     if isinstance(opt, Adam):
                         if len(state) == 0:
                             state["step"] = 0
-                            state["exp_avg"] = flow.zeros_like(p)
-                            state["exp_avg_sq"] = flow.zeros_like(p)
+                            state["exp_avg"] = zeros()
+                            state["exp_avg_sq"] = zeros()
                         if group["amsgrad"] and "max_exp_avg_sq" not in state:
                             state["max_exp_avg_sq"] = state["exp_avg_sq"].clone()
                     elif group["momentum"] != 0 and state.get("momentum_buffer") is None:
-                        state["momentum_buffer"] = flow.zeros_like(p)
+                        state["momentum_buffer"] = zeros()
                         state["_first_step"] = True  # SGD starts the buffer at the gradient
+                    if shard is not None:
+                        for k, v in list(state.items()):
+                            if isinstance(v, flow.Tensor) and v.is_global and \
+                                    tuple(v.shape) == tuple(p.shape) and tuple(v.sbp) != shard:
+                                state[k] = v.to_global(placement=p.placement, sbp=shard)
 
     def _module_names(self):
         names = {}
@@ -488,57 +630,210 @@ class Graph:
                 names.setdefault(id(sub), sub_name)
         return names
 
-    def _trace_updates(self, plan):
-        updates = []
+    def _unscale(self, opt, scaling):
+        """GradScaler's unscale_ in the trace: the gradients divided by the scale in place, and
+        the count of inf/NaN elements among them (broadcast on every rank of the job)."""
+        flag = None
+        with flow.no_grad():
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    bad = (~flow.isfinite(g)).to(flow.float32).sum()
+                    if bad.is_global:
+                        everywhere = flow.placement(
+                            bad.placement.type, ranks=list(range(flow.env.get_world_size())))
+                        bad = bad.to_global(placement=everywhere, sbp=flow.sbp.broadcast)
+                    flag = bad if flag is None else flag + bad
+                    g.mul_(scaling.like("inv", g))
+        return flag
+
+    def _trace_updates(self, plan, shards, scaling):
+        """Each optimizer's step, traced: [(optimizer, its updates, guard index or None)]."""
+        traced = []
+        guards = 0
         for opt, _ in self._optimizers:
             pending = [(group, p) for group in opt.param_groups for p in group["params"]
                        if p.grad is not None]
+            flag = self._unscale(opt, scaling) if scaling is not None else None
             start = plan.num_steps()
+            skipped = flag is not None and self._flag_value(plan, flag) != 0
+            snapshot = self._snapshot(plan, opt) if skipped else None
+            swaps = self._swap_in_shards(opt, shards)
             opt.step()
+            self._swap_out_shards(opt, swaps)
             opt.zero_grad(set_to_none=True)  # gradients are the graph's intermediates
-            steps = [i for i in range(start, plan.num_steps())
+            end = plan.num_steps()
+            steps = [i for i in range(start, end)
                      if plan.step_name(i) in ("sgd_update", "adam_update")]
             if len(steps) != len(pending):
                 raise RuntimeError(
                     f"nn.Graph {self._name}: {type(opt).__name__}.step made {len(steps)} update "
                     f"ops for {len(pending)} parameters with gradients")
+            updates = []
             for i, (group, p) in zip(steps, pending):
                 if not isinstance(opt, Adam):
                     plan.set_attr(i, "first_step", 0.0)  # replays continue the buffer
                 updates.append(_Update(i, opt, group, opt.state[p]))
-        return updates
+            guard = None
+            if flag is not None:
+                plan.guard_steps(start, end, flag)
+                guard, guards = guards, guards + 1
+            if snapshot is not None:
+                self._restore(plan, opt, snapshot)  # this call's gradients held inf/NaN
+            traced.append((opt, updates, guard, skipped))
+        return traced
 
-    def _build_micro_batches(self, args, kwargs, tensors):
+    @staticmethod
+    def _flag_value(plan, flag):
+        """The inf/NaN count of the trace's own call, read without tracing."""
+        plan.pause_trace()
+        try:
+            local = flag.to_local() if flag.is_global else flag
+            item = _Tracing.active.saved[(flow.Tensor, "item")]  # not the trace's guarded read
+            return float(item(local))
+        finally:
+            plan.resume_trace()
+
+    @staticmethod
+    def _snapshot(plan, opt):
+        """Copies of the parameters and state an update would change (tracing paused)."""
+        plan.pause_trace()
+        try:
+            with flow.no_grad():
+                params = [(p, p.detach().clone()) for g in opt.param_groups for p in g["params"]]
+                states = {}
+                for p, _ in params:
+                    st = opt.state.get(p, {})
+                    states[id(p)] = {k: (v.detach().clone() if isinstance(v, flow.Tensor) else v)
+                                     for k, v in st.items()}
+            return params, states
+        finally:
+            plan.resume_trace()
+
+    @staticmethod
+    def _restore(plan, opt, snapshot):
+        plan.pause_trace()
+        try:
+            params, states = snapshot
+            with flow.no_grad():
+                for p, saved in params:
+                    p.copy_(saved)
+                    st = opt.state.get(p, {})
+                    for k, v in states[id(p)].items():
+                        if isinstance(v, flow.Tensor) and isinstance(st.get(k), flow.Tensor):
+                            st[k].copy_(v)
+                        else:
+                            st[k] = v
+        finally:
+            plan.resume_trace()
+
+    @staticmethod
+    def _swap_in_shards(opt, shards):
+        """ZeRO: each sharded parameter with a gradient replaced in its group by its shard
+        (a local slice), with the gradient's shard (stage 1: a local slice of the all-reduced
+        gradient; stage 2: the reduce-scattered gradient as backward left it) and its state."""
+        swaps = []
+        if not shards:
+            return swaps
+        with flow.no_grad():
+            for group in opt.param_groups:
+                params = group["params"]
+                for i, p in enumerate(params):
+                    sbp = shards.get(id(p))
+                    if sbp is None or p.grad is None:
+                        continue
+                    shard = p.detach().to_global(placement=p.placement, sbp=sbp)
+                    shard.requires_grad_(True)
+                    g = p.grad
+                    shard.grad = g if tuple(g.sbp) == sbp else \
+                        g.to_global(placement=p.placement, sbp=sbp)
+                    opt.state[shard] = opt.state.pop(p)
+                    params[i] = shard
+                    swaps.append((group, i, p, shard))
+        return swaps
+
+    @staticmethod
+    def _swap_out_shards(opt, swaps):
+        """After the update: the parameters back in their groups, gathered from the updated
+        shards (an all-gather)."""
+        with flow.no_grad():
+            for group, i, p, shard in swaps:
+                group["params"][i] = p
+                opt.state[p] = opt.state.pop(shard)
+                p.copy_(shard)
+                shard.grad = None
+
+    def _has_stages(self):
+        return any(module_config(m) is not None and module_config(m).stage_placement is not None
+                   for m in self._submodules())
+
+    def _amp_device(self, tensors):
+        for t in list(self._parameters()) + list(tensors):
+            return t.placement.type if t.is_global else t.device.type
+        return "cpu"
+
+    def _build_micro_batches(self, args, kwargs, tensors, scaling, amp_device):
         """build once, or with gradient accumulation over n steps (OneFlow's semantics): each
         tensor input is cut into n micro-batches along dim 0, build runs on each with backward
         scaling the loss by 1/n, the gradients add up, the optimizer steps once; each output is
-        the micro-batches' outputs concatenated along dim 0 (scalars stacked)."""
+        the micro-batches' outputs concatenated along dim 0 (scalars stacked). With pipeline
+        stages the backward passes wait until every micro-batch's forward is done (GPipe). With
+        a grad scaler, backward scales the loss; with AMP, build runs under autocast and
+        backward outside it (as eager code calls it)."""
         n = self.config._accumulation_steps
-        if n == 1:
+        amp = self.config._amp_dtype
+        pipelined = n > 1 and self._has_stages()
+        backward = flow.Tensor.backward
+        deferred = []
+
+        def graph_backward(loss, gradient=None, *a, **kw):
+            if gradient is None:
+                if n > 1:
+                    loss = loss * (1.0 / n)
+                if scaling is not None:
+                    loss = loss * scaling.like("scale", loss)
+            if pipelined:
+                deferred.append((loss, gradient, a, kw))
+                return None
+            if amp is None:
+                return backward(loss, gradient, *a, **kw)
+            from oneflow.amp import autocast
+
+            with autocast(amp_device, amp, enabled=False):
+                return backward(loss, gradient, *a, **kw)
+
+        def run(*a, **kw):
+            if amp is None:
+                return self.build(*a, **kw)
+            from oneflow.amp import autocast
+
+            with autocast(amp_device, amp):
+                return self.build(*a, **kw)
+
+        if n == 1 and scaling is None and amp is None:
             return self.build(*args, **kwargs)
         for i, t in enumerate(tensors):
-            if t.ndim == 0 or t.shape[0] % n != 0:
+            if n > 1 and (t.ndim == 0 or t.shape[0] % n != 0):
                 raise RuntimeError(
                     f"nn.Graph {self._name}: gradient accumulation over {n} micro-batches needs "
                     f"each input's dim 0 divisible by {n}, got shape {tuple(t.shape)} for "
                     f"tensor input {i}")
-        template = _flatten((args, kwargs), [])
-        backward = flow.Tensor.backward
-
-        def scaled_backward(loss, gradient=None, *a, **kw):
-            if gradient is None:
-                loss = loss * (1.0 / n)
-            return backward(loss, gradient, *a, **kw)
-
-        flow.Tensor.backward = scaled_backward
+        flow.Tensor.backward = graph_backward
         try:
+            if n == 1:
+                return run(*args, **kwargs)
+            template = _flatten((args, kwargs), [])
             outs = []
             for k in range(n):
                 micro = [t[k * (t.shape[0] // n):(k + 1) * (t.shape[0] // n)] for t in tensors]
                 micro_args, micro_kwargs = _unflatten(template, micro)
-                outs.append(self.build(*micro_args, **micro_kwargs))
+                outs.append(run(*micro_args, **micro_kwargs))
         finally:
             flow.Tensor.backward = backward
+        for loss, gradient, a, kw in deferred:
+            backward(loss, gradient, *a, **kw)
         leaves = []
         for out in outs:
             flat = []
@@ -555,7 +850,11 @@ class Graph:
         saved_grads = [(p, p.grad) for p in params]
         for p in params:
             p.grad = None
-        self._prepare_optimizer_state()
+        shards = self._zero_shards()
+        self._prepare_optimizer_state(shards)
+        scaler = self._grad_scaler
+        scaling = _Scaling(scaler, params, tensors) if scaler is not None and \
+            scaler.is_enabled() else None
         state_ids = {id(p) for p in params}
         for module in self._modules.values():
             state_ids.update(id(b) for b in module.buffers())
@@ -563,10 +862,15 @@ class Graph:
         self._log(0, f"compiling for inputs "
                      f"{[(tuple(t.shape), str(t.dtype)) for t in tensors]}")
         try:
+            if self.config._zero_stage == 2:
+                for p in params:
+                    if id(p) in shards:
+                        flow._C.graph_set_grad_layout(p, shards[id(p)])
             with _Tracing(self, plan, self._module_names(), state_ids):
                 plan.begin_trace(tensors)
                 try:
-                    out = self._build_micro_batches(args, kwargs, tensors)
+                    out = self._build_micro_batches(args, kwargs, tensors, scaling,
+                                                    self._amp_device(tensors))
                     plan.set_scope("")
                     left = [p for p in params if p.grad is not None]
                     if left and not self._optimizers:
@@ -574,7 +878,7 @@ class Graph:
                             f"nn.Graph {self._name}: build calls backward() but the graph has no "
                             f"optimizer; add one with add_optimizer (a replay does not write "
                             f".grad)")
-                    updates = self._trace_updates(plan)
+                    traced = self._trace_updates(plan, shards, scaling)
                     out_tensors = []
                     template = _flatten(out, out_tensors)
                     plan.end_trace(out_tensors)
@@ -582,19 +886,64 @@ class Graph:
                     plan.abort_trace()
                     raise
         finally:
+            flow._C.graph_clear_grad_layouts()
             for p, g in saved_grads:
                 p.grad = g
         for opt, _ in self._optimizers:
             for state in opt.state.values():
                 if isinstance(state, dict):
                     state.pop("_first_step", None)
+        updates = [u for _, ups, _, _ in traced for u in ups]
         compiled = _Compiled(key, plan, template, updates, time.perf_counter() - started)
         compiled.optimizer_state = self._optimizer_state()
+        compiled.scaling = scaling
+        compiled.guarded = [(opt, ups, guard) for opt, ups, guard, _ in traced
+                            if guard is not None]
         self._compiled.append(compiled)
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
+        if scaling is not None:
+            scaling.update([skipped for _, _, guard, skipped in traced if guard is not None])
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()
         detached = [t.detach() for t in out_tensors]
         return _unflatten(template, detached)
+
+
+class _Scaling:
+    """A graph's loss scale as tensors the plan holds (so a new scale needs no new compile):
+    the scale and its inverse on the graph's device, laid out like the tensor they meet."""
+
+    def __init__(self, scaler, params, tensors):
+        self.scaler = scaler
+        device = "cpu"
+        for t in list(params) + list(tensors):
+            device = t.placement.type if t.is_global else str(t.device)
+            break
+        value = scaler.get_scale()
+        self.values = {"scale": flow.tensor(value, dtype=flow.float32, device=device),
+                       "inv": flow.tensor(1.0 / value, dtype=flow.float32, device=device)}
+
+    def like(self, which, t):
+        value = self.values[which]
+        if t.is_global:
+            return value.to_global(placement=t.placement,
+                                   sbp=(flow.sbp.broadcast,) * len(t.placement.hierarchy))
+        return value if value.device == t.device else value.to(t.device)
+
+    def update(self, found_infs):
+        """GradScaler.update after a step whose optimizers found inf/NaN or not."""
+        from oneflow.amp import GradScaler
+
+        if not found_infs:
+            return
+        scaler = self.scaler
+        scaler._per_optimizer = {k: {"stage": GradScaler._STEPPED, "found_inf": bool(f)}
+                                 for k, f in enumerate(found_infs)}
+        scaler.update()
+        value = scaler.get_scale()
+        with flow.no_grad():
+            self.values["scale"].fill_(value)
+            self.values["inv"].fill_(1.0 / value)
+
