@@ -408,8 +408,21 @@ class Layout:
 class Trainer:
     """The model, its optimizer and one training step under a layout."""
 
-    def __init__(self, model, layout, lr=1e-3, weight_decay=0.1):
-        self.model, self.layout = model, layout
+    def __init__(self, model, layout, lr=1e-3, weight_decay=0.1, graph=False, accumulate=1):
+        self.model, self.layout, self.accumulate = model, layout, accumulate
+        if graph:
+            # nn.Graph runs the whole step, pipeline and ZeRO included (use_graph): the stages
+            # go to their placements here, and the optimizer is a plain AdamW.
+            self.pipe = None
+            if layout.kind == "pp":
+                self.stages = model.stages()
+                for stage, pl in zip(self.stages, layout.stage_placements):
+                    stage.to_global(placement=pl, sbp=B)
+            else:
+                layout.place(model)
+            self.opt = flow.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95),
+                                        weight_decay=weight_decay)
+            return
         if layout.kind == "pp":
             self.pipe = nn.parallel.Pipeline(model.stages(), layout.stage_placements,
                                              loss_fn=model.head.loss,
@@ -427,21 +440,36 @@ class Trainer:
         else:
             self.opt = flow.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
 
-    def use_graph(self):
-        """Train through an nn.Graph (compile mode): the same model, traced once, replayed."""
-        if self.pipe is not None or self.layout.zero:
-            raise ValueError(f"gpt: --graph runs --parallel none, dp, tp and dp_tp without --zero "
-                             f"(got --parallel {self.layout.kind}{' --zero' if self.layout.zero else ''})")
-        trainer = self
+    def use_graph(self, zero_stage=1, checkpointing=False):
+        """Train through an nn.Graph (compile mode): the same model, traced once, replayed. The
+        layout's extras are the graph's switches: pp sets each stage's placement on its modules
+        (set_stage) with the micro-batches as gradient accumulation steps, zero enables the
+        graph's ZeRO, --accumulate the accumulation steps, --checkpoint activation
+        checkpointing on each block."""
+        trainer, lay = self, self.layout
 
         class GPTGraph(nn.Graph):
             def __init__(self):
                 super().__init__()
                 self.model = trainer.model
                 self.add_optimizer(trainer.opt)
+                if lay.zero:
+                    self.config.enable_zero(True, stage=zero_stage, shard_min_size=1)
+                if lay.kind == "pp":
+                    for i, (stage, pl) in enumerate(zip(trainer.stages, lay.stage_placements)):
+                        stage.to(nn.graph.GraphModule).set_stage(i, pl)
+                    self.config.set_gradient_accumulation_steps(lay.micro_batches)
+                elif trainer.accumulate > 1:
+                    self.config.set_gradient_accumulation_steps(trainer.accumulate)
+                for block in trainer.model.h:
+                    block.to(nn.graph.GraphModule).activation_checkpointing = checkpointing
 
             def build(self, x, y):
-                _, loss = self.model(x, y)
+                if lay.kind == "pp":
+                    logits = trainer.stages[1](trainer.stages[0](x))
+                    loss = trainer.model.head.loss(logits, y)
+                else:
+                    _, loss = self.model(x, y)
                 loss.backward()
                 return loss
 
@@ -454,10 +482,24 @@ class Trainer:
         lay = self.layout
         self.model.train()
         if self.graph is not None:
-            return self.graph(lay.data(xb), lay.data(yb))
+            if lay.kind == "pp":
+                losses = self.graph(lay.data(xb, 0), lay.data(yb, 1))
+            else:
+                losses = self.graph(lay.data(xb), lay.data(yb))
+            # with micro-batches: one loss each, stacked (OneFlow's graph outputs)
+            return losses.mean() if losses.dim() else losses
         self.opt.zero_grad()
         if self.pipe is not None:
             loss = self.pipe.train_step(lay.data(xb, 0), lay.data(yb, 1))
+        elif self.accumulate > 1:
+            m = len(xb) // self.accumulate
+            losses = []
+            for k in range(self.accumulate):
+                _, loss = self.model(lay.data(xb[k * m:(k + 1) * m]),
+                                     lay.data(yb[k * m:(k + 1) * m]))
+                (loss / self.accumulate).backward()
+                losses.append(loss.detach())
+            loss = flow.stack(losses).mean()
         else:
             _, loss = self.model(lay.data(xb), lay.data(yb))
             loss.backward()
@@ -468,7 +510,11 @@ class Trainer:
     def evaluate(self, xb, yb):
         lay = self.layout
         self.model.eval()
-        if self.pipe is not None:
+        if self.graph is not None and lay.kind == "pp":
+            logits = self.stages[1](self.stages[0](lay.data(xb, 0)).to_global(
+                placement=lay.stage_placements[1], sbp=B))
+            loss = self.model.head.loss(logits, lay.data(yb, 1))
+        elif self.pipe is not None:
             loss = self.model.head.loss(self.pipe(lay.data(xb, 0)), lay.data(yb, 1))
         else:
             loss = self.model(lay.data(xb), lay.data(yb))[1]
@@ -483,7 +529,10 @@ class Trainer:
         idx = np.zeros((1, 1), np.int64)
         for _ in range(n_tokens):
             cond = idx[:, -model.block_size:]
-            if self.pipe is not None:
+            if self.graph is not None and lay.kind == "pp":
+                logits = self.stages[1](self.stages[0](lay.data(cond, 0)).to_global(
+                    placement=lay.stage_placements[1], sbp=B))
+            elif self.pipe is not None:
                 logits = self.pipe(lay.data(cond, 0))
             else:
                 logits = model(lay.data(cond))[0]
@@ -494,7 +543,7 @@ class Trainer:
         return idx[0, 1:].tolist()
 
     def optimizer_state_bytes(self):
-        if self.layout.zero:
+        if self.layout.zero and self.graph is None:
             return self.opt.state_bytes_per_rank()
         total = 0
         for value in self.opt.state.values():
@@ -528,8 +577,9 @@ def build(args, vocab_size, world):
     layout = Layout(args.parallel, world, args.n_head, vocab_size, tp=args.tp,
                     micro_batches=args.micro_batches, schedule=args.schedule,
                     tied=not args.untied, device=args.device)
+    # Under --graph, --checkpoint is the graph's switch on each block (use_graph).
     model = GPT(vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
-                tied=not args.untied, recompute=args.checkpoint)
+                tied=not args.untied, recompute=args.checkpoint and not args.graph)
     init_weights(model, args.seed)
     return model, layout
 
@@ -545,6 +595,11 @@ def parser():
     ap.add_argument("--schedule", default="1f1b", choices=("1f1b", "gpipe"), help="pp schedule")
     ap.add_argument("--graph", action="store_true",
                     help="train through an nn.Graph (compile mode) instead of eagerly")
+    ap.add_argument("--zero_stage", type=int, default=1, choices=(1, 2),
+                    help="--graph with zero: the graph's ZeRO stage (2 also shards gradients)")
+    ap.add_argument("--accumulate", type=int, default=1,
+                    help="gradient accumulation: micro-batches per step (not with pp, which has "
+                    "--micro_batches)")
     ap.add_argument("--checkpoint", action="store_true",
                     help="activation checkpointing: recompute each block in backward")
     ap.add_argument("--n_layer", type=int, default=2)
@@ -580,15 +635,13 @@ def main(argv=None):
         model, layout = build(args, data.vocab_size, world)
     except ValueError as e:
         raise SystemExit(str(e))
-    trainer = Trainer(model, layout, lr=args.lr)
+    if args.accumulate < 1 or args.batch_size % args.accumulate or \
+            (args.accumulate > 1 and layout.kind == "pp"):
+        raise SystemExit(f"gpt: --accumulate must be >= 1 and divide --batch_size "
+                         f"{args.batch_size} (pp uses --micro_batches), got {args.accumulate}")
+    trainer = Trainer(model, layout, lr=args.lr, graph=args.graph, accumulate=args.accumulate)
     if args.graph:
-        if args.checkpoint:
-            raise SystemExit("gpt: --graph does not combine with --checkpoint (activation "
-                             "checkpointing inside nn.Graph is not implemented)")
-        try:
-            trainer.use_graph()
-        except ValueError as e:
-            raise SystemExit(str(e))
+        trainer.use_graph(zero_stage=args.zero_stage, checkpointing=args.checkpoint)
     if args.load:
         model.load_state_dict(flow.load(args.load))
     say = print if rank == 0 else (lambda *a, **k: None)

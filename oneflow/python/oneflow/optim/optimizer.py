@@ -44,6 +44,13 @@ class _IdentityDict:
     def __delitem__(self, key):
         del self._items[id(key)]
 
+    def pop(self, key, *default):
+        if id(key) in self._items:
+            return self._items.pop(id(key))[1]
+        if default:
+            return default[0]
+        raise KeyError(key)
+
     def __contains__(self, key):
         return id(key) in self._items
 
