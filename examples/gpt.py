@@ -24,7 +24,12 @@ Layouts (--parallel, several joined with '+' where they compose: dp+zero, tp+zer
          rest + head on the second half) run by flow.nn.parallel.Pipeline with micro-batches
   zero   dp with the AdamW state split over the ranks (flow.distributed.ZeroRedundancyOptimizer)
 --checkpoint recomputes each block's activations in backward (flow.utils.checkpoint) under any
-layout. --save DIR keeps training-state checkpoints in DIR (flow.utils.training_state: model and
+layout. --accumulate N splits each batch into N micro-batches whose gradients add up. --graph
+trains through an nn.Graph (compile mode) under any layout: pp by set_stage on the two stages
+with --micro_batches as accumulation steps, zero by the graph's enable_zero (--zero_stage 2
+shards the gradients too), --checkpoint as activation checkpointing on each block:
+    python3 -m oneflow.distributed.launch --nproc_per_node 2 examples/gpt.py --parallel pp \
+        --untied --graph --save DIR keeps training-state checkpoints in DIR (flow.utils.training_state: model and
 optimizer, sharded) at the end and every --save_every steps, and a run started with DIR
 resumes from its newest complete one (any layout, any number of ranks): with the launcher's
 --max_restarts, a job that lost a rank goes on from there by itself, and ends with the same
