@@ -649,3 +649,18 @@ def test_graph_switches_on_two_ranks_equal_one_process_eager(case):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     lines = sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if l.endswith(" ok"))
     assert lines == [f"rank {k} graph {case} ok" for k in range(2)]
+
+
+def test_parameters_replaced_after_compiling_compile_again():
+    model = mlp()
+    g = EvalGraph(model)
+    x = flow.randn(3, 8)
+    g(x)
+    new = nn.Parameter(flow.randn(4, 16))
+    model[2].weight = new  # the plan held the old Parameter
+    np.testing.assert_allclose(g(x).numpy(), model(x).numpy(), rtol=1e-6)
+    assert g.builds == 2
+    g(x)
+    nn.Linear(2, 2)  # another module's assignments: checked, nothing of this graph changed
+    g(x)
+    assert g.builds == 2

@@ -39,6 +39,7 @@ import time
 
 import oneflow as flow
 from oneflow.nn.graph_module import GraphModule, module_config  # noqa: F401  (nn.graph.GraphModule)
+from oneflow.nn.modules import module as _module
 from oneflow.nn.modules.module import Module
 from oneflow.optim.adam import Adam
 from oneflow.optim.sgd import SGD
@@ -498,6 +499,8 @@ class Graph:
     # ---- calling
 
     def __call__(self, *args, **kwargs):
+        if self._compiled and _module.assignment_count() != self.__dict__["_assignments"]:
+            self._check_module_state()
         # train() / eval() decide what build traces (dropout, batch statistics): part of the key.
         modes = tuple([m.training for m in self._submodules()])
         if not kwargs and all([isinstance(a, flow.Tensor) for a in args]):
@@ -514,6 +517,27 @@ class Graph:
                     break
                 return self._replay(c, tensors)
         return self._compile(args, kwargs, tensors, key)
+
+    def _module_state(self):
+        """What the plans captured of the modules: each submodule, parameter and buffer."""
+        self.__dict__["_submodule_list"] = None
+        ids = []
+        for m in self._submodules():
+            ids.append(id(m))
+            ids.extend(id(t) for t in m._parameters.values())
+            ids.extend(id(t) for t in m._buffers.values())
+        return ids
+
+    def _check_module_state(self):
+        """Some module got a parameter, buffer or submodule assigned since the last compile:
+        when it is one of this graph's, the plans hold the old tensors, so they are dropped and
+        each signature compiles again on its next call."""
+        self.__dict__["_assignments"] = _module.assignment_count()
+        state = self._module_state()
+        if state != self.__dict__["_captured_modules"]:
+            self._log(0, "a module's parameters, buffers or submodules were replaced: compiling "
+                         "again")
+            self._compiled.clear()
 
     def _optimizer_state(self):
         return [(id(opt.state), id(opt.param_groups)) for opt, _ in self._optimizers]
@@ -900,6 +924,8 @@ class Graph:
         compiled.guarded = [(opt, ups, guard) for opt, ups, guard, _ in traced
                             if guard is not None]
         self._compiled.append(compiled)
+        self.__dict__["_assignments"] = _module.assignment_count()
+        self.__dict__["_captured_modules"] = self._module_state()
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
         if scaling is not None:

@@ -15,6 +15,14 @@ from oneflow import _sharded_checkpoint
 from oneflow._dtype_util import is_floating
 from oneflow.nn.parameter import Parameter
 
+# Bumped whenever any module gets a parameter, buffer or submodule assigned: nn.Graph checks,
+# with one comparison per call, whether a plan may hold tensors its modules no longer have.
+_assignments = [0]
+
+
+def assignment_count():
+    return _assignments[0]
+
 def _addindent(text, num_spaces):
     lines = text.split("\n")
     if len(lines) == 1:
@@ -123,6 +131,7 @@ class Module:
                 "make it a leaf with .detach() first"
             )
         self._parameters[name] = param
+        _assignments[0] += 1
 
     def register_buffer(self, name, tensor, persistent=True):
         if "_buffers" not in self.__dict__:
@@ -136,6 +145,7 @@ class Module:
                 "(oneflow.Tensor or None required)"
             )
         self._buffers[name] = tensor
+        _assignments[0] += 1
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -148,6 +158,7 @@ class Module:
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
+        _assignments[0] += 1
 
     register_module = add_module
 
@@ -201,6 +212,7 @@ class Module:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
             modules[name] = value
+            _assignments[0] += 1
             return
         if modules is not None and name in modules:
             if value is not None:
@@ -209,6 +221,7 @@ class Module:
                     "(oneflow.nn.Module or None expected)"
                 )
             modules[name] = value
+            _assignments[0] += 1
             return
         buffers = self.__dict__.get("_buffers")
         if buffers is not None and name in buffers:
@@ -218,6 +231,7 @@ class Module:
                     "(oneflow.Tensor or None expected)"
                 )
             buffers[name] = value
+            _assignments[0] += 1
             return
         object.__setattr__(self, name, value)
 
