@@ -446,14 +446,15 @@ GPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 _EAGER = {}  # (nproc, layout) -> eager run's (losses, final parameters), shared by the tests
 
 
-def _gpt_run(folder, nproc, *args):
+def _gpt_run(folder, nproc, *args, device="cpu"):
     """examples/gpt.py for 10 steps: rank 0's losses and the parameters it saved at the end."""
     r = launch("--nproc_per_node", nproc, "--master_port", free_port(), GPT, "--steps", "10",
-               "--eval_interval", "0", "--save", folder, *args, timeout=300)
+               "--eval_interval", "0", "--save", folder, "--device", device, *args,
+               timeout=300, device=device)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     losses = [float(m.group(1)) for m in re.finditer(r"\[rank 0\] step \d+: loss ([0-9.]+)",
                                                      r.stdout)]
-    state = flow.load(os.path.join(folder, "step-00000010"))
+    state = flow.load(os.path.join(folder, "step-00000010"), map_location="cpu")
     return losses, {k: v.numpy() for k, v in state["model"].items()}
 
 
@@ -486,6 +487,24 @@ def test_gpt_trains_through_a_graph_like_eager(tmp_path, nproc, parallel, extra,
     assert len(eager_losses) == 10
     np.testing.assert_allclose(losses, eager_losses, atol=1e-4)
     assert params.keys() == eager_params.keys()
+    for k in params:
+        np.testing.assert_allclose(params[k], eager_params[k], atol=1e-4, err_msg=k)
+
+
+@needs_fortunes
+@pytest.mark.parametrize("parallel,extra,eager_parallel", [
+    ("pp", ("--untied",), "pp"),
+    ("zero", ("--zero_stage", "2", "--accumulate", "2", "--checkpoint"), "dp"),
+])
+def test_gpt_graph_on_cuda_placements_trains_like_eager(tmp_path, parallel, extra, eager_parallel):
+    """The graph's switches with cuda placements (a GPU where one is usable, else the stand-in
+    CUDA device): the same losses and parameters as eager on cuda."""
+    untied = ("--untied",) if "--untied" in extra else ()
+    eager_losses, eager_params = _gpt_run(tmp_path / "eager", 2, "--parallel", eager_parallel,
+                                          *untied, device="cuda")
+    losses, params = _gpt_run(tmp_path / "graph", 2, "--parallel", parallel, "--graph", *extra,
+                              device="cuda")
+    np.testing.assert_allclose(losses, eager_losses, atol=1e-4)
     for k in params:
         np.testing.assert_allclose(params[k], eager_params[k], atol=1e-4, err_msg=k)
 
