@@ -661,7 +661,7 @@ def test_activation_checkpointing_recomputes_and_holds_less(dropout):
 
 @pytest.mark.parametrize("case", ["zero1", "zero2", "pipeline", "amp_zero2"])
 def test_graph_switches_on_two_ranks_equal_one_process_eager(case):
-    """ZeRO 1/2 (state split(0), stage 2's reduce-scatter), set_stage pipelines (GPipe order)
+    """ZeRO 1/2 (state split(0), stage 2's reduce-scatter), set_stage pipelines (F0 F1 B0 F2 ..)
     and AMP + GradScaler + ZeRO 2 on global tensors: dist/graph_switches.py."""
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "graph_switches.py"), case, timeout=300)

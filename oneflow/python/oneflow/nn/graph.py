@@ -789,9 +789,11 @@ class Graph:
                 p.copy_(shard)
                 shard.grad = None
 
-    def _has_stages(self):
-        return any(module_config(m) is not None and module_config(m).stage_placement is not None
-                   for m in self._submodules())
+    def _num_stages(self):
+        """How many pipeline stages set_stage made among the graph's modules (0: none)."""
+        return len({module_config(m).stage_id for m in self._submodules()
+                    if module_config(m) is not None and module_config(m).stage_placement
+                    is not None})
 
     def _amp_device(self, tensors):
         for t in list(self._parameters()) + list(tensors):
@@ -802,13 +804,15 @@ class Graph:
         """build once, or with gradient accumulation over n steps (OneFlow's semantics): each
         tensor input is cut into n micro-batches along dim 0, build runs on each with backward
         scaling the loss by 1/n, the gradients add up, the optimizer steps once; each output is
-        the micro-batches' outputs concatenated along dim 0 (scalars stacked). With pipeline
-        stages the backward passes wait until every micro-batch's forward is done (GPipe). With
-        a grad scaler, backward scales the loss; with AMP, build runs under autocast and
-        backward outside it (as eager code calls it)."""
+        the micro-batches' outputs concatenated along dim 0 (scalars stacked). With S pipeline
+        stages a micro-batch's backward waits until S forwards are in flight (F0 F1 B0 F2 B1 ..
+        for 2 stages), so each stage has the next micro-batch to work on while the next stage
+        works on this one, and at most S micro-batches' activations are kept. With a grad
+        scaler, backward scales the loss; with AMP, build runs under autocast and backward
+        outside it (as eager code calls it)."""
         n = self.config._accumulation_steps
         amp = self.config._amp_dtype
-        pipelined = n > 1 and self._has_stages()
+        in_flight = self._num_stages() if n > 1 else 0
         backward = flow.Tensor.backward
         deferred = []
 
@@ -818,7 +822,7 @@ class Graph:
                     loss = loss * (1.0 / n)
                 if scaling is not None:
                     loss = loss * scaling.like("scale", loss)
-            if pipelined:
+            if in_flight:
                 deferred.append((loss, gradient, a, kw))
                 return None
             if amp is None:
@@ -854,10 +858,11 @@ class Graph:
                 micro = [t[k * (t.shape[0] // n):(k + 1) * (t.shape[0] // n)] for t in tensors]
                 micro_args, micro_kwargs = _unflatten(template, micro)
                 outs.append(run(*micro_args, **micro_kwargs))
+                while len(deferred) >= in_flight > 0 or (deferred and k == n - 1):
+                    loss, gradient, a, kw = deferred.pop(0)
+                    backward(loss, gradient, *a, **kw)
         finally:
             flow.Tensor.backward = backward
-        for loss, gradient, a, kw in deferred:
-            backward(loss, gradient, *a, **kw)
         leaves = []
         for out in outs:
             flat = []

@@ -30,9 +30,9 @@ class GraphModule:
     backward; the replay runs its forward again where backward needs them (the same random
     numbers). set_stage: the module is pipeline stage stage_id on `placement` (the placement
     of its parameters when omitted); the graph moves its inputs there, and with
-    config.set_gradient_accumulation_steps(n) the n micro-batches run all forwards, then all
-    backwards (GPipe), so each stage works on one micro-batch while the next stage works on
-    another. Eager calls of the module are not affected."""
+    config.set_gradient_accumulation_steps(n) a micro-batch's backward starts once as many
+    forwards as there are stages are in flight, so each stage works on one micro-batch while
+    the next stage works on another. Eager calls of the module are not affected."""
 
     def __init__(self, module):
         object.__setattr__(self, "_module", module)
