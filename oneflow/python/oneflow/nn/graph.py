@@ -674,7 +674,11 @@ class Graph:
         return flag
 
     def _trace_updates(self, plan, shards, scaling):
-        """Each optimizer's step, traced: [(optimizer, its updates, guard index or None)]."""
+        """Each optimizer's step, traced: [(optimizer, its updates, the index of the guard that
+        skips them after inf/NaN gradients or None, whether this call's gradients held any)].
+        With ZeRO the update runs on each parameter's shard; with a grad scaler the gradients
+        are unscaled first and, when this very call found inf/NaN, the update the trace just
+        ran is undone (the replay skips it by the guard)."""
         traced = []
         guards = 0
         for opt, _ in self._optimizers:
