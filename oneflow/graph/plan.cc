@@ -10,6 +10,7 @@
 #include "core/functional.h"
 #include "oneflow/global/global_tensor.h"
 #include "oneflow/global/interpret.h"
+#include "oneflow/graph/passes.h"
 
 namespace oneflow {
 namespace graph {
@@ -274,6 +275,7 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   CheckTracing("EndTrace");
   SetTracer(nullptr);
   for (const Tensor& t : outputs) output_slots_.push_back(SlotOf(t, "the graph's output"));
+  PlanPasses::Run(*this);
   // Each slot is dropped after its last reader; outputs and captured state stay.
   std::vector<int> last(num_slots_, -1), defined(num_slots_, -1);
   std::vector<bool> keep(num_slots_, false);

@@ -63,6 +63,8 @@ class GraphPlan : public Tracer {
   void OnHostAccess(const Tensor& t) override;
 
  private:
+  friend struct PlanPasses;  // oneflow/graph/passes.h rewrites the steps at EndTrace
+
   struct Step {
     const OpDef* op = nullptr;  // null: a step replayed by fn
     Attrs attrs;

@@ -1,0 +1,43 @@
+// Rewrites of a traced nn.Graph plan (oneflow/graph/plan.h) before its first replay, each a
+// pass that checks every precondition on the traced tensors and keeps the replay's results
+// (bit for bit, or within float rounding where a fused kernel orders its sums differently):
+//
+//   linear -> relu:  one oneDNN matmul whose bias add and relu are applied as it writes the
+//                    output, when the linear's output has no reader but the relu (float32, local
+//                    CPU tensors only; global steps go through the global interpreter unfused).
+//
+// A pass keeps every step at its index (the optimizer's updates are addressed by index): a
+// step whose work moved into another becomes an empty step that Describe marks.
+//
+//   GraphPlan plan("G");  ...  plan.EndTrace({y});   // runs the passes
+//   { graph::PlanPassesOff off;  ... }              // traces inside compile unrewritten (tests)
+#pragma once
+
+namespace oneflow {
+namespace graph {
+
+class GraphPlan;
+
+// Friend of GraphPlan: the passes read and rewrite its steps.
+struct PlanPasses {
+  // REQUIRES: called by EndTrace, after the outputs' slots are known and before the frees are
+  // placed; the trace's tensors are still held.
+  static void Run(GraphPlan& plan);
+  static void FuseLinearRelu(GraphPlan& plan);
+};
+
+// While one lives, EndTrace on this thread leaves the plan as traced (to compare a rewritten
+// replay against the plain one).
+class PlanPassesOff {
+ public:
+  PlanPassesOff();
+  ~PlanPassesOff();
+  PlanPassesOff(const PlanPassesOff&) = delete;
+  PlanPassesOff& operator=(const PlanPassesOff&) = delete;
+
+ private:
+  bool outer_;
+};
+
+}  // namespace graph
+}  // namespace oneflow
