@@ -66,6 +66,67 @@ std::vector<Tensor> LinearRelu(const OpDef& linear, const Attrs& linear_attrs, c
   return {y};
 }
 
+// A weight gradient's GEMM that writes straight into its SGD momentum buffer
+// (buf = momentum * buf + (1 - dampening) * a @ b, GEMM's beta and alpha) and the update that
+// then reads buf as its gradient: p -= lr * buf, the momentum update's last line. The two
+// steps share this: whether this replay's GEMM went into buf, or the gradient when it could not.
+struct MomentumLink {
+  bool fused = false;
+  Tensor grad;
+};
+
+// The momentum update's current attrs allow the fused form (SetAttr may change them between
+// replays): no weight decay (it reads p), no nesterov, not the buffer's first step, not maximize.
+bool FusableMomentum(const Attrs& a) {
+  return a.Get<double>("weight_decay") == 0 && !a.Get<bool>("nesterov") &&
+         !a.Get<bool>("first_step") && !a.Get<bool>("maximize") && a.Get<double>("momentum") != 0;
+}
+
+bool LocalFloat(const Tensor& t) {
+  return t.defined() && !t.is_global() && t.is_cpu() && t.dtype() == DType::kFloat32;
+}
+
+// A gradient's producer whose result one GEMM can accumulate into a buffer: a @ b (matmul of
+// 2-D a (m, k) and b (k, n), k > 0; buf contiguous (m, n)), or x summed over dim 0 (the bias
+// gradient of a linear layer: ones(1, m) @ x for 2-D x (m, n), m > 0; buf contiguous (n)).
+enum class Producer { kMatmul, kRowSum };
+
+bool FusableInto(Producer kind, const std::vector<Tensor>& in, const Tensor& buf) {
+  for (const Tensor& t : in) {
+    if (!LocalFloat(t) || t.ndim() != 2) return false;
+  }
+  if (!LocalFloat(buf) || !buf.is_contiguous()) return false;
+  if (kind == Producer::kRowSum) {
+    return in.size() == 1 && in[0].shape()[0] > 0 && buf.shape() == Shape({in[0].shape()[1]});
+  }
+  return in.size() == 2 && in[0].shape()[1] == in[1].shape()[0] && in[0].shape()[1] > 0 &&
+         buf.shape() == Shape({in[0].shape()[0], in[1].shape()[1]});
+}
+
+// buf = beta * buf + alpha * product. REQUIRES: FusableInto(kind, in, buf).
+void AccumulateInto(Producer kind, const std::vector<Tensor>& in, float alpha, float beta,
+                    const Tensor& buf) {
+  Tensor y = kind == Producer::kMatmul ? in[1] : in[0];
+  if (!ViewOf(y).ld) y = Contig(y);
+  const MatView vy = ViewOf(y);
+  const int64_t n = y.shape()[1];
+  if (kind == Producer::kRowSum) {
+    const int64_t m = y.shape()[0];
+    thread_local std::vector<float> ones;
+    if (static_cast<int64_t>(ones.size()) < m) ones.assign(m, 1.f);
+    cpu::Gemm(false, vy.trans, 1, n, m, alpha, ones.data(), m, y.data<float>(), vy.ld, beta,
+              buf.data<float>(), n);
+  } else {
+    Tensor x = in[0];
+    if (!ViewOf(x).ld) x = Contig(x);
+    const MatView vx = ViewOf(x);
+    const int64_t m = x.shape()[0], k = x.shape()[1];
+    cpu::Gemm(vx.trans, vy.trans, m, n, k, alpha, x.data<float>(), vx.ld, y.data<float>(), vy.ld,
+              beta, buf.data<float>(), n);
+  }
+  buf.storage()->bump_version();
+}
+
 }  // namespace
 
 PlanPassesOff::PlanPassesOff() : outer_(t_passes_off) { t_passes_off = true; }
@@ -76,6 +137,7 @@ void PlanPasses::Run(GraphPlan& plan) {
   const char* env = std::getenv("ONEFLOW_GRAPH_PASSES");
   if (t_passes_off || (env && std::strcmp(env, "0") == 0)) return;
   FuseLinearRelu(plan);
+  FuseMatmulMomentum(plan);
 }
 
 void PlanPasses::FuseLinearRelu(GraphPlan& plan) {
@@ -140,6 +202,124 @@ void PlanPasses::FuseLinearRelu(GraphPlan& plan) {
     // layout, which neither fused step has).
     act.layout = StrCat("(fused into step ", i, ")");
     writers[out] = {static_cast<int>(i)};
+  }
+}
+
+void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
+  auto& steps = plan.steps_;
+  const int num_slots = plan.num_slots_;
+  std::vector<std::vector<int>> readers(num_slots), writers(num_slots);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (int s : steps[i].in) {
+      if (s >= 0) readers[s].push_back(static_cast<int>(i));
+    }
+    for (int s : steps[i].out) {
+      if (s >= 0) writers[s].push_back(static_cast<int>(i));
+    }
+  }
+  std::vector<bool> outside(num_slots, false), captured(num_slots, false);
+  for (int s : plan.input_slots_) outside[s] = true;
+  for (int s : plan.output_slots_) outside[s] = true;
+  for (const auto& c : plan.captured_) outside[c.first] = captured[c.first] = true;
+  std::unordered_map<const Storage*, int> sharing;
+  for (const Storage* st : plan.slot_storage_) {
+    if (st) ++sharing[st];
+  }
+  auto unshared = [&](int s) {
+    const Storage* st = plan.slot_storage_[s];
+    return st && sharing[st] == 1;
+  };
+  // An intermediate made by one step and read by one step only, in memory of its own.
+  auto single_use = [&](int s, int reader) {
+    return s >= 0 && unshared(s) && !outside[s] && writers[s].size() == 1 &&
+           readers[s].size() == 1 && readers[s][0] == reader;
+  };
+
+  for (size_t j = 0; j < steps.size(); ++j) {
+    GraphPlan::Step& upd = steps[j];
+    if (!upd.op || upd.op->name != "sgd_update" || upd.in.size() != 3 || upd.fn) continue;
+    const int p = upd.in[0], g = upd.in[1], buf = upd.in[2];
+    if (p < 0 || buf < 0 || p == buf || !single_use(g, static_cast<int>(j))) continue;
+    // The buffer: optimizer state that only this update reads or writes, in memory of its own.
+    if (!captured[buf] || !unshared(buf) || readers[buf].size() != 1 || !writers[buf].empty()) {
+      continue;
+    }
+    // The gradient's producer: a matmul, maybe through autograd's copy of its result.
+    int k = writers[g][0], copy = -1;
+    int product = g;
+    if (steps[k].op && steps[k].op->name == "copy" && steps[k].copy_of_contiguous &&
+        steps[k].in.size() == 1 && single_use(steps[k].in[0], k)) {
+      copy = k;
+      product = steps[k].in[0];
+      k = writers[product][0];
+    }
+    GraphPlan::Step& mm = steps[k];
+    if (!mm.op || mm.out.size() != 1 || mm.out[0] != product || mm.draws >= 0) continue;
+    Producer kind;
+    if (mm.op->name == "matmul" && mm.in.size() == 2) {
+      kind = Producer::kMatmul;
+    } else if (mm.op->name == "sum" && mm.in.size() == 1 && !mm.attrs.Get<bool>("keepdim") &&
+               mm.in[0] >= 0 && plan.slot_tensor_[mm.in[0]].ndim() == 2 &&
+               (mm.attrs.Get<std::vector<int64_t>>("dims") == std::vector<int64_t>{0} ||
+                mm.attrs.Get<std::vector<int64_t>>("dims") == std::vector<int64_t>{-2})) {
+      kind = Producer::kRowSum;
+    } else {
+      continue;
+    }
+    std::vector<Tensor> traced;
+    for (int s : mm.in) traced.push_back(s >= 0 ? plan.slot_tensor_[s] : Tensor());
+    const Tensor& traced_buf = plan.slot_tensor_[buf];
+    if (!FusableInto(kind, traced, traced_buf) || !FusableMomentum(upd.attrs) ||
+        traced_buf.shape() != plan.slot_tensor_[p].shape()) {
+      continue;
+    }
+    auto link = std::make_shared<MomentumLink>();
+    GraphPlan* owner = &plan;
+    const OpDef* producer_op = mm.op;
+    const Attrs producer_attrs = mm.attrs;
+    const size_t update = j;
+    mm.fn = [link, owner, update, kind, producer_op,
+             producer_attrs](const std::vector<Tensor>& all) {
+      const Attrs& a = owner->steps_[update].attrs;  // this replay's (SetAttr may change them)
+      const std::vector<Tensor> in(all.begin(), all.end() - 1);
+      const Tensor& b = all.back();
+      link->fused = FusableMomentum(a) && FusableInto(kind, in, b);
+      if (!link->fused) {
+        link->grad = RunLocalKernel(*producer_op, in, producer_attrs)[0];
+      } else {
+        AccumulateInto(kind, in, static_cast<float>(1 - a.Get<double>("dampening")),
+                       static_cast<float>(a.Get<double>("momentum")), b);
+      }
+      return std::vector<Tensor>();
+    };
+    mm.op = nullptr;
+    mm.name = kind == Producer::kMatmul ? "matmul+momentum" : "sum+momentum";
+    mm.in.push_back(buf);
+    mm.out.clear();
+    if (copy >= 0) {
+      GraphPlan::Step& c = steps[copy];
+      c.op = nullptr;
+      c.fn = [](const std::vector<Tensor>&) { return std::vector<Tensor>(); };
+      c.in.clear();
+      c.out.clear();
+      c.copy_of_contiguous = false;
+      c.layout = StrCat("(fused into step ", k, ")");
+    }
+    // The update keeps its op and attrs (SetAttr addresses it) and replays through fn.
+    const OpDef* update_op = upd.op;
+    upd.fn = [link, owner, update, update_op](const std::vector<Tensor>& in) {
+      const Attrs& a = owner->steps_[update].attrs;
+      if (link->fused) {
+        // The buffer holds the new momentum: p -= lr * buf is SGD without momentum on it.
+        return RunLocalKernel(*update_op, {in[0], in[1]}, a);
+      }
+      Tensor grad = std::move(link->grad);
+      link->grad = Tensor();
+      return RunLocalKernel(*update_op, {in[0], grad, in[1]}, a);
+    };
+    upd.in = {p, buf};
+    upd.layout = StrCat("(its momentum from step ", k, ")");
+    readers[buf].push_back(k);
   }
 }
 

@@ -5,6 +5,12 @@
 //   linear -> relu:  one oneDNN matmul whose bias add and relu are applied as it writes the
 //                    output, when the linear's output has no reader but the relu (float32, local
 //                    CPU tensors only; global steps go through the global interpreter unfused).
+//   matmul or sum over dim 0 -> sgd_update with momentum:  the gradient's GEMM (a weight's
+//                    a @ b, a bias's ones @ x) accumulates into the momentum buffer (alpha
+//                    1 - dampening, beta momentum) and the update reads the buffer (p -= lr *
+//                    buf), when the gradient has no other reader and the update has no weight
+//                    decay, nesterov or maximize (checked on every replay: an attr changed by
+//                    SetAttr runs the two steps as traced).
 //
 // A pass keeps every step at its index (the optimizer's updates are addressed by index): a
 // step whose work moved into another becomes an empty step that Describe marks.
@@ -24,6 +30,7 @@ struct PlanPasses {
   // placed; the trace's tensors are still held.
   static void Run(GraphPlan& plan);
   static void FuseLinearRelu(GraphPlan& plan);
+  static void FuseMatmulMomentum(GraphPlan& plan);
 };
 
 // While one lives, EndTrace on this thread leaves the plan as traced (to compare a rewritten

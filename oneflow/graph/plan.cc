@@ -355,7 +355,7 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
     if (step.alias) {
       out.assign(1, in[0]);
-    } else if (!step.op) {
+    } else if (step.fn) {  // a step replayed by fn, or an op a pass replaced (passes.h)
       out = step.fn(in);
     } else if (step.draws >= 0) {
       Attrs a = step.attrs;

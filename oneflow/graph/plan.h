@@ -66,7 +66,7 @@ class GraphPlan : public Tracer {
   friend struct PlanPasses;  // oneflow/graph/passes.h rewrites the steps at EndTrace
 
   struct Step {
-    const OpDef* op = nullptr;  // null: a step replayed by fn
+    const OpDef* op = nullptr;  // null: a step replayed by fn (which a pass may give an op too)
     Attrs attrs;
     StepFn fn;
     std::string name, scope, layout;

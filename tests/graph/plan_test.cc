@@ -8,6 +8,7 @@
 
 #include "core/functional.h"
 #include "core/inplace.h"
+#include "core/optim.h"
 #include "oneflow/graph/passes.h"
 #include "tests/test_util.h"
 
@@ -233,6 +234,102 @@ TEST_CASE("the fused linear -> relu maps nan and infinities as relu does") {
     INFO("element " << i << ": fused " << got[i] << ", eager " << want[i]);
     CHECK((got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))));
   }
+}
+
+// An MLP training step with SGD momentum: forward, backward and the updates, traced.
+struct MomentumModel {
+  std::vector<Tensor> params, bufs;
+  std::unique_ptr<GraphPlan> plan;
+
+  MomentumModel(const Tensor& x, const Tensor& target, bool fused, double weight_decay = 0) {
+    fn::manual_seed(11);
+    for (const Shape& shape : {Shape({32, 24}), Shape({32}), Shape({8, 32})}) {
+      params.push_back(fn::mul_scalar(fn::randn(shape), 0.2));
+    }
+    for (Tensor& p : params) {
+      p.set_requires_grad(true);
+      bufs.push_back(fn::mul_scalar(fn::randn(p.shape()), 0.1));
+    }
+    plan = Trace(
+        {x, target}, [&] { return Step(x, target, weight_decay); }, fused);
+  }
+  std::vector<Tensor> Step(const Tensor& x, const Tensor& target, double weight_decay) {
+    Tensor h = fn::relu(fn::linear(x, params[0], params[1]));
+    Tensor d = fn::sub(fn::linear(h, params[2], Tensor()), target);
+    Tensor loss = fn::sum(fn::mul(d, d));
+    loss.backward();
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) {
+      optim::SgdUpdate(params[i], params[i].grad(), bufs[i], /*lr=*/1e-3, /*momentum=*/0.9,
+                       /*dampening=*/0.1, /*nesterov=*/false, weight_decay, /*first_step=*/false);
+      params[i].set_grad(Tensor());
+    }
+    return {loss};
+  }
+};
+
+TEST_CASE("a gradient's matmul or batch sum accumulates into the SGD momentum buffer") {
+  Tensor x = fn::randn(Shape({16, 24})), target = fn::randn(Shape({16, 8}));
+  MomentumModel fused(x, target, true), plain(x, target, false);
+  const std::string text = fused.plan->Describe();
+  INFO(text);
+  // Both weights' gradients are matmuls, the bias's a sum over the batch.
+  auto count = [&](const std::string& what) {
+    size_t at = 0, n = 0;
+    while ((at = text.find(what, at)) != std::string::npos) ++n, ++at;
+    return n;
+  };
+  CHECK(count("matmul+momentum(") == 2);
+  CHECK(count("sum+momentum(") == 1);
+  CHECK(text.find("(its momentum from step") != std::string::npos);
+  CHECK(plain.plan->Describe().find("+momentum") == std::string::npos);
+  auto check_state = [&] {
+    for (size_t i = 0; i < fused.params.size(); ++i) {
+      INFO("parameter " << i);
+      CheckClose(fused.params[i], plain.params[i], 1e-5);
+      CheckClose(fused.bufs[i], plain.bufs[i], 1e-5);
+    }
+  };
+  for (int k = 0; k < 3; ++k) {
+    Tensor x2 = fn::randn(Shape({16, 24})), t2 = fn::randn(Shape({16, 8}));
+    CheckClose(fused.plan->Replay({x2, t2})[0], plain.plan->Replay({x2, t2})[0], kRounding);
+    check_state();
+  }
+  // An attr that rules the fused form out (weight decay reads p) runs the steps as traced.
+  for (MomentumModel* m : {&fused, &plain}) {
+    for (size_t i = 0; i < m->plan->num_steps(); ++i) {
+      if (m->plan->StepName(i) == "sgd_update") m->plan->SetAttr(i, "weight_decay", 0.05);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    Tensor x2 = fn::randn(Shape({16, 24})), t2 = fn::randn(Shape({16, 8}));
+    fused.plan->Replay({x2, t2});
+    plain.plan->Replay({x2, t2});
+    check_state();
+  }
+}
+
+TEST_CASE("the momentum fusion leaves a gradient that is read twice or decayed alone") {
+  Tensor x = fn::randn(Shape({16, 24})), target = fn::randn(Shape({16, 8}));
+  MomentumModel decayed(x, target, true, /*weight_decay=*/0.01);
+  CHECK(decayed.plan->Describe().find("+momentum") == std::string::npos);
+  fn::manual_seed(2);
+  Tensor w = fn::randn(Shape({8, 24})).set_requires_grad(true);
+  Tensor buf = fn::zeros(Shape({8, 24}));
+  auto plan = Trace(
+      {x, target},
+      [&] {
+        Tensor d = fn::sub(fn::linear(x, w, Tensor()), target);
+        fn::sum(fn::mul(d, d)).backward();
+        Tensor g = w.grad();
+        NoGradGuard no_grad;
+        Tensor norm = fn::sum(fn::mul(g, g));  // a second reader of the gradient
+        optim::SgdUpdate(w, g, buf, 0.01, 0.9, 0, false, 0, false);
+        w.set_grad(Tensor());
+        return std::vector<Tensor>{norm};
+      },
+      true);
+  CHECK(plan->Describe().find("matmul+momentum") == std::string::npos);
 }
 
 }  // namespace
