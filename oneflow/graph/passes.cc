@@ -72,6 +72,7 @@ std::vector<Tensor> LinearRelu(const OpDef& linear, const Attrs& linear_attrs, c
 // steps share this: whether this replay's GEMM went into buf, or the gradient when it could not.
 struct MomentumLink {
   bool fused = false;
+  bool updated = false;  // the GEMM's step also did the update (early: p has no later reader)
   Tensor grad;
 };
 
@@ -273,28 +274,41 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
         traced_buf.shape() != plan.slot_tensor_[p].shape()) {
       continue;
     }
+    // Early: nothing after the GEMM reads or writes p before the update (it may then follow the
+    // GEMM at once, while the new buffer is still in cache).
+    bool early = unshared(p);
+    for (int r : readers[p]) early &= r < k || r == static_cast<int>(j);
+    for (int w : writers[p]) early &= w == static_cast<int>(j);
     auto link = std::make_shared<MomentumLink>();
     GraphPlan* owner = &plan;
     const OpDef* producer_op = mm.op;
+    const OpDef* update_op = upd.op;
     const Attrs producer_attrs = mm.attrs;
-    const size_t update = j;
-    mm.fn = [link, owner, update, kind, producer_op,
-             producer_attrs](const std::vector<Tensor>& all) {
+    const size_t update = j, num_in = mm.in.size();
+    mm.fn = [link, owner, update, kind, producer_op, update_op, producer_attrs, num_in,
+             early](const std::vector<Tensor>& all) {
       const Attrs& a = owner->steps_[update].attrs;  // this replay's (SetAttr may change them)
-      const std::vector<Tensor> in(all.begin(), all.end() - 1);
-      const Tensor& b = all.back();
+      const std::vector<Tensor> in(all.begin(), all.begin() + num_in);
+      const Tensor& b = all[num_in];
       link->fused = FusableMomentum(a) && FusableInto(kind, in, b);
+      link->updated = false;
       if (!link->fused) {
         link->grad = RunLocalKernel(*producer_op, in, producer_attrs)[0];
-      } else {
-        AccumulateInto(kind, in, static_cast<float>(1 - a.Get<double>("dampening")),
-                       static_cast<float>(a.Get<double>("momentum")), b);
+        return std::vector<Tensor>();
+      }
+      AccumulateInto(kind, in, static_cast<float>(1 - a.Get<double>("dampening")),
+                     static_cast<float>(a.Get<double>("momentum")), b);
+      if (early) {
+        // The buffer holds the new momentum: p -= lr * buf is SGD without momentum on it.
+        RunLocalKernel(*update_op, {all[num_in + 1], b}, a);
+        link->updated = true;
       }
       return std::vector<Tensor>();
     };
     mm.op = nullptr;
     mm.name = kind == Producer::kMatmul ? "matmul+momentum" : "sum+momentum";
     mm.in.push_back(buf);
+    if (early) mm.in.push_back(p);
     mm.out.clear();
     if (copy >= 0) {
       GraphPlan::Step& c = steps[copy];
@@ -306,9 +320,9 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
       c.layout = StrCat("(fused into step ", k, ")");
     }
     // The update keeps its op and attrs (SetAttr addresses it) and replays through fn.
-    const OpDef* update_op = upd.op;
     upd.fn = [link, owner, update, update_op](const std::vector<Tensor>& in) {
       const Attrs& a = owner->steps_[update].attrs;
+      if (link->updated) return std::vector<Tensor>{in[0]};
       if (link->fused) {
         // The buffer holds the new momentum: p -= lr * buf is SGD without momentum on it.
         return RunLocalKernel(*update_op, {in[0], in[1]}, a);
@@ -318,8 +332,9 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
       return RunLocalKernel(*update_op, {in[0], grad, in[1]}, a);
     };
     upd.in = {p, buf};
-    upd.layout = StrCat("(its momentum from step ", k, ")");
+    upd.layout = StrCat(early ? "(runs in step " : "(its momentum from step ", k, ")");
     readers[buf].push_back(k);
+    if (early) readers[p].push_back(k);
   }
 }
 

@@ -10,7 +10,9 @@
 //                    1 - dampening, beta momentum) and the update reads the buffer (p -= lr *
 //                    buf), when the gradient has no other reader and the update has no weight
 //                    decay, nesterov or maximize (checked on every replay: an attr changed by
-//                    SetAttr runs the two steps as traced).
+//                    SetAttr runs the two steps as traced). Where nothing reads or writes the
+//                    parameter between the GEMM and the update, the update follows the GEMM at
+//                    once (the buffer still in cache).
 //
 // A pass keeps every step at its index (the optimizer's updates are addressed by index): a
 // step whose work moved into another becomes an empty step that Describe marks.
