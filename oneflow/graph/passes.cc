@@ -48,10 +48,13 @@ bool FusableLinear(const std::vector<Tensor>& in) {
   return in.size() == 2 || (in[2].ndim() == 1 && in[2].shape()[0] == w.shape()[0]);
 }
 
-std::vector<Tensor> LinearRelu(const OpDef& linear, const Attrs& linear_attrs, const OpDef& relu,
-                               const Attrs& relu_attrs, const std::vector<Tensor>& in) {
+// linear(in), then relu when relu_op is given, as one oneDNN matmul primitive (bias and relu
+// as its post-ops); the ops themselves where the tensors do not allow it.
+std::vector<Tensor> LinearAct(const OpDef& linear, const Attrs& linear_attrs, const OpDef* relu_op,
+                              const Attrs& relu_attrs, const std::vector<Tensor>& in) {
   if (!FusableLinear(in)) {
-    return RunLocalKernel(relu, RunLocalKernel(linear, in, linear_attrs), relu_attrs);
+    std::vector<Tensor> y = RunLocalKernel(linear, in, linear_attrs);
+    return relu_op ? RunLocalKernel(*relu_op, y, relu_attrs) : y;
   }
   Tensor x = in[0], w = in[1];
   if (!ViewOf(x).ld) x = Contig(x);
@@ -62,7 +65,8 @@ std::vector<Tensor> LinearRelu(const OpDef& linear, const Attrs& linear_attrs, c
   Tensor y = Tensor::Empty(Shape({m, n}), DType::kFloat32, x.device());
   // w is (n, k): read transposed it is the (k, n) operand.
   cpu::GemmBiasRelu(vx.trans, !vw.trans, m, n, k, x.data<float>(), vx.ld, w.data<float>(), vw.ld,
-                    b.defined() ? b.data<float>() : nullptr, /*relu=*/true, y.data<float>(), n);
+                    b.defined() ? b.data<float>() : nullptr, /*relu=*/relu_op != nullptr,
+                    y.data<float>(), n);
   return {y};
 }
 
@@ -171,28 +175,42 @@ void PlanPasses::FuseLinearRelu(GraphPlan& plan) {
   for (size_t i = 0; i < steps.size(); ++i) {
     GraphPlan::Step& lin = steps[i];
     if (!lin.op || lin.op->name != "linear" || lin.out.size() != 1 || lin.draws >= 0) continue;
-    const int mid = lin.out[0];
-    // The linear's output: made here, read once (by the relu) and by nothing else.
-    if (mid < 0 || !alone(mid) || writers[mid].size() != 1 || readers[mid].size() != 1) continue;
-    GraphPlan::Step& act = steps[readers[mid][0]];
-    if (!act.op || act.op->name != "relu" || act.in.size() != 1 || act.out.size() != 1) continue;
-    const int out = act.out[0];
-    // relu_ writes its input in place (out == mid); the fused step makes a new tensor.
-    if (out < 0 || out == mid || writers[out].size() != 1) continue;
     std::vector<Tensor> traced;
     bool defined = true;
     for (int s : lin.in) {
       defined &= s >= 0;
       if (s >= 0) traced.push_back(plan.slot_tensor_[s]);
     }
-    if (!defined || !FusableLinear(traced)) continue;
+    const int mid = lin.out[0];
+    if (!defined || mid < 0 || !FusableLinear(traced)) continue;
     const OpDef* linear_op = lin.op;
-    const OpDef* relu_op = act.op;
-    const Attrs linear_attrs = lin.attrs, relu_attrs = act.attrs;
-    lin.fn = [linear_op, linear_attrs, relu_op, relu_attrs](const std::vector<Tensor>& in) {
-      return LinearRelu(*linear_op, linear_attrs, *relu_op, relu_attrs, in);
-    };
+    const Attrs linear_attrs = lin.attrs;
     lin.op = nullptr;
+    // The linear's output: made here, read once (by a relu) and by nothing else.
+    int act_at = -1;
+    if (alone(mid) && writers[mid].size() == 1 && readers[mid].size() == 1) {
+      const GraphPlan::Step& act = steps[readers[mid][0]];
+      // relu_ writes its input in place (out == mid); the fused step makes a new tensor.
+      if (act.op && act.op->name == "relu" && act.in.size() == 1 && act.out.size() == 1 &&
+          act.out[0] >= 0 && act.out[0] != mid && writers[act.out[0]].size() == 1) {
+        act_at = readers[mid][0];
+      }
+    }
+    if (act_at < 0) {
+      // No relu to fuse: the primitive still adds the bias as it writes (no row copies first).
+      lin.fn = [linear_op, linear_attrs](const std::vector<Tensor>& in) {
+        return LinearAct(*linear_op, linear_attrs, nullptr, Attrs(), in);
+      };
+      lin.layout = "(oneDNN matmul, the bias as its post-op)";
+      continue;
+    }
+    GraphPlan::Step& act = steps[act_at];
+    const int out = act.out[0];
+    const OpDef* relu_op = act.op;
+    const Attrs relu_attrs = act.attrs;
+    lin.fn = [linear_op, linear_attrs, relu_op, relu_attrs](const std::vector<Tensor>& in) {
+      return LinearAct(*linear_op, linear_attrs, relu_op, relu_attrs, in);
+    };
     lin.name = "linear+relu";
     lin.out[0] = out;
     act.op = nullptr;

@@ -2,9 +2,11 @@
 // pass that checks every precondition on the traced tensors and keeps the replay's results
 // (bit for bit, or within float rounding where a fused kernel orders its sums differently):
 //
-//   linear -> relu:  one oneDNN matmul whose bias add and relu are applied as it writes the
-//                    output, when the linear's output has no reader but the relu (float32, local
-//                    CPU tensors only; global steps go through the global interpreter unfused).
+//   linear [-> relu]:  one oneDNN matmul primitive whose bias add (and relu) are applied as it
+//                    writes the output, the relu when the linear's output has no reader but it
+//                    (float32, local CPU tensors only; global steps go through the global
+//                    interpreter as traced). A lone linear gains too: the primitive reads the
+//                    weight transposed faster than sgemm and needs no bias rows copied first.
 //   matmul or sum over dim 0 -> sgd_update with momentum:  the gradient's GEMM (a weight's
 //                    a @ b, a bias's ones @ x) accumulates into the momentum buffer (alpha
 //                    1 - dampening, beta momentum) and the update reads the buffer (p -= lr *
