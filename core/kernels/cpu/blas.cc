@@ -114,6 +114,8 @@ void GemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
                   int64_t ldc) {
   ONEFLOW_CHECK(m > 0 && n > 0 && k > 0, "gemm_bias_relu: expected a non-empty product, got ", m,
                 "x", k, " by ", k, "x", n);
+  // One lock for the cache, the memory objects (pointed at each call's buffers) and the
+  // shared stream, as the other oneDNN paths do.
   static std::mutex mu;
   static auto* cache = new std::map<BiasReluKey, BiasReluPrimitive>;
   const BiasReluKey key{ta, tb, m, n, k, lda, ldb, ldc, bias != nullptr, relu};
