@@ -10,8 +10,9 @@ timed windows, eager's and the graph's interleaved. Two sizes: the issue's width
 take most of the step), and width 16, batch 4, where kernels cost almost nothing, so the step
 time is the per-step host overhead; divided by the plan's step count it is the host time per
 op call. Last, examples/gpt.py's model at its default small config (--parallel none: 2 blocks,
-4 heads, n_embd 64, batch 8 x 32 tokens, AdamW), random tokens over a 96-symbol vocabulary:
-eager's step as its Trainer runs it against its Trainer's nn.Graph.
+4 heads, n_embd 64, batch 8 x 32 tokens, AdamW) on a batch of its fortune data (random tokens
+over a vocabulary of the same size without Debian's fortunes): eager's step as its Trainer
+runs it against its Trainer's nn.Graph.
 """
 
 import argparse
@@ -74,7 +75,14 @@ def gpt_row(iters, windows):
     import gpt
 
     args = gpt.parser().parse_args([])  # the defaults: --parallel none, the small config
-    vocab = 96
+    if os.path.isdir(args.data):  # its training data, as examples/gpt.py reads it
+        data = gpt.CharData(gpt.read_fortunes(args.data), args.vocab_multiple)
+        vocab = data.vocab_size
+        xb, yb = data.batch("train", args.batch_size, args.block_size, args.seed)
+    else:  # random tokens over a vocabulary of the same size
+        vocab = 120
+        rs = np.random.RandomState(0)
+        xb, yb = (rs.randint(0, vocab, (args.batch_size, args.block_size)) for _ in range(2))
     trainers = []
     for graph in (False, True):
         model, layout = gpt.build(args, vocab, 1)
@@ -82,9 +90,7 @@ def gpt_row(iters, windows):
         if graph:
             trainer.use_graph()
         trainers.append(trainer)
-    rs = np.random.RandomState(0)
-    x = flow.tensor(rs.randint(0, vocab, (args.batch_size, args.block_size)))
-    y = flow.tensor(rs.randint(0, vocab, (args.batch_size, args.block_size)))
+    x, y = flow.tensor(xb), flow.tensor(yb)
     eager, graphed = trainers
 
     def eager_step(a, b):
