@@ -105,6 +105,7 @@ using BiasReluKey =
 struct BiasReluPrimitive {
   dnnl::matmul matmul;
   memory a, b, bias, c;
+  std::unordered_map<int, memory> args;  // handles on the memories above
 };
 
 }  // namespace
@@ -137,21 +138,19 @@ void GemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
     dnnl::matmul::primitive_desc pd(
         bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md),
         attr, eng);
-    BiasReluPrimitive p{dnnl::matmul(pd), memory(a_md, eng, nullptr), memory(b_md, eng, nullptr),
-                        memory(bias_md, eng, nullptr), memory(c_md, eng, nullptr)};
+    BiasReluPrimitive p{dnnl::matmul(pd),           memory(a_md, eng, nullptr),
+                        memory(b_md, eng, nullptr), memory(bias_md, eng, nullptr),
+                        memory(c_md, eng, nullptr), {}};
+    p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
+    if (bias) p.args.emplace(DNNL_ARG_BIAS, p.bias);
     it = cache->emplace(key, std::move(p)).first;
   }
   BiasReluPrimitive& p = it->second;
   p.a.set_data_handle(const_cast<float*>(a));
   p.b.set_data_handle(const_cast<float*>(b));
   p.c.set_data_handle(c);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
-  if (bias) {
-    p.bias.set_data_handle(const_cast<float*>(bias));
-    args.emplace(DNNL_ARG_BIAS, p.bias);
-  }
-  p.matmul.execute(OneDnnStream(), args);
+  if (bias) p.bias.set_data_handle(const_cast<float*>(bias));
+  p.matmul.execute(OneDnnStream(), p.args);
   OneDnnStream().wait();
 }
 
