@@ -302,11 +302,31 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
     const OpDef* producer_op = mm.op;
     const OpDef* update_op = upd.op;
     const Attrs producer_attrs = mm.attrs;
+    // A matmul's first operand made by a 2-D transpose (autograd's g.T for a weight gradient)
+    // that nothing else reads: the GEMM reads its input transposed itself, a view made here
+    // without the op's dispatch.
+    int transpose_at = -1;
+    if (kind == Producer::kMatmul && mm.in[0] >= 0 && writers[mm.in[0]].size() == 1 &&
+        readers[mm.in[0]].size() == 1 && !outside[mm.in[0]]) {
+      const GraphPlan::Step& t = steps[writers[mm.in[0]][0]];
+      if (t.op && t.op->name == "permute" && t.in.size() == 1 && t.in[0] >= 0 &&
+          t.out.size() == 1 && plan.slot_tensor_[t.in[0]].ndim() == 2 &&
+          !plan.slot_tensor_[t.in[0]].is_global() &&
+          t.attrs.Get<std::vector<int64_t>>("dims") == std::vector<int64_t>{1, 0}) {
+        transpose_at = writers[mm.in[0]][0];
+      }
+    }
+    const bool transpose_first = transpose_at >= 0;
     const size_t update = j, num_in = mm.in.size();
-    mm.fn = [link, owner, update, kind, producer_op, update_op, producer_attrs, num_in,
-             early](const std::vector<Tensor>& all) {
+    mm.fn = [link, owner, update, kind, producer_op, update_op, producer_attrs, num_in, early,
+             transpose_first](const std::vector<Tensor>& all) {
       const Attrs& a = owner->steps_[update].attrs;  // this replay's (SetAttr may change them)
-      const std::vector<Tensor> in(all.begin(), all.begin() + num_in);
+      std::vector<Tensor> in(all.begin(), all.begin() + num_in);
+      if (transpose_first) {  // permute(dims=(1, 0)), as its kernel makes it
+        const Tensor& t = in[0];
+        in[0] = Tensor::MakeView(t, Shape({t.shape()[1], t.shape()[0]}),
+                                 {t.strides()[1], t.strides()[0]}, t.offset());
+      }
       const Tensor& b = all[num_in];
       link->fused = FusableMomentum(a) && FusableInto(kind, in, b);
       link->updated = false;
@@ -323,6 +343,16 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
       }
       return std::vector<Tensor>();
     };
+    if (transpose_first) {
+      GraphPlan::Step& t = steps[transpose_at];
+      mm.in[0] = t.in[0];
+      readers[t.in[0]].push_back(k);
+      t.op = nullptr;
+      t.fn = [](const std::vector<Tensor>&) { return std::vector<Tensor>(); };
+      t.in.clear();
+      t.out.clear();
+      t.layout = StrCat("(fused into step ", k, ")");
+    }
     mm.op = nullptr;
     mm.name = kind == Producer::kMatmul ? "matmul+momentum" : "sum+momentum";
     mm.in.push_back(buf);

@@ -14,7 +14,8 @@
 //                    decay, nesterov or maximize (checked on every replay: an attr changed by
 //                    SetAttr runs the two steps as traced). Where nothing reads or writes the
 //                    parameter between the GEMM and the update, the update follows the GEMM at
-//                    once (the buffer still in cache).
+//                    once (the buffer still in cache); a 2-D permute that only feeds the GEMM
+//                    (autograd's g.T) becomes the GEMM's own transposed read.
 //
 // A pass keeps every step at its index (the optimizer's updates are addressed by index): a
 // step whose work moved into another becomes an empty step that Describe marks.

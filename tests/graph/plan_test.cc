@@ -289,6 +289,8 @@ TEST_CASE("a gradient's matmul or batch sum accumulates into the SGD momentum bu
   };
   CHECK(count("matmul+momentum(") == 2);
   CHECK(count("sum+momentum(") == 1);
+  // The weight gradients' g.T: read transposed by the GEMM, no permute step of its own.
+  CHECK(count("permute()  (fused into step ") == 2);
   // Nothing reads the parameters after their gradients: each update follows its GEMM.
   CHECK(count("(runs in step ") == 3);
   CHECK(plain.plan->Describe().find("+momentum") == std::string::npos);
