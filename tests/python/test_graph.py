@@ -87,6 +87,8 @@ def _train(opt_name, graph, steps=6, sched=False):
     if opt_name == "sgd":
         opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.1,
                              weight_decay=1e-3)
+    elif opt_name == "sgd_momentum":  # no weight decay: the plan's momentum fusion runs
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.1)
     else:
         opt = flow.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
     lr_sch = flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5) if sched else None
@@ -110,7 +112,7 @@ def _train(opt_name, graph, steps=6, sched=False):
     return np.array(losses), [p.numpy() for p in model.parameters()], opt
 
 
-@pytest.mark.parametrize("opt_name", ["sgd", "adamw"])
+@pytest.mark.parametrize("opt_name", ["sgd", "sgd_momentum", "adamw"])
 @pytest.mark.parametrize("sched", [False, True])
 def test_training_inside_the_graph_equals_eager(opt_name, sched):
     eager_losses, eager_params, eager_opt = _train(opt_name, graph=False, sched=sched)
