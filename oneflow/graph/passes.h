@@ -5,8 +5,9 @@
 //   linear [-> relu]:  one oneDNN matmul primitive whose bias add (and relu) are applied as it
 //                    writes the output, the relu when the linear's output has no reader but it
 //                    (float32, local CPU tensors only; global steps go through the global
-//                    interpreter as traced). A lone linear gains too: the primitive reads the
-//                    weight transposed faster than sgemm and needs no bias rows copied first.
+//                    interpreter as traced). A lone linear gains too, above a tiny product
+//                    (32^3 multiply-adds): the primitive reads the weight transposed faster
+//                    than sgemm and needs no bias rows copied first.
 //   matmul or sum over dim 0 -> sgd_update with momentum:  the gradient's GEMM (a weight's
 //                    a @ b, a bias's ones @ x) accumulates into the momentum buffer (alpha
 //                    1 - dampening, beta momentum) and the update reads the buffer (p -= lr *
