@@ -39,17 +39,27 @@ void SgdLoop(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, in
     }
     return;
   }
-  if (first) {
-    for (int64_t i = 0; i < n; ++i) buf[i] = sign * g[i] + wd * p[i];
+  // One pass over p, g and buf (two would read buf and p twice: the update is memory-bound).
+  // Each element's arithmetic is the two-pass order's (buf first, then p from it).
+  if (nesterov) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = sign * g[i] + wd * p[i];
+      const T b = first ? d : momentum * buf[i] + one_minus_dampening * d;
+      buf[i] = b;
+      p[i] -= lr * (d + momentum * b);
+    }
+  } else if (first) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T b = sign * g[i] + wd * p[i];
+      buf[i] = b;
+      p[i] -= lr * b;
+    }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      buf[i] = momentum * buf[i] + one_minus_dampening * (sign * g[i] + wd * p[i]);
+      const T b = momentum * buf[i] + one_minus_dampening * (sign * g[i] + wd * p[i]);
+      buf[i] = b;
+      p[i] -= lr * b;
     }
-  }
-  if (nesterov) {
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (sign * g[i] + wd * p[i] + momentum * buf[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
   }
 }
 

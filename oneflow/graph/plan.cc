@@ -10,6 +10,7 @@
 #include "core/functional.h"
 #include "oneflow/global/global_tensor.h"
 #include "oneflow/global/interpret.h"
+#include "oneflow/graph/passes.h"
 
 namespace oneflow {
 namespace graph {
@@ -330,6 +331,7 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   CheckTracing("EndTrace");
   SetTracer(nullptr);
   for (const Tensor& t : outputs) output_slots_.push_back(SlotOf(t, "the graph's output"));
+  PlanPasses::Run(*this);
   // Each slot is dropped after its last reader; outputs and captured state stay.
   std::vector<int> last(num_slots_, -1), defined(num_slots_, -1);
   std::vector<bool> keep(num_slots_, false);
@@ -469,7 +471,7 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
     if (step.alias) {
       out.assign(1, in[0]);
-    } else if (!step.op) {
+    } else if (step.fn) {  // a step replayed by fn, or an op a pass replaced (passes.h)
       out = step.fn(in);
     } else if (step.draws >= 0) {
       Attrs a = step.attrs;

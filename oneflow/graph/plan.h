@@ -38,6 +38,10 @@ class GraphPlan : public Tracer {
   void PauseTrace();
   void ResumeTrace();
 
+  // Whether EndTrace's passes may fold the optimizer's updates into the gradients' kernels
+  // (nn.Graph's config.allow_fuse_model_update_ops; off by default, as in OneFlow).
+  void SetFuseModelUpdates(bool on) { fuse_model_updates_ = on; }
+
   // The module whose code runs now (names the steps in messages and in Describe).
   void SetScope(std::string scope) { scope_ = std::move(scope); }
 
@@ -78,8 +82,10 @@ class GraphPlan : public Tracer {
   void OnHostAccess(const Tensor& t) override;
 
  private:
+  friend struct PlanPasses;  // oneflow/graph/passes.h rewrites the steps at EndTrace
+
   struct Step {
-    const OpDef* op = nullptr;  // null: a step replayed by fn
+    const OpDef* op = nullptr;  // null: a step replayed by fn (which a pass may give an op too)
     Attrs attrs;
     StepFn fn;
     std::string name, scope, layout;
@@ -111,7 +117,7 @@ class GraphPlan : public Tracer {
   void CheckTracing(const char* what) const;
 
   std::string graph_name_, scope_;
-  bool tracing_ = false, compiled_ = false;
+  bool tracing_ = false, compiled_ = false, fuse_model_updates_ = false;
   int num_slots_ = 0;
   std::vector<Signature> signature_;
   std::vector<int> input_slots_, output_slots_;

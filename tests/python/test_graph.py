@@ -88,16 +88,21 @@ def _train(opt_name, graph, steps=6, sched=False):
     if opt_name == "sgd":
         opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.1,
                              weight_decay=1e-3)
+    elif opt_name == "sgd_momentum":  # no weight decay: allow_fuse_model_update_ops fuses
+        opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.1)
     else:
         opt = flow.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.05)
     lr_sch = flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5) if sched else None
     losses = []
     if graph:
         g = TrainGraph(model, opt, lr_sch)
+        g.config.allow_fuse_model_update_ops(opt_name == "sgd_momentum")
         assert g.training
         for x, y in batches(steps):
             losses.append(g(x, y).numpy())
         assert g.builds == 1
+        fused = "+momentum(" in g._compiled[0].plan.describe()
+        assert fused == (opt_name == "sgd_momentum")
     else:
         loss_fn = nn.CrossEntropyLoss()
         for x, y in batches(steps):
@@ -111,7 +116,7 @@ def _train(opt_name, graph, steps=6, sched=False):
     return np.array(losses), [p.numpy() for p in model.parameters()], opt
 
 
-@pytest.mark.parametrize("opt_name", ["sgd", "adamw"])
+@pytest.mark.parametrize("opt_name", ["sgd", "sgd_momentum", "adamw"])
 @pytest.mark.parametrize("sched", [False, True])
 def test_training_inside_the_graph_equals_eager(opt_name, sched):
     eager_losses, eager_params, eager_opt = _train(opt_name, graph=False, sched=sched)
@@ -269,14 +274,14 @@ def test_a_failed_compile_leaves_eager_working():
 def test_unsupported_switches_are_one_line_errors():
     model = mlp()
     g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
-    for call, name in [(lambda: g.config.allow_fuse_model_update_ops(True),
-                        "allow_fuse_model_update_ops"),
+    for call, name in [(lambda: g.config.allow_fuse_add_to_output(True),
+                        "allow_fuse_add_to_output"),
                        (lambda: g.config.enable_cudnn_conv_heuristic_search_algo(False),
                         "enable_cudnn_conv_heuristic_search_algo")]:
         with pytest.raises(NotImplementedError,
                            match=rf"^nn.Graph TrainGraph: config.{name} is not supported by this "
                                  r"nn.Graph \(supported: set_gradient_accumulation_steps, "
-                                 r"enable_amp, enable_zero\)$"):
+                                 r"enable_amp, enable_zero, allow_fuse_model_update_ops\)$"):
             call()
     with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.enable_zero supports stage "
                        r"1 and 2 \(stage 3 would shard the parameters too\), got 3$"):
@@ -314,7 +319,8 @@ def test_debug_prints_each_compile(capsys):
     g(flow.randn(2, 8))
     out = capsys.readouterr().out
     assert out.count("(GRAPH:EvalGraph) compiling for inputs [((2, 8), 'oneflow.float32')]") == 1
-    assert "(GRAPH:EvalGraph) plan:" in out and "linear(%0, %1, %2)  [model.0]" in out
+    # linear -> relu prints as one fused step (oneflow/graph/passes.h)
+    assert "(GRAPH:EvalGraph) plan:" in out and "linear+relu(%0, %1, %2)  [model.0]" in out
 
 
 @pytest.mark.parametrize("opt_name", ["sgd", "adamw"])

@@ -5,11 +5,16 @@ with momentum) on CPU, one thread.
 
 Eager: forward, loss, zero_grad, backward, optimizer step in Python, as a training loop does.
 Graph: the same model in an nn.Graph whose build does forward, loss and backward with the
-optimizer added; after the compile each call replays the plan in C++. Per step, the median of
+optimizer added and config.allow_fuse_model_update_ops(True) (OneFlow's switch for fused
+updates, as its performance configurations set it); after the compile each call replays the
+plan in C++. Per step, the median of
 timed windows, eager's and the graph's interleaved. Two sizes: the issue's width 256, batch 32 (at this size the kernels
 take most of the step), and width 16, batch 4, where kernels cost almost nothing, so the step
 time is the per-step host overhead; divided by the plan's step count it is the host time per
-op call.
+op call. Last, examples/gpt.py's model at its default small config (--parallel none: 2 blocks,
+4 heads, n_embd 64, batch 8 x 32 tokens, AdamW) on a batch of its fortune data (random tokens
+over a vocabulary of the same size without Debian's fortunes): eager's step as its Trainer
+runs it against its Trainer's nn.Graph.
 """
 
 import argparse
@@ -27,6 +32,8 @@ import numpy as np  # noqa: E402
 import oneflow as flow  # noqa: E402
 import oneflow.nn as nn  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def make(width, seed=0):
     flow.manual_seed(seed)
@@ -41,6 +48,7 @@ class TrainGraph(nn.Graph):
         self.model = model
         self.loss_fn = nn.CrossEntropyLoss()
         self.add_optimizer(opt)
+        self.config.allow_fuse_model_update_ops(True)  # OneFlow's switch for fused updates
 
     def build(self, x, y):
         loss = self.loss_fn(self.model(x), y)
@@ -62,6 +70,52 @@ def time_interleaved(steps, x, y, iters, windows):
                 step(x, y)
             times[k].append((time.perf_counter() - t0) / iters)
     return [median(t) for t in times]
+
+
+def gpt_row(iters, windows):
+    """examples/gpt.py's Trainer, eager against its nn.Graph, on the same batch."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import gpt
+
+    args = gpt.parser().parse_args([])  # the defaults: --parallel none, the small config
+    if os.path.isdir(args.data):  # its training data, as examples/gpt.py reads it
+        data = gpt.CharData(gpt.read_fortunes(args.data), args.vocab_multiple)
+        vocab = data.vocab_size
+        xb, yb = data.batch("train", args.batch_size, args.block_size, args.seed)
+    else:  # random tokens over a vocabulary of the same size
+        vocab = 120
+        rs = np.random.RandomState(0)
+        xb, yb = (rs.randint(0, vocab, (args.batch_size, args.block_size)) for _ in range(2))
+    trainers = []
+    for graph in (False, True):
+        model, layout = gpt.build(args, vocab, 1)
+        trainer = gpt.Trainer(model, layout, lr=args.lr)
+        if graph:
+            trainer.use_graph()
+        trainers.append(trainer)
+    x, y = flow.tensor(xb), flow.tensor(yb)
+    eager, graphed = trainers
+
+    def eager_step(a, b):
+        eager.model.train()
+        eager.opt.zero_grad()
+        _, loss = eager.model(a, b)
+        loss.backward()
+        eager.opt.step()
+        return loss
+
+    def graph_step(a, b):
+        graphed.model.train()
+        return graphed.graph(a, b)
+
+    graph_step(x, y)  # compiles
+    eager_s, graph_s = time_interleaved([eager_step, graph_step], x, y, max(iters // 5, 4),
+                                        windows)
+    tokens = args.batch_size * args.block_size
+    return dict(metric=f"GPT (examples/gpt.py, {args.n_layer} blocks, n_embd {args.n_embd}, "
+                f"{tokens} tokens) train step", unit="us", ours=graph_s * 1e6,
+                torch=eager_s * 1e6, higher_is_better=False, ours_label="graph",
+                baseline="eager", target=dict(on="ratio", op=">=", value=1.0))
 
 
 def main():
@@ -110,6 +164,7 @@ def main():
                 metric="host time per op call", unit="us", ours=graph_s * 1e6 / plan.num_steps(),
                 torch=eager_s * 1e6 / plan.num_steps(), higher_is_better=False,
                 ours_label="graph", baseline="eager", target=None))
+    rows.append(gpt_row(iters, windows))
     print_table(rows)
     save_results(args.json, rows)
 

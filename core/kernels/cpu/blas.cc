@@ -8,6 +8,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/kernels/cpu/onednn_eltwise.h"
@@ -96,7 +97,62 @@ void RunBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, i
   OneDnnStream().wait();
 }
 
+// Key: ta, tb, m, n, k, lda, ldb, ldc, bias, relu.
+using BiasReluKey =
+    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+
+// A primitive with its memory objects: a call only points them at its buffers.
+struct BiasReluPrimitive {
+  dnnl::matmul matmul;
+  memory a, b, bias, c;
+  std::unordered_map<int, memory> args;  // handles on the memories above
+};
+
 }  // namespace
+
+void GemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, const float* bias, bool relu, float* c,
+                  int64_t ldc) {
+  ONEFLOW_CHECK(m > 0 && n > 0 && k > 0, "gemm_bias_relu: expected a non-empty product, got ", m,
+                "x", k, " by ", k, "x", n);
+  // One lock for the cache, the memory objects (pointed at each call's buffers) and the
+  // shared stream, as the other oneDNN paths do.
+  static std::mutex mu;
+  static auto* cache = new std::map<BiasReluKey, BiasReluPrimitive>;
+  const BiasReluKey key{ta, tb, m, n, k, lda, ldb, ldc, bias != nullptr, relu};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    dnnl::engine& eng = OneDnnEngine();
+    const auto f32 = memory::data_type::f32;
+    memory::desc a_md({m, k}, f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+    memory::desc b_md({k, n}, f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+    memory::desc bias_md({1, n}, f32, memory::dims{n, 1});
+    memory::desc c_md({m, n}, f32, memory::dims{ldc, 1});
+    dnnl::primitive_attr attr;
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(
+        bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md),
+        attr, eng);
+    BiasReluPrimitive p{dnnl::matmul(pd),           memory(a_md, eng, nullptr),
+                        memory(b_md, eng, nullptr), memory(bias_md, eng, nullptr),
+                        memory(c_md, eng, nullptr), {}};
+    p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
+    if (bias) p.args.emplace(DNNL_ARG_BIAS, p.bias);
+    it = cache->emplace(key, std::move(p)).first;
+  }
+  BiasReluPrimitive& p = it->second;
+  p.a.set_data_handle(const_cast<float*>(a));
+  p.b.set_data_handle(const_cast<float*>(b));
+  p.c.set_data_handle(c);
+  if (bias) p.bias.set_data_handle(const_cast<float*>(bias));
+  p.matmul.execute(OneDnnStream(), p.args);
+  OneDnnStream().wait();
+}
 
 void GemmBf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
               const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc) {

@@ -22,6 +22,16 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// C = op(A) * op(B) + bias, then relu when asked, in float32 through one oneDNN matmul
+// primitive that adds the bias and applies relu as it writes C (no further pass over C); bias
+// is null or n contiguous floats added to every row. Where the second operand is transposed
+// (x w^T of a linear layer), the primitive's kernels are about 10% faster than sgemm here.
+// REQUIRES: m, n, k > 0.
+//
+//   cpu::GemmBiasRelu(false, true, m, n, k, x, k, w, k, b, /*relu=*/true, y, n);  // x w^T + b
+void GemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, const float* bias, bool relu, float* c, int64_t ldc);
+
 // bfloat16 GEMM through oneDNN's matmul primitive: bfloat16 inputs, float32 accumulation,
 // C in bfloat16 or float32 (alpha is 1; beta 0 or 1). Fast only where the CPU has bfloat16
 // instructions (AVX512-BF16, AMX); callers check HasBf16Gemm() and otherwise compute in float32.

@@ -54,8 +54,30 @@ std::vector<TensorMeta> InferLogSoftmax(const std::vector<TensorMeta>& in, const
 
 // Rows along dim are strided by `inner`; the loops run over a whole (d, inner) block at once,
 // keeping one running max and sum per inner position, so memory is read in order.
+// Softmax over the last dim (inner == 1): the running max and sum live in registers (through
+// the vectors below, each step would wait on the last one's store). Same operations, same order.
+template <typename T, bool kLog>
+void SoftmaxForwardRows(const DimLayout& l, const T* x, T* y) {
+  for (int64_t o = 0; o < l.outer; ++o) {
+    const T* xo = x + o * l.d;
+    T* yo = y + o * l.d;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t k = 0; k < l.d; ++k) mx = std::max(mx, xo[k]);
+    if (std::isinf(mx)) mx = 0;  // as below
+    T sum = 0;
+    for (int64_t k = 0; k < l.d; ++k) {
+      const T e = std::exp(xo[k] - mx);
+      sum += e;
+      if (!kLog) yo[k] = e;
+    }
+    const T log_sum = kLog ? std::log(sum) : T(0);
+    for (int64_t k = 0; k < l.d; ++k) yo[k] = kLog ? xo[k] - mx - log_sum : yo[k] / sum;
+  }
+}
+
 template <typename T, bool kLog>
 void SoftmaxForward(const DimLayout& l, const T* x, T* y) {
+  if (l.inner == 1) return SoftmaxForwardRows<T, kLog>(l, x, y);
   std::vector<T> mx(l.inner), sum(l.inner);
   for (int64_t o = 0; o < l.outer; ++o) {
     const T* xo = x + o * l.d * l.inner;
@@ -119,6 +141,20 @@ std::vector<TensorMeta> InferSoftmaxGrad(const std::vector<TensorMeta>& in, cons
 // s = sum over dim of dy * y (softmax) or of dy (log_softmax), one per (outer, inner); then dx.
 template <typename T, bool kLog>
 void SoftmaxBackward(const DimLayout& l, const T* y, const T* dy, T* dx) {
+  if (kLog && l.inner == 1) {  // over the last dim: the sum in a register (as the forward's)
+    for (int64_t o = 0; o < l.outer; ++o) {
+      const int64_t base = o * l.d;
+      T s = 0;
+      for (int64_t k = 0; k < l.d; ++k) s += dy[base + k];
+      for (int64_t k = 0; k < l.d; ++k) {
+        const int64_t j = base + k;
+        dx[j] = dy[j] - std::exp(y[j]) * s;
+      }
+    }
+    return;
+  }
+  // (softmax's s += dy * y stays below: a register sum there may contract into an FMA that the
+  // loop through memory does not, and the gradient would move by a rounding.)
   std::vector<T> s(l.inner);
   for (int64_t o = 0; o < l.outer; ++o) {
     const int64_t base = o * l.d * l.inner;

@@ -21,6 +21,7 @@ void BindGraph(py::module_& m) {
       .def("pause_trace", &GraphPlan::PauseTrace)
       .def("resume_trace", &GraphPlan::ResumeTrace)
       .def("set_scope", &GraphPlan::SetScope)
+      .def("set_fuse_model_updates", &GraphPlan::SetFuseModelUpdates)
       .def("matches", &GraphPlan::Matches)
       .def("replay",
            [](GraphPlan& plan, const std::vector<Tensor>& inputs) {

@@ -57,17 +57,19 @@ class GraphConfig:
         self._amp_dtype = None  # autocast's dtype when AMP is on
         self._zero_stage = 0
         self._zero_min_size = 1024
+        self._fuse_model_updates = False
 
     def __repr__(self):
         amp = "off" if self._amp_dtype is None else str(self._amp_dtype)
         zero = f"stage {self._zero_stage}" if self._zero_stage else "off"
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation_steps}, "
-                f"amp={amp}, zero={zero})")
+                f"amp={amp}, zero={zero}, fuse_model_updates={self._fuse_model_updates})")
 
     def _unsupported(self, switch):
         raise NotImplementedError(
             f"nn.Graph {self._graph_name}: config.{switch} is not supported by this nn.Graph "
-            f"(supported: set_gradient_accumulation_steps, enable_amp, enable_zero)")
+            f"(supported: set_gradient_accumulation_steps, enable_amp, enable_zero, "
+            f"allow_fuse_model_update_ops)")
 
     def set_gradient_accumulation_steps(self, value):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -109,8 +111,11 @@ class GraphConfig:
         self._zero_stage, self._zero_min_size = stage, shard_min_size
 
     def allow_fuse_model_update_ops(self, mode=True):
-        if mode:
-            self._unsupported("allow_fuse_model_update_ops")
+        """Fold the optimizer's updates into the kernels that make the gradients: an SGD
+        momentum update's gradient GEMM accumulates straight into the momentum buffer and the
+        parameter update follows at once (oneflow/graph/passes.h; local float32 CPU steps, no
+        weight decay/nesterov/maximize; elsewhere the updates run as traced). Off by default."""
+        self._fuse_model_updates = bool(mode)
 
     def allow_fuse_add_to_output(self, mode=True):
         if mode:
@@ -892,6 +897,7 @@ class Graph:
         for module in self._modules.values():
             state_ids.update(id(b) for b in module.buffers())
         plan = flow._C.GraphPlan(self._name)
+        plan.set_fuse_model_updates(self.config._fuse_model_updates)
         self._log(0, f"compiling for inputs "
                      f"{[(tuple(t.shape), str(t.dtype)) for t in tensors]}")
         try:
