@@ -172,6 +172,27 @@ def test_state_dict_round_trip_and_eager_interchange(tmp_path):
     g(x, y)
     for p, q in zip(model.parameters(), other.parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)
+    # And back: eager's state saved and loaded into the graph, bit for bit (parameters and
+    # Adam's moments and step), and the graph's next replay uses it.
+    flow.save({"model": other.state_dict(), "loss_fn": {}, "_optimizer0": other_opt.state_dict()},
+              str(tmp_path / "eager.pt"))
+    g.load_state_dict(flow.load(str(tmp_path / "eager.pt")))
+    back = g.state_dict()
+    for k, v in other.state_dict().items():
+        np.testing.assert_array_equal(back["model"][k].numpy(), v.numpy())
+    for (i, theirs), ours in zip(other_opt.state_dict()["state"].items(),
+                                 back["_optimizer0"]["state"].values()):
+        assert int(ours["step"]) == int(theirs["step"]) == 2
+        for key in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_array_equal(ours[key].numpy(), theirs[key].numpy())
+    x, y = data[0]
+    loss = nn.CrossEntropyLoss()(other(x), y)
+    other_opt.zero_grad()
+    loss.backward()
+    other_opt.step()
+    g(x, y)
+    for p, q in zip(model.parameters(), other.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(RuntimeError, match=r"load_state_dict: missing keys \['loss_fn', "):
         g.load_state_dict({"model": sd["model"]})
 
