@@ -29,7 +29,8 @@ trains through an nn.Graph (compile mode) under any layout: pp by set_stage on t
 with --micro_batches as accumulation steps, zero by the graph's enable_zero (--zero_stage 2
 shards the gradients too), --checkpoint as activation checkpointing on each block:
     python3 -m oneflow.distributed.launch --nproc_per_node 2 examples/gpt.py --parallel pp \
-        --untied --graph --save DIR keeps training-state checkpoints in DIR (flow.utils.training_state: model and
+        --untied --graph
+--save DIR keeps training-state checkpoints in DIR (flow.utils.training_state: model and
 optimizer, sharded) at the end and every --save_every steps, and a run started with DIR
 resumes from its newest complete one (any layout, any number of ranks): with the launcher's
 --max_restarts, a job that lost a rank goes on from there by itself, and ends with the same
@@ -640,6 +641,9 @@ def main(argv=None):
         model, layout = build(args, data.vocab_size, world)
     except ValueError as e:
         raise SystemExit(str(e))
+    if args.zero_stage != 1 and not (args.graph and layout.zero):
+        raise SystemExit("gpt: --zero_stage 2 is the graph's ZeRO: it needs --graph and a zero "
+                         "layout (--parallel zero, dp+zero, tp+zero or dp_tp+zero)")
     if args.accumulate < 1 or args.batch_size % args.accumulate or \
             (args.accumulate > 1 and layout.kind == "pp"):
         raise SystemExit(f"gpt: --accumulate must be >= 1 and divide --batch_size "

@@ -236,9 +236,11 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
     const std::pair<int64_t, int64_t> key(attrs.Get<int64_t>("seed"), attrs.Get<int64_t>("offset"));
     auto same = std::find_if(draws_at_.begin(), draws_at_.end(),
                              [&](const auto& d) { return d.first == key; });
-    if (same != draws_at_.end()) {
+    // Only a draw of the same size at the same counters is a redraw (an op over no elements
+    // leaves the counters where the next op starts).
+    if (same != draws_at_.end() && step.draws > 0 && steps_[same->second].draws == step.draws) {
       step.same_draws_as = same->second;
-    } else {
+    } else if (same == draws_at_.end() && step.draws > 0) {
       draws_at_.emplace_back(key, static_cast<int>(steps_.size()));
     }
   }
@@ -520,6 +522,21 @@ void GraphPlan::SetAttr(size_t i, const std::string& name, double value) {
                          "' is not a number"));
     }
     return;
+  }
+  throw Error(
+      StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));
+}
+
+double GraphPlan::GetAttr(size_t i, const std::string& name) const {
+  ONEFLOW_CHECK(i < steps_.size() && steps_[i].op, "nn.Graph ", graph_name_, ": step ", i,
+                " is not an op call");
+  for (const auto& kv : steps_[i].attrs.items()) {
+    if (name != kv.first) continue;
+    if (const double* d = std::get_if<double>(&kv.second)) return *d;
+    if (const int64_t* n = std::get_if<int64_t>(&kv.second)) return static_cast<double>(*n);
+    if (const bool* b = std::get_if<bool>(&kv.second)) return *b ? 1.0 : 0.0;
+    throw Error(StrCat("nn.Graph ", graph_name_, ": attr '", name, "' of '", steps_[i].name,
+                       "' is not a number"));
   }
   throw Error(
       StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));

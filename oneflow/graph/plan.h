@@ -59,6 +59,8 @@ class GraphPlan : public Tracer {
   // Replaces attr `name` of step i (an optimizer's lr, step count) for later replays, keeping
   // the attr's type. Throws naming the step when it has no such attr.
   void SetAttr(size_t i, const std::string& name, double value);
+  // Attr `name` of step i as a number (bools 0 or 1). Throws naming the step when it has none.
+  double GetAttr(size_t i, const std::string& name) const;
   // One line per input and step: "%5 = matmul(%0, %3) [model.0]  (S(0), B) -> S(0)".
   std::string Describe() const;
   // The most intermediates the replay held at once (after the frees).

@@ -33,6 +33,7 @@ void BindGraph(py::module_& m) {
       .def("num_steps", &GraphPlan::num_steps)
       .def("step_name", &GraphPlan::StepName)
       .def("set_attr", &GraphPlan::SetAttr)
+      .def("step_attr", &GraphPlan::GetAttr)
       .def("describe", &GraphPlan::Describe)
       .def("peak_live", &GraphPlan::peak_live)
       .def("peak_bytes", &GraphPlan::peak_bytes)

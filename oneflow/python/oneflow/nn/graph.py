@@ -30,8 +30,9 @@ backwards).
 
 What a replay cannot reproduce fails while compiling with one line naming the module and the
 op: reading a tensor's value in build (.item(), .numpy(), a Python branch on a tensor),
-backward() without an optimizer. Config switches this build does not implement (fused
-updates, ZeRO stage 3) raise one line naming the switch.
+backward() without an optimizer. Config switches this build does not implement
+(allow_fuse_add_to_output, allow_fuse_cast_scale, ZeRO stage 3) raise one line naming the
+switch; switches are set before the first call (after it, one line says so).
 """
 
 import collections
@@ -51,8 +52,9 @@ _VALUE_READS = ("numpy", "item", "tolist", "__bool__", "__float__", "__int__", "
 class GraphConfig:
     """The compile switches of one graph (graph.config)."""
 
-    def __init__(self, graph_name):
+    def __init__(self, graph_name, compiled=()):
         self._graph_name = graph_name
+        self._compiled = compiled  # the graph's plans: the switches are fixed once there is one
         self._accumulation_steps = 1
         self._amp_dtype = None  # autocast's dtype when AMP is on
         self._zero_stage = 0
@@ -65,6 +67,11 @@ class GraphConfig:
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation_steps}, "
                 f"amp={amp}, zero={zero}, fuse_model_updates={self._fuse_model_updates})")
 
+    def _before_compile(self, switch):
+        if self._compiled:
+            raise RuntimeError(f"nn.Graph {self._graph_name}: config.{switch} after the graph was "
+                               f"compiled; set it in __init__ (or make a new graph)")
+
     def _unsupported(self, switch):
         raise NotImplementedError(
             f"nn.Graph {self._graph_name}: config.{switch} is not supported by this nn.Graph "
@@ -72,6 +79,7 @@ class GraphConfig:
             f"allow_fuse_model_update_ops)")
 
     def set_gradient_accumulation_steps(self, value):
+        self._before_compile("set_gradient_accumulation_steps")
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(
                 f"nn.Graph {self._graph_name}: config.set_gradient_accumulation_steps expects an "
@@ -80,6 +88,7 @@ class GraphConfig:
 
     def enable_amp(self, mode=True, *, dtype=None):
         """build runs under autocast (float16 by default, as OneFlow; bfloat16 on request)."""
+        self._before_compile("enable_amp")
         if not mode:
             self._amp_dtype = None
             return
@@ -95,6 +104,7 @@ class GraphConfig:
         shard of its gradient (a partial gradient is reduce-scattered, not all-reduced).
         Parameters under shard_min_size elements stay whole. Parameters are gathered again after
         each update (shard_restore_level 1, the default)."""
+        self._before_compile("enable_zero")
         if not mode:
             self._zero_stage = 0
             return
@@ -115,6 +125,7 @@ class GraphConfig:
         momentum update's gradient GEMM accumulates straight into the momentum buffer and the
         parameter update follows at once (oneflow/graph/passes.h; local float32 CPU steps, no
         weight decay/nesterov/maximize; elsewhere the updates run as traced). Off by default."""
+        self._before_compile("allow_fuse_model_update_ops")
         self._fuse_model_updates = bool(mode)
 
     def allow_fuse_add_to_output(self, mode=True):
@@ -367,7 +378,7 @@ class Graph:
         d["_compiled"] = []  # [_Compiled], one per input signature
         d["_debug"] = -1
         d["_grad_scaler"] = None
-        d["config"] = GraphConfig(d["_name"])
+        d["config"] = GraphConfig(d["_name"], d["_compiled"])
 
     # ---- attributes
 
@@ -524,14 +535,25 @@ class Graph:
         return self._compile(args, kwargs, tensors, key)
 
     def _module_state(self):
-        """What the plans captured of the modules: each submodule, parameter and buffer."""
+        """What the plans captured of the modules: each submodule, parameter and buffer (the
+        objects themselves), and each module's graph switches (GraphModule)."""
         self.__dict__["_submodule_list"] = None
-        ids = []
+        state = []
         for m in self._submodules():
-            ids.append(id(m))
-            ids.extend(id(t) for t in m._parameters.values())
-            ids.extend(id(t) for t in m._buffers.values())
-        return ids
+            state.append(m)
+            state.extend(m._parameters.values())
+            state.extend(m._buffers.values())
+            config = module_config(m)
+            if config is not None:
+                state.append((config.activation_checkpointing, config.stage_id,
+                              config.stage_placement))
+        return state
+
+    @staticmethod
+    def _same_state(a, b):
+        return len(a) == len(b) and all(
+            x is y or (isinstance(x, tuple) and isinstance(y, tuple) and x == y)
+            for x, y in zip(a, b))
 
     def _check_module_state(self):
         """Some module got a parameter, buffer or submodule assigned since the last compile:
@@ -539,15 +561,17 @@ class Graph:
         each signature compiles again on its next call."""
         self.__dict__["_assignments"] = _module.assignment_count()
         state = self._module_state()
-        if state != self.__dict__["_captured_modules"]:
-            self._log(0, "a module's parameters, buffers or submodules were replaced: compiling "
-                         "again")
+        if not self._same_state(state, self.__dict__["_captured_modules"]):
+            self._log(0, "a module's parameters, buffers, submodules or graph switches changed: "
+                         "compiling again")
             self._compiled.clear()
 
     def _optimizer_state(self):
         return [(id(opt.state), id(opt.param_groups)) for opt, _ in self._optimizers]
 
     def _replay(self, c, tensors):
+        if c.scaling is not None:
+            c.scaling.follow()  # the user may have set the scaler's scale since
         for group, adam, steps in c.groups:
             self._refresh_group(c, group, adam, steps)
         for u in c.adam_updates:
@@ -556,12 +580,16 @@ class Graph:
         outputs = c.plan.replay(tensors)
         if c.guarded:
             found = []
-            for opt, updates, guard in c.guarded:
+            for opt, updates, guard, first in c.guarded:
                 skipped = not c.plan.guard_ran(guard)
                 found.append(skipped)
                 for u in updates:
                     if skipped and u.adam:
                         u.state["step"] = int(u.state["step"]) - 1  # no update happened
+                if first and not skipped:  # SGD's buffers started: later updates continue them
+                    for i in first:
+                        c.plan.set_attr(i, "first_step", 0.0)
+                    first.clear()
             c.scaling.update(found)
         for opt, sch in self._optimizers:
             if sch is not None:
@@ -618,6 +646,12 @@ class Graph:
                     sbp = _shard_sbp(p)
                     if sbp is not None and p.numel() >= self.config._zero_min_size:
                         shards[id(p)] = sbp
+        if not shards:
+            raise ValueError(
+                f"nn.Graph {self._name}: config.enable_zero shards the optimizer state of global "
+                f"parameters broadcast over several ranks with at least shard_min_size "
+                f"({self.config._zero_min_size}) elements; none of the optimizers' parameters is "
+                f"one")
         return shards
 
     def _prepare_optimizer_state(self, shards):
@@ -693,29 +727,38 @@ class Graph:
             start = plan.num_steps()
             skipped = flag is not None and self._flag_value(plan, flag) != 0
             snapshot = self._snapshot(plan, opt) if skipped else None
-            swaps = self._swap_in_shards(opt, shards)
-            opt.step()
-            self._swap_out_shards(opt, swaps)
-            opt.zero_grad(set_to_none=True)  # gradients are the graph's intermediates
-            end = plan.num_steps()
-            steps = [i for i in range(start, end)
-                     if plan.step_name(i) in ("sgd_update", "adam_update")]
-            if len(steps) != len(pending):
-                raise RuntimeError(
-                    f"nn.Graph {self._name}: {type(opt).__name__}.step made {len(steps)} update "
-                    f"ops for {len(pending)} parameters with gradients")
-            updates = []
-            for i, (group, p) in zip(steps, pending):
-                if not isinstance(opt, Adam):
-                    plan.set_attr(i, "first_step", 0.0)  # replays continue the buffer
-                updates.append(_Update(i, opt, group, opt.state[p]))
-            guard = None
-            if flag is not None:
-                plan.guard_steps(start, end, flag)
-                guard, guards = guards, guards + 1
-            if snapshot is not None:
-                self._restore(plan, opt, snapshot)  # this call's gradients held inf/NaN
-            traced.append((opt, updates, guard, skipped))
+            try:
+                swaps = self._swap_in_shards(opt, shards)
+                try:
+                    opt.step()
+                except BaseException:
+                    self._swap_out_shards(opt, swaps, gather=False)
+                    raise
+                self._swap_out_shards(opt, swaps)
+                opt.zero_grad(set_to_none=True)  # gradients are the graph's intermediates
+                end = plan.num_steps()
+                steps = [i for i in range(start, end)
+                         if plan.step_name(i) in ("sgd_update", "adam_update")]
+                if len(steps) != len(pending):
+                    raise RuntimeError(
+                        f"nn.Graph {self._name}: {type(opt).__name__}.step made {len(steps)} "
+                        f"update ops for {len(pending)} parameters with gradients")
+                updates, first = [], []
+                for i, (group, p) in zip(steps, pending):
+                    if not isinstance(opt, Adam):
+                        if skipped and plan.step_attr(i, "first_step"):
+                            first.append(i)  # the buffer starts at the first update that runs
+                        else:
+                            plan.set_attr(i, "first_step", 0.0)  # replays continue the buffer
+                    updates.append(_Update(i, opt, group, opt.state[p]))
+                guard = None
+                if flag is not None:
+                    plan.guard_steps(start, end, flag)
+                    guard, guards = guards, guards + 1
+            finally:
+                if snapshot is not None:
+                    self._restore(plan, opt, snapshot)  # this call's gradients held inf/NaN
+            traced.append((opt, updates, guard, skipped, first))
         return traced
 
     @staticmethod
@@ -788,14 +831,15 @@ class Graph:
         return swaps
 
     @staticmethod
-    def _swap_out_shards(opt, swaps):
+    def _swap_out_shards(opt, swaps, gather=True):
         """After the update: the parameters back in their groups, gathered from the updated
-        shards (an all-gather)."""
+        shards (an all-gather); gather=False after a failed step (the parameters as they were)."""
         with flow.no_grad():
             for group, i, p, shard in swaps:
                 group["params"][i] = p
                 opt.state[p] = opt.state.pop(shard)
-                p.copy_(shard)
+                if gather:
+                    p.copy_(shard)
                 shard.grad = None
 
     def _num_stages(self):
@@ -932,11 +976,11 @@ class Graph:
             for state in opt.state.values():
                 if isinstance(state, dict):
                     state.pop("_first_step", None)
-        updates = [u for _, ups, _, _ in traced for u in ups]
+        updates = [u for _, ups, _, _, _ in traced for u in ups]
         compiled = _Compiled(key, plan, template, updates, time.perf_counter() - started)
         compiled.optimizer_state = self._optimizer_state()
         compiled.scaling = scaling
-        compiled.guarded = [(opt, ups, guard) for opt, ups, guard, _ in traced
+        compiled.guarded = [(opt, ups, guard, first) for opt, ups, guard, _, first in traced
                             if guard is not None]
         self._compiled.append(compiled)
         self.__dict__["_assignments"] = _module.assignment_count()
@@ -944,7 +988,7 @@ class Graph:
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
         if scaling is not None:
-            scaling.update([skipped for _, _, guard, skipped in traced if guard is not None])
+            scaling.update([skipped for _, _, guard, skipped, _ in traced if guard is not None])
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()
@@ -963,8 +1007,18 @@ class _Scaling:
             device = t.placement.type if t.is_global else str(t.device)
             break
         value = scaler.get_scale()
+        self.current = value
         self.values = {"scale": flow.tensor(value, dtype=flow.float32, device=device),
                        "inv": flow.tensor(1.0 / value, dtype=flow.float32, device=device)}
+
+    def follow(self):
+        """The tensors take the scaler's scale (GradScaler.load_state_dict, update(new_scale))."""
+        value = self.scaler.get_scale()
+        if value != self.current:
+            self.current = value
+            with flow.no_grad():
+                self.values["scale"].fill_(value)
+                self.values["inv"].fill_(1.0 / value)
 
     def like(self, which, t):
         value = self.values[which]
@@ -983,8 +1037,5 @@ class _Scaling:
         scaler._per_optimizer = {k: {"stage": GradScaler._STEPPED, "found_inf": bool(f)}
                                  for k, f in enumerate(found_infs)}
         scaler.update()
-        value = scaler.get_scale()
-        with flow.no_grad():
-            self.values["scale"].fill_(value)
-            self.values["inv"].fill_(1.0 / value)
+        self.follow()
 

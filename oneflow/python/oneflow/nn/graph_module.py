@@ -38,6 +38,10 @@ class GraphModule:
         object.__setattr__(self, "_module", module)
 
     def _config(self):
+        """The module's switches, for a change: graphs that traced the module compile again."""
+        from oneflow.nn.modules import module
+
+        module._assignments[0] += 1
         d = self._module.__dict__
         if _CONFIG not in d:
             d[_CONFIG] = GraphModuleConfig()

@@ -245,6 +245,8 @@ class Module:
             del self._modules[name]
         else:
             object.__delattr__(self, name)
+            return
+        _assignments[0] += 1
 
     def __dir__(self):
         keys = list(object.__dir__(self))
@@ -458,6 +460,7 @@ class Module:
             for key, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[key] = fn(buf)
+                    _assignments[0] += 1
         return self
 
     def to(self, *args, **kwargs):
