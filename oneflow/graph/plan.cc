@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <unordered_set>
 
 #include "core/autocast.h"
 #include "core/dispatch.h"
@@ -111,6 +112,9 @@ void GraphPlan::AbortTrace() {
   slot_of_.clear();
   storage_slot_.clear();
   slot_storage_.clear();
+  slot_bytes_.clear();
+  draws_at_.clear();
+  guards_.clear();
 }
 
 void GraphPlan::PauseTrace() {
@@ -393,9 +397,13 @@ void GraphPlan::EndTrace(const std::vector<Tensor>& outputs) {
   // lives: a view and its base share one).
   size_t live = 0, bytes = 0;
   std::unordered_map<const Storage*, int> holders;
+  std::unordered_set<const Storage*> state;  // memory of inputs, outputs and captured state
+  for (int s = 0; s < num_slots_; ++s) {
+    if ((keep[s] || outside[s]) && slot_storage_[s]) state.insert(slot_storage_[s]);
+  }
   auto hold = [&](int s, int delta) {
     const Storage* st = slot_storage_[s];
-    if (!st) return;
+    if (!st || state.count(st)) return;  // a view of a parameter (w.T) holds no new memory
     int& n = holders[st];
     if (n == 0 && delta > 0) bytes += slot_bytes_[s];
     n += delta;

@@ -696,7 +696,7 @@ class Graph:
     def _unscale(self, opt, scaling):
         """GradScaler's unscale_ in the trace: the gradients divided by the scale in place, and
         the count of inf/NaN elements among them (broadcast on every rank of the job)."""
-        flag = None
+        counts = {}  # per placement (or device): the sum of its gradients' inf/NaN counts
         with flow.no_grad():
             for group in opt.param_groups:
                 for p in group["params"]:
@@ -704,12 +704,16 @@ class Graph:
                     if g is None:
                         continue
                     bad = (~flow.isfinite(g)).to(flow.float32).sum()
-                    if bad.is_global:
-                        everywhere = flow.placement(
-                            bad.placement.type, ranks=list(range(flow.env.get_world_size())))
-                        bad = bad.to_global(placement=everywhere, sbp=flow.sbp.broadcast)
-                    flag = bad if flag is None else flag + bad
+                    key = (g.placement, tuple(bad.sbp)) if g.is_global else str(g.device)
+                    counts[key] = bad if key not in counts else counts[key] + bad
                     g.mul_(scaling.like("inv", g))
+            flag = None
+            for bad in counts.values():  # one reduction per placement, to every rank
+                if bad.is_global:
+                    everywhere = flow.placement(
+                        bad.placement.type, ranks=list(range(flow.env.get_world_size())))
+                    bad = bad.to_global(placement=everywhere, sbp=flow.sbp.broadcast)
+                flag = bad if flag is None else flag + bad
         return flag
 
     def _trace_updates(self, plan, shards, scaling):
