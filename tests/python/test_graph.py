@@ -498,6 +498,8 @@ needs_fortunes = pytest.mark.skipif(not os.path.isdir("/usr/share/games/fortunes
     (2, "pp", ("--untied",), "pp"),                          # set_stage, 4 micro-batches
     (2, "zero", (), "dp"),                                   # ZeRO stage 1
     (2, "tp+zero", ("--zero_stage", "2"), "tp"),             # ZeRO stage 2 on a TP layout
+    (4, "dp_tp+zero", ("--zero_stage", "2"), "dp_tp"),       # ZeRO 2 on a 2 x 2 mesh
+    (4, "pp", ("--untied",), "pp"),                          # 2 stages of 2 data-parallel ranks
     (2, "dp", ("--accumulate", "2"), "dp"),                  # gradient accumulation
     (2, "dp", ("--checkpoint",), "dp"),                      # activation checkpointing
 ])
