@@ -40,7 +40,7 @@ import time
 
 import oneflow as flow
 from oneflow.nn.graph_module import GraphModule, module_config  # noqa: F401  (nn.graph.GraphModule)
-from oneflow.nn.modules import module as _module
+from oneflow.nn.modules import _assignments
 from oneflow.nn.modules.module import Module
 from oneflow.optim.adam import Adam
 from oneflow.optim.sgd import SGD
@@ -515,7 +515,7 @@ class Graph:
     # ---- calling
 
     def __call__(self, *args, **kwargs):
-        if self._compiled and _module.assignment_count() != self.__dict__["_assignments"]:
+        if self._compiled and _assignments.count() != self.__dict__["_assignments"]:
             self._check_module_state()
         # train() / eval() decide what build traces (dropout, batch statistics): part of the key.
         modes = tuple([m.training for m in self._submodules()])
@@ -559,7 +559,7 @@ class Graph:
         """Some module got a parameter, buffer or submodule assigned since the last compile:
         when it is one of this graph's, the plans hold the old tensors, so they are dropped and
         each signature compiles again on its next call."""
-        self.__dict__["_assignments"] = _module.assignment_count()
+        self.__dict__["_assignments"] = _assignments.count()
         state = self._module_state()
         if not self._same_state(state, self.__dict__["_captured_modules"]):
             self._log(0, "a module's parameters, buffers, submodules or graph switches changed: "
@@ -987,7 +987,7 @@ class Graph:
         compiled.guarded = [(opt, ups, guard, first) for opt, ups, guard, _, first in traced
                             if guard is not None]
         self._compiled.append(compiled)
-        self.__dict__["_assignments"] = _module.assignment_count()
+        self.__dict__["_assignments"] = _assignments.count()
         self.__dict__["_captured_modules"] = self._module_state()
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())

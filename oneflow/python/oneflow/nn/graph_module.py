@@ -1,6 +1,8 @@
 """nn.graph.GraphModule, on its own so that Module.to(GraphModule) needs nothing of nn.Graph
 (oneflow.nn.graph imports Module; this module imports neither)."""
 
+from oneflow.nn.modules import _assignments
+
 _CONFIG = "_oneflow_graph_module_config"
 
 
@@ -39,9 +41,7 @@ class GraphModule:
 
     def _config(self):
         """The module's switches, for a change: graphs that traced the module compile again."""
-        from oneflow.nn.modules import module
-
-        module._assignments[0] += 1
+        _assignments.bump()
         d = self._module.__dict__
         if _CONFIG not in d:
             d[_CONFIG] = GraphModuleConfig()

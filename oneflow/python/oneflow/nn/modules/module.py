@@ -13,15 +13,8 @@ from collections import OrderedDict, namedtuple
 import oneflow as flow
 from oneflow import _sharded_checkpoint
 from oneflow._dtype_util import is_floating
+from oneflow.nn.modules import _assignments
 from oneflow.nn.parameter import Parameter
-
-# Bumped whenever any module gets a parameter, buffer or submodule assigned: nn.Graph checks,
-# with one comparison per call, whether a plan may hold tensors its modules no longer have.
-_assignments = [0]
-
-
-def assignment_count():
-    return _assignments[0]
 
 def _addindent(text, num_spaces):
     lines = text.split("\n")
@@ -131,7 +124,7 @@ class Module:
                 "make it a leaf with .detach() first"
             )
         self._parameters[name] = param
-        _assignments[0] += 1
+        _assignments.bump()
 
     def register_buffer(self, name, tensor, persistent=True):
         if "_buffers" not in self.__dict__:
@@ -145,7 +138,7 @@ class Module:
                 "(oneflow.Tensor or None required)"
             )
         self._buffers[name] = tensor
-        _assignments[0] += 1
+        _assignments.bump()
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -158,7 +151,7 @@ class Module:
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
-        _assignments[0] += 1
+        _assignments.bump()
 
     register_module = add_module
 
@@ -212,7 +205,7 @@ class Module:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
             modules[name] = value
-            _assignments[0] += 1
+            _assignments.bump()
             return
         if modules is not None and name in modules:
             if value is not None:
@@ -221,7 +214,7 @@ class Module:
                     "(oneflow.nn.Module or None expected)"
                 )
             modules[name] = value
-            _assignments[0] += 1
+            _assignments.bump()
             return
         buffers = self.__dict__.get("_buffers")
         if buffers is not None and name in buffers:
@@ -231,7 +224,7 @@ class Module:
                     "(oneflow.Tensor or None expected)"
                 )
             buffers[name] = value
-            _assignments[0] += 1
+            _assignments.bump()
             return
         object.__setattr__(self, name, value)
 
@@ -246,7 +239,7 @@ class Module:
         else:
             object.__delattr__(self, name)
             return
-        _assignments[0] += 1
+        _assignments.bump()
 
     def __dir__(self):
         keys = list(object.__dir__(self))
@@ -460,7 +453,7 @@ class Module:
             for key, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[key] = fn(buf)
-                    _assignments[0] += 1
+                    _assignments.bump()
         return self
 
     def to(self, *args, **kwargs):
