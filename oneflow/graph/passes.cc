@@ -145,32 +145,52 @@ void PlanPasses::Run(GraphPlan& plan) {
   if (plan.fuse_model_updates_) FuseMatmulMomentum(plan);
 }
 
+struct PlanPasses::SlotUses {
+  // Per slot: the steps that read it and that write it; whether something outside the steps
+  // sees it (an input, an output, captured state), whether it is captured state.
+  std::vector<std::vector<int>> readers, writers;
+  std::vector<bool> outside, captured;
+  std::vector<const Storage*> storage;
+  std::unordered_map<const Storage*, int> sharing;  // slots per buffer (views share one)
+
+  // s has memory of its own: no other slot (a view) shares its buffer.
+  bool Unshared(int s) const {
+    const Storage* st = storage[s];
+    return st && sharing.at(st) == 1;
+  }
+};
+
+PlanPasses::SlotUses PlanPasses::Uses(const GraphPlan& plan) {
+  const int num_slots = plan.num_slots_;
+  SlotUses u;
+  u.readers.resize(num_slots);
+  u.writers.resize(num_slots);
+  for (size_t i = 0; i < plan.steps_.size(); ++i) {
+    for (int s : plan.steps_[i].in) {
+      if (s >= 0) u.readers[s].push_back(static_cast<int>(i));
+    }
+    for (int s : plan.steps_[i].out) {
+      if (s >= 0) u.writers[s].push_back(static_cast<int>(i));
+    }
+  }
+  u.outside.assign(num_slots, false);
+  u.captured.assign(num_slots, false);
+  for (int s : plan.input_slots_) u.outside[s] = true;
+  for (int s : plan.output_slots_) u.outside[s] = true;
+  for (const auto& c : plan.captured_) u.outside[c.first] = u.captured[c.first] = true;
+  u.storage = plan.slot_storage_;
+  for (const Storage* st : u.storage) {
+    if (st) ++u.sharing[st];
+  }
+  return u;
+}
+
 void PlanPasses::FuseLinearRelu(GraphPlan& plan) {
   auto& steps = plan.steps_;
-  const int num_slots = plan.num_slots_;
-  // Per slot: the steps that read it and that write it; whether something outside the steps
-  // sees it (an input, an output, captured state) or other slots share its memory (views).
-  std::vector<std::vector<int>> readers(num_slots), writers(num_slots);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    for (int s : steps[i].in) {
-      if (s >= 0) readers[s].push_back(static_cast<int>(i));
-    }
-    for (int s : steps[i].out) {
-      if (s >= 0) writers[s].push_back(static_cast<int>(i));
-    }
-  }
-  std::vector<bool> outside(num_slots, false);
-  for (int s : plan.input_slots_) outside[s] = true;
-  for (int s : plan.output_slots_) outside[s] = true;
-  for (const auto& c : plan.captured_) outside[c.first] = true;
-  std::unordered_map<const Storage*, int> sharing;
-  for (const Storage* st : plan.slot_storage_) {
-    if (st) ++sharing[st];
-  }
-  auto alone = [&](int s) {
-    const Storage* st = plan.slot_storage_[s];
-    return st && sharing[st] == 1 && !outside[s];
-  };
+  SlotUses u = Uses(plan);
+  auto& readers = u.readers;
+  auto& writers = u.writers;
+  auto alone = [&](int s) { return u.Unshared(s) && !u.outside[s]; };
 
   for (size_t i = 0; i < steps.size(); ++i) {
     GraphPlan::Step& lin = steps[i];
@@ -233,28 +253,12 @@ void PlanPasses::FuseLinearRelu(GraphPlan& plan) {
 
 void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
   auto& steps = plan.steps_;
-  const int num_slots = plan.num_slots_;
-  std::vector<std::vector<int>> readers(num_slots), writers(num_slots);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    for (int s : steps[i].in) {
-      if (s >= 0) readers[s].push_back(static_cast<int>(i));
-    }
-    for (int s : steps[i].out) {
-      if (s >= 0) writers[s].push_back(static_cast<int>(i));
-    }
-  }
-  std::vector<bool> outside(num_slots, false), captured(num_slots, false);
-  for (int s : plan.input_slots_) outside[s] = true;
-  for (int s : plan.output_slots_) outside[s] = true;
-  for (const auto& c : plan.captured_) outside[c.first] = captured[c.first] = true;
-  std::unordered_map<const Storage*, int> sharing;
-  for (const Storage* st : plan.slot_storage_) {
-    if (st) ++sharing[st];
-  }
-  auto unshared = [&](int s) {
-    const Storage* st = plan.slot_storage_[s];
-    return st && sharing[st] == 1;
-  };
+  SlotUses u = Uses(plan);
+  auto& readers = u.readers;
+  auto& writers = u.writers;
+  const auto& outside = u.outside;
+  const auto& captured = u.captured;
+  auto unshared = [&](int s) { return u.Unshared(s); };
   // An intermediate made by one step and read by one step only, in memory of its own.
   auto single_use = [&](int s, int reader) {
     return s >= 0 && unshared(s) && !outside[s] && writers[s].size() == 1 &&

@@ -37,6 +37,11 @@ struct PlanPasses {
   static void Run(GraphPlan& plan);
   static void FuseLinearRelu(GraphPlan& plan);
   static void FuseMatmulMomentum(GraphPlan& plan);
+
+  // Who reads and writes each slot, which slots something outside the steps sees (inputs,
+  // outputs, captured state) and which share their memory with another slot (passes.cc).
+  struct SlotUses;
+  static SlotUses Uses(const GraphPlan& plan);
 };
 
 // While one lives, EndTrace on this thread leaves the plan as traced (to compare a rewritten
