@@ -512,42 +512,41 @@ std::string GraphPlan::StepName(size_t i) const {
   return steps_[i].name;
 }
 
-void GraphPlan::SetAttr(size_t i, const std::string& name, double value) {
+const std::pair<const char*, AttrValue>& GraphPlan::NumericAttr(size_t i,
+                                                                const std::string& name) const {
   ONEFLOW_CHECK(i < steps_.size() && steps_[i].op, "nn.Graph ", graph_name_, ": step ", i,
                 " is not an op call");
-  Attrs& attrs = steps_[i].attrs;
-  for (const auto& kv : attrs.items()) {
+  for (const auto& kv : steps_[i].attrs.items()) {
     if (name != kv.first) continue;
-    const char* key = kv.first;  // the registered literal: Attrs keeps names by pointer
-    if (std::holds_alternative<double>(kv.second)) {
-      attrs.Set(key, value);
-    } else if (std::holds_alternative<int64_t>(kv.second)) {
-      attrs.Set(key, static_cast<int64_t>(value));
-    } else if (std::holds_alternative<bool>(kv.second)) {
-      attrs.Set(key, value != 0);
-    } else {
+    const AttrValue& v = kv.second;
+    if (!std::holds_alternative<double>(v) && !std::holds_alternative<int64_t>(v) &&
+        !std::holds_alternative<bool>(v)) {
       throw Error(StrCat("nn.Graph ", graph_name_, ": attr '", name, "' of '", steps_[i].name,
                          "' is not a number"));
     }
-    return;
+    return kv;
   }
   throw Error(
       StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));
 }
 
-double GraphPlan::GetAttr(size_t i, const std::string& name) const {
-  ONEFLOW_CHECK(i < steps_.size() && steps_[i].op, "nn.Graph ", graph_name_, ": step ", i,
-                " is not an op call");
-  for (const auto& kv : steps_[i].attrs.items()) {
-    if (name != kv.first) continue;
-    if (const double* d = std::get_if<double>(&kv.second)) return *d;
-    if (const int64_t* n = std::get_if<int64_t>(&kv.second)) return static_cast<double>(*n);
-    if (const bool* b = std::get_if<bool>(&kv.second)) return *b ? 1.0 : 0.0;
-    throw Error(StrCat("nn.Graph ", graph_name_, ": attr '", name, "' of '", steps_[i].name,
-                       "' is not a number"));
+void GraphPlan::SetAttr(size_t i, const std::string& name, double value) {
+  const auto& [key, old] = NumericAttr(i, name);  // key: the registered literal (kept by pointer)
+  Attrs& attrs = steps_[i].attrs;
+  if (std::holds_alternative<double>(old)) {
+    attrs.Set(key, value);
+  } else if (std::holds_alternative<int64_t>(old)) {
+    attrs.Set(key, static_cast<int64_t>(value));
+  } else {
+    attrs.Set(key, value != 0);
   }
-  throw Error(
-      StrCat("nn.Graph ", graph_name_, ": op '", steps_[i].name, "' has no attr '", name, "'"));
+}
+
+double GraphPlan::GetAttr(size_t i, const std::string& name) const {
+  const AttrValue& v = NumericAttr(i, name).second;
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  if (const int64_t* n = std::get_if<int64_t>(&v)) return static_cast<double>(*n);
+  return std::get<bool>(v) ? 1.0 : 0.0;
 }
 
 std::string GraphPlan::Describe() const {

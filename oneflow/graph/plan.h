@@ -112,6 +112,9 @@ class GraphPlan : public Tracer {
     std::string layout;  // placement and nd_sbp of a global input
   };
 
+  // Step i's attr `name` (its registered key and value). Throws naming the step when step i is
+  // no op call, has no such attr, or the attr is not a number.
+  const std::pair<const char*, AttrValue>& NumericAttr(size_t i, const std::string& name) const;
   int NewSlot(const Tensor& t);
   int StorageSlot(const Storage* storage) const;  // the first live slot on it, or -1
   int SlotOf(const Tensor& t, const std::string& reader);

@@ -362,5 +362,27 @@ TEST_CASE("the momentum fusion leaves a gradient that is read twice or decayed a
   CHECK(plan->Describe().find("matmul+momentum") == std::string::npos);
 }
 
+TEST_CASE("a step's numeric attrs are read and replaced by name; anything else is one line") {
+  Tensor x = fn::randn(Shape({3, 4}));
+  auto plan = Trace(
+      {x},
+      [&] { return std::vector<Tensor>{fn::sum(fn::leaky_relu(x, 0.5), {1}, /*keepdim=*/true)}; },
+      false);
+  REQUIRE(plan->StepName(0) == "leaky_relu");
+  CHECK(plan->GetAttr(0, "negative_slope") == 0.5);
+  CHECK(plan->GetAttr(1, "keepdim") == 1.0);
+  plan->SetAttr(0, "negative_slope", 0.25);
+  plan->SetAttr(1, "keepdim", 0.0);
+  CHECK(plan->GetAttr(0, "negative_slope") == 0.25);
+  CHECK(plan->GetAttr(1, "keepdim") == 0.0);
+  Tensor x2 = fn::randn(Shape({3, 4}));
+  CheckClose(plan->Replay({x2})[0], fn::sum(fn::leaky_relu(x2, 0.25), {1}, false));
+  CHECK_THROWS_WITH(plan->GetAttr(0, "alpha"),
+                    "nn.Graph Plain: op 'leaky_relu' has no attr 'alpha'");
+  CHECK_THROWS_WITH(plan->SetAttr(1, "dims", 1.0),
+                    "nn.Graph Plain: attr 'dims' of 'sum' is not a number");
+  CHECK_THROWS_WITH(plan->GetAttr(9, "keepdim"), "nn.Graph Plain: step 9 is not an op call");
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -36,6 +36,7 @@ switch; switches are set before the first call (after it, one line says so).
 """
 
 import collections
+import contextlib
 import time
 
 import oneflow as flow
@@ -244,6 +245,24 @@ class _Compiled:
 
 
 # ---------------------------------------------------------------- the trace
+
+
+@contextlib.contextmanager
+def _paused(plan):
+    """Work inside a trace that the replay must not redo (host reads, snapshots)."""
+    plan.pause_trace()
+    try:
+        yield
+    finally:
+        plan.resume_trace()
+
+
+def _graph_device(params, tensors):
+    """Where a graph computes: its first parameter's device, else its first input's (a
+    placement's device type for a global tensor, "cuda"; else the device, "cuda:1")."""
+    for t in list(params) + list(tensors):
+        return t.placement.type if t.is_global else str(t.device)
+    return "cpu"
 
 
 def _to_stage(graph, where, config, value):
@@ -768,46 +787,35 @@ class Graph:
     @staticmethod
     def _flag_value(plan, flag):
         """The inf/NaN count of the trace's own call, read without tracing."""
-        plan.pause_trace()
-        try:
+        with _paused(plan):
             local = flag.to_local() if flag.is_global else flag
             item = _Tracing.active.saved[(flow.Tensor, "item")]  # not the trace's guarded read
             return float(item(local))
-        finally:
-            plan.resume_trace()
 
     @staticmethod
     def _snapshot(plan, opt):
         """Copies of the parameters and state an update would change (tracing paused)."""
-        plan.pause_trace()
-        try:
-            with flow.no_grad():
-                params = [(p, p.detach().clone()) for g in opt.param_groups for p in g["params"]]
-                states = {}
-                for p, _ in params:
-                    st = opt.state.get(p, {})
-                    states[id(p)] = {k: (v.detach().clone() if isinstance(v, flow.Tensor) else v)
-                                     for k, v in st.items()}
-            return params, states
-        finally:
-            plan.resume_trace()
+        with _paused(plan), flow.no_grad():
+            params = [(p, p.detach().clone()) for g in opt.param_groups for p in g["params"]]
+            states = {}
+            for p, _ in params:
+                st = opt.state.get(p, {})
+                states[id(p)] = {k: (v.detach().clone() if isinstance(v, flow.Tensor) else v)
+                                 for k, v in st.items()}
+        return params, states
 
     @staticmethod
     def _restore(plan, opt, snapshot):
-        plan.pause_trace()
-        try:
-            params, states = snapshot
-            with flow.no_grad():
-                for p, saved in params:
-                    p.copy_(saved)
-                    st = opt.state.get(p, {})
-                    for k, v in states[id(p)].items():
-                        if isinstance(v, flow.Tensor) and isinstance(st.get(k), flow.Tensor):
-                            st[k].copy_(v)
-                        else:
-                            st[k] = v
-        finally:
-            plan.resume_trace()
+        params, states = snapshot
+        with _paused(plan), flow.no_grad():
+            for p, saved in params:
+                p.copy_(saved)
+                st = opt.state.get(p, {})
+                for k, v in states[id(p)].items():
+                    if isinstance(v, flow.Tensor) and isinstance(st.get(k), flow.Tensor):
+                        st[k].copy_(v)
+                    else:
+                        st[k] = v
 
     @staticmethod
     def _swap_in_shards(opt, shards):
@@ -853,9 +861,7 @@ class Graph:
                     is not None})
 
     def _amp_device(self, tensors):
-        for t in list(self._parameters()) + list(tensors):
-            return t.placement.type if t.is_global else t.device.type
-        return "cpu"
+        return _graph_device(self._parameters(), tensors).split(":")[0]  # autocast's "cpu"/"cuda"
 
     def _build_micro_batches(self, args, kwargs, tensors, scaling, amp_device):
         """build once, or with gradient accumulation over n steps (OneFlow's semantics): each
@@ -1006,10 +1012,7 @@ class _Scaling:
 
     def __init__(self, scaler, params, tensors):
         self.scaler = scaler
-        device = "cpu"
-        for t in list(params) + list(tensors):
-            device = t.placement.type if t.is_global else str(t.device)
-            break
+        device = _graph_device(params, tensors)
         value = scaler.get_scale()
         self.current = value
         self.values = {"scale": flow.tensor(value, dtype=flow.float32, device=device),
