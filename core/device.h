@@ -37,6 +37,7 @@ void SetCurrentCudaIndex(int index);
 // tensors then live in host memory and run the CPU kernels, but are cuda tensors in every other
 // respect (device cuda:N, cuda placements, device checks, .to("cuda"), the CUDA collectives'
 // host fallback), so tests without a GPU check where tensors go. Never on unless asked.
+// (DESIGN.md, The stand-in CUDA device.)
 bool FakeCuda();
 // Its number of devices: ONEFLOW_FAKE_CUDA_DEVICES, else 8 (one node of eight GPUs).
 int FakeCudaDeviceCount();

@@ -31,7 +31,8 @@ Tensor full_like(const Tensor& t, double value);
 Tensor scalar_like(double value, const Tensor& like);
 // Where a tensor an op makes for its input `like` lives (constants, positions, index tensors of
 // composites, rule rewrites, hooks): the one place that decides it. On like's device; for a
-// global like, broadcast on like's placement, each rank's piece on the placement's device.
+// global like, broadcast on like's placement, each rank's piece on the placement's device
+// (DESIGN.md, Where op-made tensors live).
 //   constant_like: `value` of any shape and dtype there (0-dim: on like's device, local, to join
 //     a global call as Python numbers do);
 //   place_like: `values` (the same on every rank, made on any device) moved there.

@@ -3,6 +3,8 @@
 //
 //   ONEFLOW_REGISTER_OP(relu).Inputs(1).Infer(SameAsInput0).Grad(ReluGrad);
 //   ONEFLOW_REGISTER_KERNEL(relu, kCPU, ReluCpu);
+//
+// How an op's facets fit together: DESIGN.md, "How an op is declared today".
 #pragma once
 
 #include <map>

@@ -8,6 +8,8 @@
 //   SetTracer(&plan);                  // plan implements Tracer
 //   Tensor y = fn::relu(x);            // plan.OnOp(relu, {x}, attrs, {y})
 //   SetTracer(nullptr);
+//
+// One of core's two inversion points (DESIGN.md, Layers).
 #pragma once
 
 #include <functional>
