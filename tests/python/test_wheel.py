@@ -185,3 +185,19 @@ def test_a_wheel_for_a_second_python_installs_and_passes_the_suites_without_nump
                *[os.path.join(TESTS, s) for s in NO_NUMPY_SUITES]],
               cwd=tmp_path, env=clean_env(PYTHONPATH=shim))
     assert " passed" in out and "failed" not in out and "error" not in out, out
+
+
+def test_pip_install_dot_and_pip_wheel_dot_build_through_the_pep517_backend(tmp_path):
+    """`pip install .` from the checkout into a fresh venv (no PyPI: the backend needs no build
+    requirements), used from outside the checkout; then `pip wheel .` gives the same wheel."""
+    venv = tmp_path / "venv"
+    run(["/usr/bin/python3", "-m", "venv", venv], cwd=tmp_path)
+    pip = [venv / "bin" / "python", "-m", "pip"]
+    run([*pip, "install", "--no-index", "-q", "."], cwd=ROOT, timeout=1800)
+    out = run([venv / "bin" / "python", "-c", "import importlib.util, oneflow as flow; "
+               "print(importlib.util.find_spec('numpy'), (flow.ones(2, 3) * 2).sum().item(), "
+               "flow.__file__)"], cwd=tmp_path)
+    assert out.startswith("None 12.0 " + str(venv)), out
+    run([*pip, "wheel", "--no-index", "-q", "-w", tmp_path / "wheels", "."], cwd=ROOT,
+        timeout=1800)
+    assert os.listdir(tmp_path / "wheels") == ["oneflow-0.1.0-cp311-cp311-linux_x86_64.whl"]
