@@ -1,0 +1,6 @@
+"""python3 -m oneflow.distributed.plan: see cli.py."""
+import sys
+
+from oneflow.distributed.plan.cli import main
+
+sys.exit(main())
