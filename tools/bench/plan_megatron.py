@@ -1,0 +1,75 @@
+"""The planner against a published table: Narayanan et al. 2021 (Megatron-LM, arXiv 2104.04473),
+Table 1, GPT models from 1.7B to 1T parameters on up to 3,072 A100 80GB GPUs.
+
+    tools/python tools/bench/plan_megatron.py            # a Markdown table (README's)
+
+For every row: the per-GPU TFLOP/s the planner predicts for the published layout (TP = min(8,
+model-parallel size), PP = the rest of it, DP = GPUs / model-parallel size, the published
+batch; activation checkpointing on and no ZeRO, as in the paper; the micro-batch size, which the
+table does not give, is the planner's best for that layout), against the published figure, and
+the plan the search finds (any tp, pp, dp, micro-batch, ZeRO, checkpointing that fits) with its
+predicted throughput. One profile (a100_80gb), one model, no constant set per row.
+TFLOP/s per GPU counts the matmuls' FLOPs including recomputation, as the paper does; the
+search is judged by step time (model FLOPs per second), since a plan that recomputes less does
+fewer hardware FLOPs for the same step.
+"""
+
+import argparse
+import time
+
+from oneflow.distributed.plan import Mesh, gpt, load_profile, search
+
+# model, hidden, layers, heads, model-parallel size, GPUs, batch, published TFLOP/s per GPU.
+# The figures are the paper's (Table 1; the heads from the same table); vocabulary 51,200,
+# sequence 2,048, fp16.
+ROWS = [
+    ("1.7B", 2304, 24, 24, 1, 32, 512, 137),
+    ("3.6B", 3072, 30, 32, 2, 64, 512, 138),
+    ("7.5B", 4096, 36, 32, 4, 128, 512, 142),
+    ("18B", 6144, 40, 48, 8, 256, 1024, 135),
+    ("39B", 8192, 48, 64, 16, 512, 1536, 138),
+    ("76B", 10240, 60, 80, 32, 1024, 1792, 140),
+    ("145B", 12288, 80, 96, 64, 1536, 2304, 148),
+    ("310B", 16384, 96, 128, 128, 1920, 2160, 155),
+    ("530B", 20480, 105, 128, 280, 2520, 2520, 163),
+    ("1T", 25600, 128, 160, 512, 3072, 3072, 163),
+]
+VOCAB, SEQ = 51200, 2048
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="a100_80gb")
+    ap.add_argument("--rows", help="only these rows (comma-separated names, e.g. 1T,530B)")
+    args = ap.parse_args()
+    prof = load_profile(args.profile)
+    rows = ROWS if not args.rows else [r for r in ROWS if r[0] in args.rows.split(",")]
+    print("| model | published layout (tp x pp x dp, micro-batch) | published TFLOP/s | "
+          "predicted | error | plan found | its TFLOP/s | step time vs published layout | "
+          "search time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    errors = []
+    for name, h, l, a, mp, gpus, batch, published in rows:
+        model = gpt(l, h, a, VOCAB, SEQ, batch, dtype="fp16", name=f"GPT-{name}")
+        mesh = Mesh(gpus // 8, 8)
+        tp = min(8, mp)
+        pp, dp = mp // tp, gpus // mp
+        pub = search(model, mesh, prof, fixed={"tp": tp, "pp": pp, "dp": dp, "zero": 0,
+                                               "checkpoint": True}).best
+        start = time.perf_counter()
+        found = search(model, mesh, prof)
+        took = time.perf_counter() - start
+        b, lo = found.best, found.best.layout
+        err = (pub.tflops_per_device - published) / published
+        errors.append(abs(err))
+        print(f"| {name} | {tp} x {pp} x {dp}, {pub.layout.micro_batch} | {published} | "
+              f"{pub.tflops_per_device:.0f} | {100 * err:+.0f}% | {lo.tp} x {lo.pp} x {lo.dp}, "
+              f"mb {lo.micro_batch}, ZeRO {lo.zero}, ckpt {'on' if lo.checkpoint else 'off'} | "
+              f"{b.tflops_per_device:.0f} | {pub.step_time / b.step_time:.2f}x faster | "
+              f"{took:.1f} s |")
+    print(f"\nmean |error| {100 * sum(errors) / len(errors):.1f}%, "
+          f"worst {100 * max(errors):.1f}% ({prof.name} profile)")
+
+
+if __name__ == "__main__":
+    main()
