@@ -192,3 +192,18 @@ def test_the_1t_row_plans_in_under_a_minute():
     assert took < 60
     published = evaluate(m, Mesh(384, 8), A100, Layout(8, 64, 6, 1, 0, True))
     assert r.best.step_time <= published.step_time and r.best.fits
+
+
+def test_measured_timings_become_a_profile(tmp_path):
+    from oneflow.distributed.plan.hardware import profile_from_dict
+    from oneflow.distributed.plan.measure import profile_from_timings
+    t = {"gemm_s": 0.01, "gemm_flops": 2e9, "copy_s": 0.02, "copy_bytes": 2e8, "add_s": 0.01,
+         "add_elements": 1e7, "tiny_s": 5e-6, "all_reduce_small_s": 4e-5,
+         "all_reduce_small_bytes": 1024.0, "all_reduce_big_s": 0.01 + 4e-5,
+         "all_reduce_big_bytes": 16e6, "world_size": 2}
+    d = profile_from_timings(t, memory_bytes=16e9)
+    p = profile_from_dict(d)
+    assert p.peak("fp32") == pytest.approx(2e11) and p.memory_rate == pytest.approx(1e10)
+    assert p.intra.latency == pytest.approx(2e-5)  # 2 ring steps in the small all_reduce
+    assert p.intra.bandwidth == pytest.approx(16e6 / 0.01)  # 2 ranks: each moves the tensor once
+    assert p.memory_limit == pytest.approx(7.2e9) and p.kernel_overhead_s == 5e-6
