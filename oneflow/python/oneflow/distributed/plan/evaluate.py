@@ -218,7 +218,7 @@ def evaluate(model, mesh, profile, layout, memory_limit=None):
             bw += nb * blk[0]
             cb += nb * blk[2]
             vol_tp += nb * blk[4]
-        params = sum(c[7] * r for c, r in parts) + (tied if (first or last) else 0.0)
+        params = sum(c[7] * r for c, r in parts) + (tied if last and not first else 0.0)
         send = 0.0
         if p > 1:  # this stage's output forward, its input's gradient backward
             out = blk[8]

@@ -57,18 +57,20 @@ class GptBlock:
     seq: int
     ffn: int
     itemsize: int
+    dropout: bool = True
 
     @functools.lru_cache(maxsize=None)
     def part(self, b, t):
         h, s, f, z = self.hidden, self.seq, self.ffn, self.itemsize
         n = b * s  # tokens
         ops = [O.layer_norm(n, h, z, "ln_1"), O.linear(n, h, 3 * h // t, z, "qkv")]
-        ops += O.attention(b, self.heads // t, s, h // self.heads, z)
-        ops += [O.linear(n, h // t, h, z, "attention out"), O.dropout(n * h, z),
-                O.elementwise(n * h, z, name="residual add"), O.layer_norm(n, h, z, "ln_2"),
-                O.linear(n, h, f // t, z, "fc"), O.gelu(n * f // t, z),
-                O.linear(n, f // t, h, z, "proj"), O.dropout(n * h, z),
-                O.elementwise(n * h, z, name="residual add")]
+        ops += O.attention(b, self.heads // t, s, h // self.heads, z, self.dropout)
+        drop = [O.dropout(n * h, z)] if self.dropout else []
+        ops += [O.linear(n, h // t, h, z, "attention out")] + drop + [
+            O.elementwise(n * h, z, name="residual add"), O.layer_norm(n, h, z, "ln_2"),
+            O.linear(n, h, f // t, z, "fc"), O.gelu(n * f // t, z),
+            O.linear(n, f // t, h, z, "proj")] + drop + [
+            O.elementwise(n * h, z, name="residual add")]
         comms = ()
         if t > 1:  # row-parallel outputs P->B forward; column-parallel inputs' gradients backward
             x = n * h * z
@@ -83,13 +85,14 @@ class GptStem:
     vocab: int
     seq: int
     itemsize: int
+    dropout: bool = True
 
     @functools.lru_cache(maxsize=None)
     def part(self, b, t):
         h, z, n = self.hidden, self.itemsize, b * self.seq
         ops = (O.embedding(n, self.vocab // t, h, z, "token embedding"),
                O.embedding(n, self.seq, h, z, "position embedding"),
-               O.elementwise(n * h, z), O.dropout(n * h, z))
+               O.elementwise(n * h, z)) + ((O.dropout(n * h, z),) if self.dropout else ())
         # The vocabulary-parallel lookup: each rank's rows, summed (P->B).
         comms = (Comm("all_reduce", n * h * z, "tp", "fwd"),) if t > 1 else ()
         return Part(ops, comms, self.vocab * h / t + self.seq * h, n * h * z)
@@ -101,6 +104,7 @@ class GptHead:
     vocab: int
     seq: int
     itemsize: int
+    tied: bool = True  # False: a weight of its own (vocab x hidden)
 
     @functools.lru_cache(maxsize=None)
     def part(self, b, t):
@@ -110,7 +114,8 @@ class GptHead:
         comms = ()
         if t > 1:  # the split-vocabulary loss: max, sum and target logit per token (fp32)
             comms = (Comm("all_reduce", 3 * 4 * n, "tp", "fwd"), Comm("all_reduce", n * h * z, "tp", "bwd"))
-        return Part(ops, comms, 2 * h, 4 * n)
+        own = 0 if self.tied else self.vocab * h / t
+        return Part(ops, comms, 2 * h + own, 4 * n)
 
 
 @dataclass(frozen=True)
@@ -173,9 +178,11 @@ class ModelSpec:
         return self.batch * self.layers * sum(o.flops for o in self.block.part(1, 1).ops if o.gemm)
 
 
-def gpt(layers, hidden, heads, vocab, seq, batch, dtype="fp16", ffn=None, name=None):
+def gpt(layers, hidden, heads, vocab, seq, batch, dtype="fp16", ffn=None, name=None,
+        dropout=True, tied=True):
     """Megatron-LM's GPT: learned positions, pre-LN blocks, a 4h MLP, the head tied to the
-    token embedding, dropout everywhere."""
+    token embedding (tied=False: a head of its own), dropout everywhere (dropout=False: none,
+    as examples/gpt.py)."""
     for what, v in (("layers", layers), ("hidden", hidden), ("heads", heads), ("vocab", vocab),
                     ("seq", seq), ("batch", batch)):
         if not isinstance(v, int) or v < 1:
@@ -185,9 +192,9 @@ def gpt(layers, hidden, heads, vocab, seq, batch, dtype="fp16", ffn=None, name=N
     pr = precision(dtype)
     ffn = ffn or 4 * hidden
     z = pr.itemsize
-    spec = ModelSpec(name or "GPT", GptBlock(hidden, heads, seq, ffn, z), layers, batch, pr,
-                     GptStem(hidden, vocab, seq, z), GptHead(hidden, vocab, seq, z),
-                     tied_params=vocab * hidden,
+    spec = ModelSpec(name or "GPT", GptBlock(hidden, heads, seq, ffn, z, dropout), layers,
+                     batch, pr, GptStem(hidden, vocab, seq, z, dropout),
+                     GptHead(hidden, vocab, seq, z, tied), tied_params=vocab * hidden if tied else 0,
                      tp_divides=(("heads", heads), ("vocabulary", vocab), ("ffn", ffn)), seq=seq)
     return spec
 
