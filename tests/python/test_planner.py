@@ -179,9 +179,21 @@ def test_cli_prints_a_plan_and_an_evaluation():
                 checkpoint=True).lines()[1] in text
 
 
-def test_cli_refuses_an_incomplete_model(capsys):
+def test_cli_refuses_an_incomplete_model_and_a_bad_layout(capsys):
     assert main(["--layers", "2", "--hidden", "64"]) == 2
     assert capsys.readouterr().err == "plan: the model needs --heads, --vocab, --seq, --batch\n"
+    small = ["--layers", "2", "--hidden", "64", "--heads", "4", "--vocab", "128", "--seq", "32",
+             "--batch", "8", "--devices_per_node", "2"]
+    for extra, err in ((["--tp", "0"], "plan: layout needs a positive integer tp, got 0"),
+                       (["--zero", "7"], "plan: ZeRO stage must be 0, 1, 2 or 3, got 7"),
+                       (["--nodes", "0"], "plan: the mesh needs a positive integer nodes, got 0"),
+                       (["--dtype", "fp8"], "plan: unknown dtype 'fp8'; known: fp32, tf32, bf16, fp16"),
+                       (["--tp", "3"], "plan: tp 3 x pp 1 does not divide the mesh's 2 devices")):
+        assert main(small + extra) == 2
+        assert capsys.readouterr().err == err + "\n"
+    out = io.StringIO()
+    assert main(small + ["--dtype", "fp32"], out=out) == 0
+    assert "KiB" in out.getvalue() and "GFLOP/s per device" in out.getvalue()
 
 
 def test_the_1t_row_plans_in_under_a_minute():

@@ -38,7 +38,10 @@ def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
                               ("checkpoint", checkpoint), ("schedule", schedule)) if v is not None}
     if tp is None and pp is None and dp is None:
         return search(model, mesh, prof, memory_limit, pins)
-    tp, pp = tp or 1, pp or 1
+    tp, pp = (1 if tp is None else tp), (1 if pp is None else pp)
+    for what, v in (("tp", tp), ("pp", pp)):
+        if not isinstance(v, int) or v < 1:
+            raise PlanError(f"plan: layout needs a positive integer {what}, got {v!r}")
     if dp is None:
         if mesh.world_size % (tp * pp):
             raise PlanError(f"plan: tp {tp} x pp {pp} does not divide the mesh's "

@@ -72,6 +72,21 @@ class Layout:
 
 
 GiB = float(1 << 30)
+
+
+def human_bytes(n):
+    """1.5 GiB, 12.0 MiB, 300 B: the unit that keeps the figure readable."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def human_flops(rate):
+    for unit, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6)):
+        if abs(rate) >= size:
+            return f"{rate / size:.1f} {unit}"
+    return f"{rate:.0f} FLOP/s"
 # The parts of a step's time, in the order a report prints them.
 TIME_PARTS = ("compute", "tp comm", "pp send", "zero-3 gathers", "pipeline bubble", "dp sync",
               "optimizer")
@@ -110,18 +125,18 @@ class Estimate:
 
     def lines(self):
         m, lo, pr = self.model, self.layout, self.profile
-        mem = ", ".join(f"{k} {v / GiB:.1f}" for k, v in self.memory_parts.items())
-        comm = ", ".join(f"{g} {k} {v / 1e9:.3g} GB" for (g, k), v in self.comm_bytes.items() if v)
+        mem = ", ".join(f"{k} {human_bytes(v)}" for k, v in self.memory_parts.items())
+        comm = ", ".join(f"{g} {k} {human_bytes(v)}" for (g, k), v in self.comm_bytes.items() if v)
         t = ", ".join(f"{k} {v:.3g}" for k, v in self.times.items() if v)
         return [
             f"model: {m.name}, {m.parameters() / 1e9:.3g}B parameters, batch {m.batch}, "
             f"{m.precision.dtype}; mesh {self.mesh} = {self.mesh.world_size} x {pr.name}",
             f"layout: {lo} ({self.micro_batches} micro-batches per step, {lo.schedule})",
-            f"memory per device: {self.memory / GiB:.1f} GiB of {self.memory_limit / GiB:.1f}"
+            f"memory per device: {human_bytes(self.memory)} of {human_bytes(self.memory_limit)}"
             f"{'' if self.fits else ' (OVER THE LIMIT)'} ({mem})",
             f"communication per device per step: {comm or 'none'}",
             f"step time: {self.step_time:.4g} s ({t})",
-            f"throughput: {self.tflops_per_device:.1f} TFLOP/s per device "
+            f"throughput: {human_flops(self.tflops_per_device * 1e12)} per device "
             f"(matmuls, recomputation included), model FLOP utilisation {100 * self.mfu:.1f}%",
         ]
 

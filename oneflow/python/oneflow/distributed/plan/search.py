@@ -15,7 +15,8 @@ other plan when there is none), so "why it lost" compares two shapes.
 import time
 from dataclasses import dataclass, fields
 
-from oneflow.distributed.plan.evaluate import GiB, TIME_PARTS, Layout, PlanError, evaluate
+from oneflow.distributed.plan.evaluate import (TIME_PARTS, Layout, PlanError, evaluate, human_bytes,
+                                               human_flops)
 
 _FIELDS = tuple(f.name for f in fields(Layout))
 
@@ -66,8 +67,8 @@ class SearchResult:
         out += ["  " + x for x in self.best.lines()]
         if self.runner_up is not None:
             out += [f"runner-up: {self.runner_up.layout}: {self.runner_up.step_time:.4g} s, "
-                    f"{self.runner_up.tflops_per_device:.1f} TFLOP/s per device, "
-                    f"{self.runner_up.memory / GiB:.1f} GiB", f"why it lost: {self.why}"]
+                    f"{human_flops(self.runner_up.tflops_per_device * 1e12)} per device, "
+                    f"{human_bytes(self.runner_up.memory)}", f"why it lost: {self.why}"]
         return "\n".join(out)
 
 
@@ -101,9 +102,9 @@ def search(model, mesh, profile, memory_limit=None, fixed=None):
         raise PlanError(f"plan: no layout of {model.name} (batch {model.batch}) runs on "
                         f"{mesh.world_size} devices{' with ' + str(fixed) if fixed else ''}")
     if not fitting:
-        raise PlanError(f"plan: no layout of {model.name} fits {smallest.memory_limit / GiB:.1f} "
-                        f"GiB per device on {mesh.world_size} devices; the smallest needs "
-                        f"{smallest.memory / GiB:.1f} GiB ({smallest.layout})")
+        raise PlanError(f"plan: no layout of {model.name} fits {human_bytes(smallest.memory_limit)} "
+                        f"per device on {mesh.world_size} devices; the smallest needs "
+                        f"{human_bytes(smallest.memory)} ({smallest.layout})")
     fitting.sort(key=lambda e: e.step_time)
     best = fitting[0]
     shape = (best.layout.tp, best.layout.pp, best.layout.dp)
