@@ -39,6 +39,33 @@ def test_gpt_block_activations_match_korthikanti(t):
     assert saved == pytest.approx(closed + ln_stats, rel=1e-12)
 
 
+@pytest.mark.parametrize("t", [2, 8])
+def test_sequence_parallel_and_flash_attention_activations(t):
+    b, s, h, a = 2, 2048, 4096, 32
+    sp = gpt(1, h, a, 51200, s, 8, sequence_parallel=True).block.part(b, t)
+    closed = s * b * h * (34 / t + 5 * a * s / (h * t))  # Korthikanti et al., sequence parallel
+    assert sum(o.saved for o in sp.ops) == pytest.approx(closed + 2 * 8 * b * s / t, rel=1e-12)
+    # Its collectives move what tensor parallelism's all-reduces move (all_gather +
+    # reduce_scatter = all_reduce), plus the gathers of the kept inputs again in backward.
+    plain = gpt(1, h, a, 51200, s, 8).block.part(b, t)
+    moved = [sum(C.bytes_per_rank(c.kind, c.bytes, t) for c in p.comms) for p in (sp, plain)]
+    assert moved[0] == pytest.approx(moved[1] * 10 / 8)  # 10 gathers or scatters, 4 all-reduces
+    fl = gpt(1, h, a, 51200, s, 8, flash_attention=True, dropout=False).block.part(b, 1)
+    # No scores kept: 34 sbh less the three dropout-mask bytes, plus a float per row and head.
+    assert sum(o.saved for o in fl.ops) == pytest.approx(s * b * h * 32 + 4 * b * a * s + 2 * 8 * b * s)
+    assert gpt(2, h, a, 51200, s, 8, flash_attention=True).model_flops() == gpt(
+        2, h, a, 51200, s, 8).model_flops()
+
+
+def test_overlap_hides_communication_behind_compute():
+    m = gpt(8, 4096, 32, 51200, 2048, 256)
+    for lo in (Layout(tp=8, dp=16, micro_batch=2), Layout(tp=8, pp=2, dp=8, micro_batch=1)):
+        plain, hidden = (evaluate(m, Mesh(16, 8), A100, lo, overlap=o) for o in (False, True))
+        assert plain.times["tp comm"] > 0 and hidden.times["tp comm"] == 0
+        assert hidden.times["dp sync"] < plain.times["dp sync"]
+        assert hidden.step_time < plain.step_time and hidden.comm_bytes == plain.comm_bytes
+
+
 def test_collectives_follow_the_boxing_table():
     # sbp/boxing_steps.h: StepFor(P, B).cost(4096, 2) == 4096.
     assert C.bytes_per_rank("all_reduce", 4096, 2) == 4096

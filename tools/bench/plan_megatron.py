@@ -2,6 +2,7 @@
 Table 1, GPT models from 1.7B to 1T parameters on up to 3,072 A100 80GB GPUs.
 
     tools/python tools/bench/plan_megatron.py            # a Markdown table (README's)
+    tools/python tools/bench/plan_megatron.py --table h100   # Megatron-LM's July 2024 H100 table
 
 For every row: the per-GPU TFLOP/s the planner predicts for the published layout (TP = min(8,
 model-parallel size), PP = the rest of it, DP = GPUs / model-parallel size, the published
@@ -36,13 +37,55 @@ ROWS = [
 ]
 VOCAB, SEQ = 51200, 2048
 
+# Megatron-LM's README, July 2024 (H100 SXM, vocabulary 131,072, sequence 4,096, bf16,
+# communication overlapped): heads, hidden, layers, TP, PP, DP, batch, published TFLOP/s per
+# GPU (model FLOPs: MFU x 989).
+H100_ROWS = [
+    ("1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8),
+    ("7.1B", 32, 4096, 30, 2, 1, 48, 192, 465.9),
+    ("16B", 48, 6144, 32, 4, 1, 48, 192, 489.1),
+    ("32B", 56, 7168, 48, 8, 1, 48, 192, 459.6),
+    ("70B", 64, 8192, 84, 8, 2, 48, 384, 419.7),
+    ("119B", 80, 10240, 92, 8, 4, 48, 768, 420.5),
+    ("177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8),
+    ("314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4),
+    ("462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9),
+]
+
+
+def h100(prof):
+    """The July 2024 rows with the features those runs used: flash attention, sequence
+    parallelism, the distributed optimizer (ZeRO 1), communication overlapped (at best);
+    micro-batch and checkpointing (off or full; selective recomputation is not modelled) the
+    planner's best for the published layout. TFLOP/s: model FLOPs, as that table counts them."""
+    print("| model | layout (tp x pp x dp) | published TFLOP/s | predicted | error | "
+          "micro-batch, checkpointing |")
+    print("|---|---|---|---|---|---|")
+    errors = []
+    for name, a, h, l, tp, pp, dp, batch, published in H100_ROWS:
+        model = gpt(l, h, a, 131072, 4096, batch, dtype="bf16", name=f"GPT-{name}",
+                    flash_attention=True, sequence_parallel=True)
+        mesh = Mesh(tp * pp * dp // 8, 8)
+        est = search(model, mesh, prof, fixed={"tp": tp, "pp": pp, "dp": dp, "zero": 1},
+                     overlap=True).best
+        got = est.model_flops / est.step_time / mesh.world_size / 1e12
+        err = (got - published) / published
+        errors.append(abs(err))
+        print(f"| {name} | {tp} x {pp} x {dp} | {published} | {got:.0f} | {100 * err:+.0f}% | "
+              f"{est.layout.micro_batch}, {'on' if est.layout.checkpoint else 'off'} |")
+    print(f"\nmean |error| {100 * sum(errors) / len(errors):.1f}%, "
+          f"worst {100 * max(errors):.1f}% ({prof.name} profile)")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", default="a100_80gb")
+    ap.add_argument("--table", choices=("a100", "h100"), default="a100")
+    ap.add_argument("--profile", help="default: a100_80gb, h100_sxm for --table h100")
     ap.add_argument("--rows", help="only these rows (comma-separated names, e.g. 1T,530B)")
     args = ap.parse_args()
-    prof = load_profile(args.profile)
+    if args.table == "h100":
+        return h100(load_profile(args.profile or "h100_sxm"))
+    prof = load_profile(args.profile or "a100_80gb")
     rows = ROWS if not args.rows else [r for r in ROWS if r[0] in args.rows.split(",")]
     print("| model | published layout (tp x pp x dp, micro-batch) | published TFLOP/s | "
           "predicted | error | plan found | its TFLOP/s | step time vs published layout | "

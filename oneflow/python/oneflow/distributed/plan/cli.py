@@ -27,17 +27,20 @@ _MODEL = (("layers", "--n_layer"), ("hidden", "--n_embd"), ("heads", "--n_head")
 
 def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
          profile="a100_80gb", dtype="bf16", memory_limit=None, tp=None, pp=None, dp=None,
-         micro_batch=None, zero=None, checkpoint=None, schedule=None):
+         micro_batch=None, zero=None, checkpoint=None, schedule=None, flash_attention=False,
+         sequence_parallel=False, overlap=False):
     """A GPT on a virtual mesh: evaluate one layout when any of tp, pp, dp is given (the others
     default to 1, dp to the rest of the mesh), else search them all (the given fields pinned).
-    memory_limit: bytes per device (default: the profile's memory less its reserve)."""
-    model = gpt(layers, hidden, heads, vocab, seq, batch, dtype=dtype)
+    memory_limit: bytes per device (default: the profile's memory less its reserve).
+    flash_attention, sequence_parallel: models.gpt's; overlap: evaluate's."""
+    model = gpt(layers, hidden, heads, vocab, seq, batch, dtype=dtype,
+                flash_attention=flash_attention, sequence_parallel=sequence_parallel)
     mesh = Mesh(nodes, devices_per_node)
     prof = load_profile(profile)
     pins = {k: v for k, v in (("micro_batch", micro_batch), ("zero", zero),
                               ("checkpoint", checkpoint), ("schedule", schedule)) if v is not None}
     if tp is None and pp is None and dp is None:
-        return search(model, mesh, prof, memory_limit, pins)
+        return search(model, mesh, prof, memory_limit, pins, overlap)
     tp, pp = (1 if tp is None else tp), (1 if pp is None else pp)
     for what, v in (("tp", tp), ("pp", pp)):
         if not isinstance(v, int) or v < 1:
@@ -49,7 +52,7 @@ def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
         dp = mesh.world_size // (tp * pp)
     defaults = {"micro_batch": 1, "zero": 0, "checkpoint": False, "schedule": "1f1b"}
     defaults.update(pins)
-    return evaluate(model, mesh, prof, Layout(tp, pp, dp, **defaults), memory_limit)
+    return evaluate(model, mesh, prof, Layout(tp, pp, dp, **defaults), memory_limit, overlap)
 
 
 def parser():
@@ -61,6 +64,10 @@ def parser():
         g.add_argument(f"--{name}", alias, dest=name, type=int)
     g.add_argument("--dtype", default="bf16", help="compute dtype: bf16, fp16 (mixed "
                    "precision) or fp32")
+    g.add_argument("--flash_attention", action="store_true",
+                   help="the attention core as one fused kernel (default: Megatron-LM 2021's)")
+    g.add_argument("--sequence_parallel", action="store_true",
+                   help="the ops outside TP's split on 1/tp of the tokens (Korthikanti et al.)")
     g = ap.add_argument_group("mesh and hardware")
     g.add_argument("--nodes", type=int, default=1)
     g.add_argument("--devices_per_node", type=int, default=8)
@@ -74,6 +81,8 @@ def parser():
     g.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=None,
                    help="activation checkpointing (recompute each block in backward)")
     g.add_argument("--schedule", choices=("1f1b", "gpipe"))
+    g.add_argument("--overlap", action="store_true", help="communication hidden behind "
+                   "computation where Megatron-LM hides it (at best)")
     ap.add_argument("--measure-profile", "--measure_profile", dest="measure_profile",
                     metavar="OUT.json", help="measure this machine's profile (2 local CPU ranks "
                     "through the launcher) and write it to OUT.json")
@@ -96,7 +105,8 @@ def main(argv=None, out=sys.stdout):
                  devices_per_node=args.devices_per_node, profile=args.profile, dtype=args.dtype,
                  memory_limit=limit, tp=args.tp, pp=args.pp, dp=args.dp,
                  micro_batch=args.micro_batch, zero=args.zero, checkpoint=args.checkpoint,
-                 schedule=args.schedule)
+                 schedule=args.schedule, flash_attention=args.flash_attention,
+                 sequence_parallel=args.sequence_parallel, overlap=args.overlap)
     except (PlanError, ValueError) as e:
         print(str(e), file=sys.stderr)
         return 2

@@ -160,7 +160,7 @@ def _part_cost(part, b, t, profile, dtype, tp_link):
     for o in p.ops:
         rate = gemm if o.gemm else vec
         f += max(o.flops / rate, o.bytes / mem) + ovh * o.kernels
-        bw += max(o.bwd_flops / rate, o.bwd_bytes / mem) + 2 * ovh * o.kernels
+        bw += max((o.bwd_flops + o.bwd_extra_flops) / rate, o.bwd_bytes / mem) + 2 * ovh * o.kernels
     cf = sum(C.seconds(c, t, tp_link) for c in p.comms if c.phase == "fwd")
     cb = sum(C.seconds(c, t, tp_link) for c in p.comms if c.phase == "bwd")
     vf = sum(C.bytes_per_rank(c.kind, c.bytes, t) for c in p.comms if c.phase == "fwd")
@@ -195,7 +195,11 @@ def check_layout(model, mesh, layout):
         raise PlanError(f"plan: schedule must be one of {', '.join(SCHEDULES)}, got {lo.schedule!r}")
 
 
-def evaluate(model, mesh, profile, layout, memory_limit=None):
+def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
+    """overlap: communication hidden behind computation where Megatron-LM hides it since 2023
+    (--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap), at best: a stage's
+    tensor-parallel collectives behind its own compute, the dp sync behind the last
+    micro-batch's backward; only what exceeds the compute stays on the step."""
     check_layout(model, mesh, layout)
     lo, pr, n = layout, model.precision, mesh.world_size
     t, p, d, b = lo.tp, lo.pp, lo.dp, lo.micro_batch
@@ -243,10 +247,11 @@ def evaluate(model, mesh, profile, layout, memory_limit=None):
             wb = params * pr.param_bytes
             z3 = (2 * C.seconds(C.Comm(ag, wb, "dp"), d, dp_link)
                   + C.seconds(C.Comm("reduce_scatter", params * pr.grad_bytes, "dp"), d, dp_link))
-        one = f + bw + cf + cb + send + z3
+        tpc = max(0.0, cf + cb - f - bw) if overlap else cf + cb
+        one = f + bw + tpc + send + z3
         stage_sum += one * len(ks)
         if worst is None or one > stage_time:
-            stage_time, worst = one, (f + bw, cf + cb, send, z3)
+            stage_time, worst = one, (f + bw, tpc, send, z3)
 
         # Gradient synchronisation after the pipeline, and the optimizer step.
         gbytes, wbytes = params * pr.grad_bytes, params * pr.param_bytes
@@ -272,6 +277,8 @@ def evaluate(model, mesh, profile, layout, memory_limit=None):
                 vol[("tied", "all_reduce")] = C.bytes_per_rank("all_reduce", tb, 2)
         shard = d if lo.zero >= 1 else 1
         opt = params / shard * pr.optimizer_traffic / profile.memory_rate
+        if overlap:
+            sync = max(0.0, sync - bw)
         sync_worst, opt_worst = max(sync_worst, sync), max(opt_worst, opt)
         total = sum(vol.values())
         if total > comm_worst_total:

@@ -13,7 +13,7 @@ al. 2021) and mlp (Megatron's column- then row-parallel pairs).
 """
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oneflow.distributed.plan import ops as O
 from oneflow.distributed.plan.collectives import Comm
@@ -58,25 +58,39 @@ class GptBlock:
     ffn: int
     itemsize: int
     dropout: bool = True
+    flash: bool = False  # the attention core as one fused kernel (ops.flash_attention)
+    sequence_parallel: bool = False  # Korthikanti et al.: the non-TP ops on 1/t of the tokens
 
     @functools.lru_cache(maxsize=None)
     def part(self, b, t):
         h, s, f, z = self.hidden, self.seq, self.ffn, self.itemsize
         n = b * s  # tokens
-        ops = [O.layer_norm(n, h, z, "ln_1"), O.linear(n, h, 3 * h // t, z, "qkv")]
-        ops += O.attention(b, self.heads // t, s, h // self.heads, z, self.dropout)
-        drop = [O.dropout(n * h, z)] if self.dropout else []
+        sp = self.sequence_parallel and t > 1
+        r = n // t if sp else n  # the tokens of the ops that TP does not split
+        a, d = self.heads // t, h // self.heads
+        core = O.flash_attention(b, a, s, d, z) if self.flash else O.attention(b, a, s, d, z, self.dropout)
+        drop = [O.dropout(r * h, z)] if self.dropout else []
+        qkv, fc = O.linear(n, h, 3 * h // t, z, "qkv"), O.linear(n, h, f // t, z, "fc")
+        if sp:  # the column-parallel inputs are kept as the 1/t shards they were gathered from
+            qkv, fc = (replace(o, saved=o.saved / t) for o in (qkv, fc))
+        ops = [O.layer_norm(r, h, z, "ln_1"), qkv] + core
         ops += [O.linear(n, h // t, h, z, "attention out")] + drop + [
-            O.elementwise(n * h, z, name="residual add"), O.layer_norm(n, h, z, "ln_2"),
-            O.linear(n, h, f // t, z, "fc"), O.gelu(n * f // t, z),
-            O.linear(n, f // t, h, z, "proj")] + drop + [
-            O.elementwise(n * h, z, name="residual add")]
-        comms = ()
-        if t > 1:  # row-parallel outputs P->B forward; column-parallel inputs' gradients backward
-            x = n * h * z
+            O.elementwise(r * h, z, name="residual add"), O.layer_norm(r, h, z, "ln_2"), fc,
+            O.gelu(n * f // t, z), O.linear(n, f // t, h, z, "proj")] + drop + [
+            O.elementwise(r * h, z, name="residual add")]
+        x = n * h * z
+        if not t > 1:
+            comms = ()
+        elif sp:  # S(0)->B before each column-parallel linear, P->S(0) after each row-parallel
+            # one; backward the reverse, and the kept shards gathered again for the weights'
+            # gradients.
+            ag, rs = Comm("all_gather", x, "tp", "fwd"), Comm("reduce_scatter", x, "tp", "fwd")
+            bag, brs = replace(ag, phase="bwd"), replace(rs, phase="bwd")
+            comms = (ag, rs) * 2 + (bag, brs) * 2 + (bag,) * 2
+        else:  # row-parallel outputs P->B forward; column-parallel inputs' gradients backward
             comms = (Comm("all_reduce", x, "tp", "fwd"),) * 2 + (Comm("all_reduce", x, "tp", "bwd"),) * 2
         params = (3 * h * h + 3 * h + h * h + h * f + f + f * h) / t + 2 * h + 4 * h
-        return Part(tuple(ops), comms, params, n * h * z)
+        return Part(tuple(ops), comms, params, (r if sp else n) * h * z)
 
 
 @dataclass(frozen=True)
@@ -179,10 +193,11 @@ class ModelSpec:
 
 
 def gpt(layers, hidden, heads, vocab, seq, batch, dtype="fp16", ffn=None, name=None,
-        dropout=True, tied=True):
+        dropout=True, tied=True, flash_attention=False, sequence_parallel=False):
     """Megatron-LM's GPT: learned positions, pre-LN blocks, a 4h MLP, the head tied to the
     token embedding (tied=False: a head of its own), dropout everywhere (dropout=False: none,
-    as examples/gpt.py)."""
+    as examples/gpt.py). As Megatron-LM 2021 by default; flash_attention and
+    sequence_parallel as Megatron-LM runs them since 2022."""
     for what, v in (("layers", layers), ("hidden", hidden), ("heads", heads), ("vocab", vocab),
                     ("seq", seq), ("batch", batch)):
         if not isinstance(v, int) or v < 1:
@@ -192,7 +207,8 @@ def gpt(layers, hidden, heads, vocab, seq, batch, dtype="fp16", ffn=None, name=N
     pr = precision(dtype)
     ffn = ffn or 4 * hidden
     z = pr.itemsize
-    spec = ModelSpec(name or "GPT", GptBlock(hidden, heads, seq, ffn, z, dropout), layers,
+    block = GptBlock(hidden, heads, seq, ffn, z, dropout, flash_attention, sequence_parallel)
+    spec = ModelSpec(name or "GPT", block, layers,
                      batch, pr, GptStem(hidden, vocab, seq, z, dropout),
                      GptHead(hidden, vocab, seq, z, tied), tied_params=vocab * hidden if tied else 0,
                      tp_divides=(("heads", heads), ("vocabulary", vocab), ("ffn", ffn)), seq=seq)

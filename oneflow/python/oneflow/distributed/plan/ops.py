@@ -27,6 +27,7 @@ class OpCost:
     saved: float  # bytes kept from forward for backward
     gemm: bool = False  # runs on the matrix units; its FLOPs are model FLOPs
     kernels: int = 1  # launches forward (backward: twice as many)
+    bwd_extra_flops: float = 0.0  # backward work that is not model FLOPs (recomputed scores)
 
 
 def matmul(m, k, n, itemsize, batch=1, saves_both=False, name="matmul"):
@@ -95,6 +96,18 @@ def cross_entropy(tokens, vocab, itemsize, name="cross_entropy"):
     n = tokens * vocab
     return OpCost(name, 5.0 * n, 2.0 * n, n * (itemsize + 4), n * (4 + itemsize), 4 * n,
                   kernels=3)
+
+
+def flash_attention(batch, heads, seq, head_dim, itemsize):
+    """Self-attention's core as one fused kernel (FlashAttention): the same products, but the
+    scores never reach device memory; backward computes them again (one more product, not
+    counted as model FLOPs). Keeps Q, K, V and a float per row (the output is kept by the
+    projection that reads it)."""
+    rows = batch * heads * seq
+    qkvo = 4 * rows * head_dim * itemsize
+    f = 4.0 * batch * heads * seq * seq * head_dim
+    return [OpCost("flash attention", f, 2 * f, qkvo + 4 * rows, 2 * qkvo + 4 * rows,
+                   qkvo - rows * head_dim * itemsize + 4 * rows, gemm=True, bwd_extra_flops=f / 2)]
 
 
 def attention(batch, heads, seq, head_dim, itemsize, dropout_p=True):

@@ -86,11 +86,11 @@ def why_lost(best, other):
     return line
 
 
-def search(model, mesh, profile, memory_limit=None, fixed=None):
+def search(model, mesh, profile, memory_limit=None, fixed=None, overlap=False):
     start = time.perf_counter()
     fitting, evaluated, over, smallest = [], 0, 0, None
     for lo in layouts(model, mesh, fixed):
-        est = evaluate(model, mesh, profile, lo, memory_limit)
+        est = evaluate(model, mesh, profile, lo, memory_limit, overlap)
         evaluated += 1
         if est.fits:
             fitting.append(est)
