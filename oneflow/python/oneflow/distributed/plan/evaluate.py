@@ -82,6 +82,14 @@ def human_bytes(n):
     return f"{n:.0f} B"
 
 
+def human_count(n):
+    """1.01T, 1.65B, 110K parameters."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:.0f}"
+
+
 def human_flops(rate):
     for unit, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6)):
         if abs(rate) >= size:
@@ -129,7 +137,7 @@ class Estimate:
         comm = ", ".join(f"{g} {k} {human_bytes(v)}" for (g, k), v in self.comm_bytes.items() if v)
         t = ", ".join(f"{k} {v:.3g}" for k, v in self.times.items() if v)
         return [
-            f"model: {m.name}, {m.parameters() / 1e9:.3g}B parameters, batch {m.batch}, "
+            f"model: {m.name}, {human_count(m.parameters())} parameters, batch {m.batch}, "
             f"{m.precision.dtype}; mesh {self.mesh} = {self.mesh.world_size} x {pr.name}",
             f"layout: {lo} ({self.micro_batches} micro-batches per step, {lo.schedule})",
             f"memory per device: {human_bytes(self.memory)} of {human_bytes(self.memory_limit)}"
