@@ -157,7 +157,7 @@ _cache = {}
 
 def _part_cost(part, b, t, profile, dtype, tp_link):
     """(forward compute, backward compute, forward tp comm, backward tp comm, tp comm bytes
-    forward and backward per rank, saved bytes, parameters, out bytes) of one part."""
+    per rank by kind forward and backward, saved bytes, parameters, out bytes) of one part."""
     key = (part, b, t, profile, dtype, tp_link)
     hit = _cache.get(key)
     if hit is not None:
@@ -171,8 +171,10 @@ def _part_cost(part, b, t, profile, dtype, tp_link):
         bw += max((o.bwd_flops + o.bwd_extra_flops) / rate, o.bwd_bytes / mem) + 2 * ovh * o.kernels
     cf = sum(C.seconds(c, t, tp_link) for c in p.comms if c.phase == "fwd")
     cb = sum(C.seconds(c, t, tp_link) for c in p.comms if c.phase == "bwd")
-    vf = sum(C.bytes_per_rank(c.kind, c.bytes, t) for c in p.comms if c.phase == "fwd")
-    vb = sum(C.bytes_per_rank(c.kind, c.bytes, t) for c in p.comms if c.phase == "bwd")
+    vf, vb = {}, {}  # bytes per rank by collective kind
+    for c in p.comms:
+        v = vf if c.phase == "fwd" else vb
+        v[c.kind] = v.get(c.kind, 0.0) + C.bytes_per_rank(c.kind, c.bytes, t)
     hit = (f, bw, cf, cb, vf, vb, sum(o.saved for o in p.ops), p.params, p.out_bytes)
     _cache[key] = hit
     return hit
@@ -240,11 +242,16 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
         bw = sum(c[1] * r for c, r in parts)
         cf = sum(c[2] * r for c, r in parts)
         cb = sum(c[3] * r for c, r in parts)
-        vol_tp = sum((c[4] + c[5]) * r for c, r in parts)
+        vol = {}  # bytes one rank of this stage moves per step, by (group, kind)
+        for c, r in parts:
+            for v in (c[4], c[5]):
+                for kind, x in v.items():
+                    vol[("tp", kind)] = vol.get(("tp", kind), 0.0) + m * r * x
         if lo.checkpoint:  # each block's forward again before its backward
             bw += nb * blk[0]
             cb += nb * blk[2]
-            vol_tp += nb * blk[4]
+            for kind, x in blk[4].items():
+                vol[("tp", kind)] += m * nb * x
         params = sum(c[7] * r for c, r in parts) + (tied if last and not first else 0.0)
         send = 0.0
         if p > 1:  # this stage's output forward, its input's gradient backward
@@ -263,7 +270,6 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
 
         # Gradient synchronisation after the pipeline, and the optimizer step.
         gbytes, wbytes = params * pr.grad_bytes, params * pr.param_bytes
-        vol = {("tp", "all_reduce"): m * vol_tp}
         sync = 0.0
         if d > 1:
             if lo.zero == 0:
