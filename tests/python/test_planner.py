@@ -111,6 +111,14 @@ def test_pipeline_bubble_and_schedules():
     pipeline = sum(e.times[k] for k in ("compute", "tp comm", "pp send", "pipeline bubble"))
     assert e.times["pipeline bubble"] / pipeline == pytest.approx(3 / 11)  # (p-1)/(m+p-1)
     assert sum(e.times.values()) == pytest.approx(e.step_time)
+    v = evaluate(m, Mesh(1, 4), A100, Layout(pp=4, micro_batch=8, chunks=2))  # interleaved
+    pipeline = sum(v.times[k] for k in ("compute", "tp comm", "pp send", "pipeline bubble"))
+    assert v.times["pipeline bubble"] / pipeline == pytest.approx(3 / (2 * 8 + 3))
+    assert v.memory_parts["activations"] == pytest.approx(
+        e.memory_parts["activations"] * (1 + 3 / 8))
+    with pytest.raises(PlanError, match=r"^plan: 3 chunks per stage \(the interleaved 1F1B "
+                                        r"schedule\) need 1f1b, pp > 1, the 8 blocks divisible"):
+        evaluate(m, Mesh(1, 4), A100, Layout(pp=4, micro_batch=8, chunks=3))
     g = evaluate(m, Mesh(1, 4), A100, Layout(pp=4, micro_batch=8, schedule="gpipe"))
     assert g.memory_parts["activations"] == pytest.approx(2 * e.memory_parts["activations"])  # m/p
     assert g.step_time == pytest.approx(e.step_time)

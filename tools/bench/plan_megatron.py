@@ -6,8 +6,9 @@ Table 1, GPT models from 1.7B to 1T parameters on up to 3,072 A100 80GB GPUs.
 
 For every row: the per-GPU TFLOP/s the planner predicts for the published layout (TP = min(8,
 model-parallel size), PP = the rest of it, DP = GPUs / model-parallel size, the published
-batch; activation checkpointing on and no ZeRO, as in the paper; the micro-batch size, which the
-table does not give, is the planner's best for that layout), against the published figure, and
+batch; activation checkpointing on and no ZeRO, as in the paper; the micro-batch size and the model chunks per stage
+(interleaved 1F1B when above 1), which the table does not give, are the planner's best for that
+layout), against the published figure, and
 the plan the search finds (any tp, pp, dp, micro-batch, ZeRO, checkpointing that fits) with its
 predicted throughput. One profile (a100_80gb), one model, no constant set per row.
 TFLOP/s per GPU counts the matmuls' FLOPs including recomputation, as the paper does; the
@@ -87,7 +88,7 @@ def main():
         return h100(load_profile(args.profile or "h100_sxm"))
     prof = load_profile(args.profile or "a100_80gb")
     rows = ROWS if not args.rows else [r for r in ROWS if r[0] in args.rows.split(",")]
-    print("| model | published layout (tp x pp x dp, micro-batch) | published TFLOP/s | "
+    print("| model | published layout (tp x pp x dp, micro-batch, chunks) | published TFLOP/s | "
           "predicted | error | plan found | its TFLOP/s | step time vs published layout | "
           "search time |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -105,9 +106,10 @@ def main():
         b, lo = found.best, found.best.layout
         err = (pub.tflops_per_device - published) / published
         errors.append(abs(err))
-        print(f"| {name} | {tp} x {pp} x {dp}, {pub.layout.micro_batch} | {published} | "
-              f"{pub.tflops_per_device:.0f} | {100 * err:+.0f}% | {lo.tp} x {lo.pp} x {lo.dp}, "
-              f"mb {lo.micro_batch}, ZeRO {lo.zero}, ckpt {'on' if lo.checkpoint else 'off'} | "
+        print(f"| {name} | {tp} x {pp} x {dp}, {pub.layout.micro_batch}, {pub.layout.chunks} | "
+              f"{published} | {pub.tflops_per_device:.0f} | {100 * err:+.0f}% | {lo.tp} x {lo.pp} "
+              f"x {lo.dp}, mb {lo.micro_batch}, chunks {lo.chunks}, ZeRO {lo.zero}, ckpt "
+              f"{'on' if lo.checkpoint else 'off'} | "
               f"{b.tflops_per_device:.0f} | {pub.step_time / b.step_time:.2f}x faster | "
               f"{took:.1f} s |")
     print(f"\nmean |error| {100 * sum(errors) / len(errors):.1f}%, "

@@ -9,8 +9,8 @@
     plan(..., tp=2, pp=2)        # an Estimate (one layout) instead of a SearchResult
 
 examples/gpt.py's argument names work too (--n_layer, --n_embd, --n_head, --block_size,
---batch_size). In a search, --micro_batch, --zero, --checkpoint / --no-checkpoint and
---schedule pin those fields.
+--batch_size). In a search, --micro_batch, --zero, --checkpoint / --no-checkpoint, --schedule
+and --chunks pin those fields.
 """
 
 import argparse
@@ -27,7 +27,8 @@ _MODEL = (("layers", "--n_layer"), ("hidden", "--n_embd"), ("heads", "--n_head")
 
 def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
          profile="a100_80gb", dtype="bf16", memory_limit=None, tp=None, pp=None, dp=None,
-         micro_batch=None, zero=None, checkpoint=None, schedule=None, flash_attention=False,
+         micro_batch=None, zero=None, checkpoint=None, schedule=None, chunks=None,
+         flash_attention=False,
          sequence_parallel=False, overlap=False):
     """A GPT on a virtual mesh: evaluate one layout when any of tp, pp, dp is given (the others
     default to 1, dp to the rest of the mesh), else search them all (the given fields pinned).
@@ -38,7 +39,8 @@ def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
     mesh = Mesh(nodes, devices_per_node)
     prof = load_profile(profile)
     pins = {k: v for k, v in (("micro_batch", micro_batch), ("zero", zero),
-                              ("checkpoint", checkpoint), ("schedule", schedule)) if v is not None}
+                              ("checkpoint", checkpoint), ("schedule", schedule),
+                              ("chunks", chunks)) if v is not None}
     if tp is None and pp is None and dp is None:
         return search(model, mesh, prof, memory_limit, pins, overlap)
     tp, pp = (1 if tp is None else tp), (1 if pp is None else pp)
@@ -50,7 +52,7 @@ def plan(layers, hidden, heads, vocab, seq, batch, nodes=1, devices_per_node=8,
             raise PlanError(f"plan: tp {tp} x pp {pp} does not divide the mesh's "
                             f"{mesh.world_size} devices")
         dp = mesh.world_size // (tp * pp)
-    defaults = {"micro_batch": 1, "zero": 0, "checkpoint": False, "schedule": "1f1b"}
+    defaults = {"micro_batch": 1, "zero": 0, "checkpoint": False, "schedule": "1f1b", "chunks": 1}
     defaults.update(pins)
     return evaluate(model, mesh, prof, Layout(tp, pp, dp, **defaults), memory_limit, overlap)
 
@@ -78,6 +80,8 @@ def parser():
     g = ap.add_argument_group("layout (any of --tp/--pp/--dp: evaluate it; none: search)")
     for name in ("tp", "pp", "dp", "micro_batch", "zero"):
         g.add_argument(f"--{name}", type=int)
+    g.add_argument("--chunks", type=int, help="model chunks per pipeline stage (above 1: the "
+                   "interleaved 1F1B schedule)")
     g.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=None,
                    help="activation checkpointing (recompute each block in backward)")
     g.add_argument("--schedule", choices=("1f1b", "gpipe"))
@@ -105,7 +109,7 @@ def main(argv=None, out=sys.stdout):
                  devices_per_node=args.devices_per_node, profile=args.profile, dtype=args.dtype,
                  memory_limit=limit, tp=args.tp, pp=args.pp, dp=args.dp,
                  micro_batch=args.micro_batch, zero=args.zero, checkpoint=args.checkpoint,
-                 schedule=args.schedule, flash_attention=args.flash_attention,
+                 schedule=args.schedule, chunks=args.chunks, flash_attention=args.flash_attention,
                  sequence_parallel=args.sequence_parallel, overlap=args.overlap)
     except (PlanError, ValueError) as e:
         print(str(e), file=sys.stderr)

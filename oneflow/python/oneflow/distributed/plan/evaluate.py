@@ -10,11 +10,13 @@ tp <= devices_per_node), then data-parallel, then pipeline stages. Stage k holds
 the blocks (the first layers % pp stages one more), the stem on the first, the head on the
 last (and, with a tied head, a copy of the tied weights whose gradients the two ends
 all-reduce). Time of one step:
-    pipeline  sum_k (f_k + b_k) + (m - 1) * max_k (f_k + b_k)     (1F1B and GPipe alike; m
-              micro-batches; equal stages give (m + pp - 1) * (f + b), a bubble of
-              (pp - 1) / (m + pp - 1)); f and b: the stage's ops (roofline: the larger of FLOPs
+    pipeline  m * max_k (f_k + b_k) + (sum_k (f_k + b_k) - max_k (f_k + b_k)) / v   (1F1B and
+              GPipe alike; m micro-batches; v model chunks per stage, 1 unless interleaved;
+              equal stages give (m + (pp - 1) / v) * (f + b), a bubble of (pp - 1) / (v m +
+              pp - 1)); f and b: the stage's ops (roofline: the larger of FLOPs
               at the device's rate and bytes at its memory rate, plus a launch overhead), its
-              tensor-parallel collectives, its pipeline send, and in b the forward again
+              tensor-parallel collectives, its pipeline send (under tp, 1/tp of the activation
+              each, all-gathered over tp: Megatron-LM's scatter/gather), and in b the forward again
               under activation checkpointing; ZeRO-3 gathers each stage's weights forward and
               backward and reduce-scatters its gradients every micro-batch
     dp sync   after the pipeline: gradients all-reduced over dp (ZeRO 1, 2: reduce-scattered,
@@ -22,7 +24,8 @@ all-reduce). Time of one step:
     optimizer Adam over this rank's parameters (its 1/dp share under ZeRO) at the memory rate
 Memory of stage k: weights, gradients and Adam's state (ZeRO 1 shards the state over dp, 2 also
 the gradients, 3 also the weights), and the activations kept for backward: those of
-min(m, pp - k) micro-batches in flight under 1F1B (m under GPipe); with checkpointing only each
+min(m, pp - k) micro-batches in flight under 1F1B (m under GPipe; interleaved: (1 + (pp - 1) /
+(pp v)) times as many); with checkpointing only each
 block's input, plus one block's full set while it is recomputed.
 """
 
@@ -65,10 +68,12 @@ class Layout:
     zero: int = 0
     checkpoint: bool = False
     schedule: str = "1f1b"
+    chunks: int = 1  # model chunks per pipeline rank: > 1 is the interleaved 1F1B schedule
 
     def __str__(self):
+        chunks = f", {self.chunks} chunks per stage (interleaved)" if self.chunks > 1 else ""
         return (f"tp {self.tp} x pp {self.pp} x dp {self.dp}, micro-batch {self.micro_batch}, "
-                f"ZeRO {self.zero}, checkpointing {'on' if self.checkpoint else 'off'}")
+                f"ZeRO {self.zero}, checkpointing {'on' if self.checkpoint else 'off'}{chunks}")
 
 
 GiB = float(1 << 30)
@@ -175,7 +180,7 @@ def _part_cost(part, b, t, profile, dtype, tp_link):
     for c in p.comms:
         v = vf if c.phase == "fwd" else vb
         v[c.kind] = v.get(c.kind, 0.0) + C.bytes_per_rank(c.kind, c.bytes, t)
-    hit = (f, bw, cf, cb, vf, vb, sum(o.saved for o in p.ops), p.params, p.out_bytes)
+    hit = (f, bw, cf, cb, vf, vb, sum(o.saved for o in p.ops), p.params, p.out_bytes, p.out_split)
     _cache[key] = hit
     return hit
 
@@ -203,6 +208,15 @@ def check_layout(model, mesh, layout):
         raise PlanError(f"plan: ZeRO stage must be 0, 1, 2 or 3, got {lo.zero!r}")
     if lo.schedule not in SCHEDULES:
         raise PlanError(f"plan: schedule must be one of {', '.join(SCHEDULES)}, got {lo.schedule!r}")
+    if not isinstance(lo.chunks, int) or lo.chunks < 1:
+        raise PlanError(f"plan: layout needs a positive integer chunks, got {lo.chunks!r}")
+    if lo.chunks > 1:
+        m = model.batch // (lo.dp * lo.micro_batch)
+        if lo.schedule != "1f1b" or lo.pp < 2 or model.layers % (lo.pp * lo.chunks) or m % lo.pp:
+            raise PlanError(f"plan: {lo.chunks} chunks per stage (the interleaved 1F1B schedule) "
+                            f"need 1f1b, pp > 1, the {model.layers} blocks divisible by pp x "
+                            f"chunks = {lo.pp * lo.chunks} and the {m} micro-batches by pp "
+                            f"{lo.pp}")
 
 
 def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
@@ -253,10 +267,13 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
             for kind, x in blk[4].items():
                 vol[("tp", kind)] += m * nb * x
         params = sum(c[7] * r for c, r in parts) + (tied if last and not first else 0.0)
-        send = 0.0
-        if p > 1:  # this stage's output forward, its input's gradient backward
-            out = blk[8]
-            send = 2 * C.seconds(C.Comm("send_recv", out, "pp"), 2, pp_link)
+        send, sent, gathered = 0.0, 0.0, 0.0
+        if p > 1:  # this stage's output forward, its input's gradient backward, per chunk
+            sent = blk[8]
+            if t > 1 and not blk[9]:  # Megatron's scatter/gather: 1/t each, gathered over tp
+                sent, gathered = blk[8] / t, blk[8]
+            send = 2 * lo.chunks * (C.seconds(C.Comm("send_recv", sent, "pp"), 2, pp_link)
+                                    + C.seconds(C.Comm(ag, gathered, "tp"), t, tp_link))
         z3 = 0.0
         if lo.zero == 3 and d > 1:
             wb = params * pr.param_bytes
@@ -284,7 +301,9 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
                 vol[("dp", "reduce_scatter")] = m * C.bytes_per_rank("reduce_scatter", gbytes, d)
                 vol[("dp", ag)] = 2 * m * C.bytes_per_rank(ag, wbytes, d)
         if p > 1:
-            vol[("pp", "send_recv")] = 2 * m * blk[8]
+            vol[("pp", "send_recv")] = 2 * lo.chunks * m * sent
+            if gathered:
+                vol[("tp", ag)] = vol.get(("tp", ag), 0.0) + 2 * lo.chunks * m * C.bytes_per_rank(ag, gathered, t)
             if (first or last) and tied:
                 tb = tied * pr.grad_bytes
                 sync += C.seconds(C.Comm("all_reduce", tb, "tied"), 2, C.group_link(2, t * d * (p - 1), dpn, intra, inter))
@@ -301,6 +320,8 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
         # Memory: the fullest stage among these is the one with the most micro-batches in flight.
         k = ks[0]
         in_flight = min(m, p - k) if lo.schedule == "1f1b" else m
+        if lo.chunks > 1:  # Narayanan et al.: the first stage keeps (1 + (p-1)/(p v)) as much
+            in_flight *= 1 + (p - 1) / (p * lo.chunks)
         saved_ends = sum(c[6] for c, r in parts[1:])
         if lo.checkpoint:
             act = in_flight * (nb * blk[8] + saved_ends) + blk[6]
@@ -315,7 +336,7 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
         if mem_best is None or sum(mem.values()) > sum(mem_best.values()):
             mem_best = mem
 
-    pipeline = stage_sum + (m - 1) * stage_time
+    pipeline = m * stage_time + (stage_sum - stage_time) / lo.chunks
     compute, tp_comm, send, z3 = (m * x for x in worst)
     times = dict(zip(TIME_PARTS, (compute, tp_comm, send, z3, pipeline - m * stage_time,
                                   sync_worst, opt_worst)))

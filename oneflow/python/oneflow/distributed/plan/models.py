@@ -48,6 +48,7 @@ class Part:
     comms: tuple = ()
     params: float = 0  # on one TP rank
     out_bytes: float = 0  # the activation handed to the next part (a pipeline send), one TP rank
+    out_split: bool = False  # out_bytes is already 1/t of it (sequence parallel)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class GptBlock:
         else:  # row-parallel outputs P->B forward; column-parallel inputs' gradients backward
             comms = (Comm("all_reduce", x, "tp", "fwd"),) * 2 + (Comm("all_reduce", x, "tp", "bwd"),) * 2
         params = (3 * h * h + 3 * h + h * h + h * f + f + f * h) / t + 2 * h + 4 * h
-        return Part(tuple(ops), comms, params, (r if sp else n) * h * z)
+        return Part(tuple(ops), comms, params, r * h * z, sp)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@
 The space: tp dividing what the model needs divided (heads, vocabulary...), pp up to the
 number of blocks, dp the rest of the mesh and dividing the batch, every micro-batch size that
 divides the batch's share of a data-parallel rank, ZeRO 0 to 3 (only 0 without dp), activation
-checkpointing off and on, the 1F1B schedule (GPipe has the same bubble and more activations in
+checkpointing off and on, 1 to 8 model chunks per stage (interleaved 1F1B where the blocks and
+micro-batches divide), the 1F1B schedule (GPipe has the same bubble and more activations in
 this model, so it never wins; evaluate() still prices it). `fixed` pins any of Layout's fields.
 The runner-up is the fastest plan that fits on another (tp, pp, dp) mesh shape (the fastest
 other plan when there is none), so "why it lost" compares two shapes.
@@ -19,6 +20,7 @@ from oneflow.distributed.plan.evaluate import (TIME_PARTS, Layout, PlanError, ev
                                                human_flops)
 
 _FIELDS = tuple(f.name for f in fields(Layout))
+MAX_CHUNKS = 8  # model chunks per stage the search tries (interleaved 1F1B)
 
 
 def _divisors(n):
@@ -46,10 +48,16 @@ def layouts(model, mesh, fixed=None):
             d = n // (t * p)
             if "dp" in fixed and fixed["dp"] != d or model.batch % d:
                 continue
+            schedule = fixed.get("schedule", "1f1b")
             for b in pick("micro_batch", _divisors(model.batch // d)):
-                for z in pick("zero", [0, 1, 2, 3] if d > 1 else [0]):
-                    for ck in pick("checkpoint", [False, True]):
-                        yield Layout(t, p, d, b, z, ck, fixed.get("schedule", "1f1b"))
+                m = model.batch // (d * b)
+                chunks = [v for v in _divisors(model.layers // p) if v <= MAX_CHUNKS and
+                          (v == 1 or (schedule == "1f1b" and p > 1 and m % p == 0
+                                      and model.layers % (p * v) == 0))]
+                for v in pick("chunks", chunks):
+                    for z in pick("zero", [0, 1, 2, 3] if d > 1 else [0]):
+                        for ck in pick("checkpoint", [False, True]):
+                            yield Layout(t, p, d, b, z, ck, schedule, v)
 
 
 @dataclass
