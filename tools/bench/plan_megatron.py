@@ -57,10 +57,10 @@ H100_ROWS = [
 def h100(prof):
     """The July 2024 rows with the features those runs used: flash attention, sequence
     parallelism, the distributed optimizer (ZeRO 1), communication overlapped (at best);
-    micro-batch and checkpointing (off or full; selective recomputation is not modelled) the
-    planner's best for the published layout. TFLOP/s: model FLOPs, as that table counts them."""
+    micro-batch, chunks per stage and checkpointing (off or full; selective recomputation is not
+    modelled) the planner's best for the published layout. TFLOP/s: model FLOPs, as that table counts them."""
     print("| model | layout (tp x pp x dp) | published TFLOP/s | predicted | error | "
-          "micro-batch, checkpointing |")
+          "micro-batch, chunks, checkpointing |")
     print("|---|---|---|---|---|---|")
     errors = []
     for name, a, h, l, tp, pp, dp, batch, published in H100_ROWS:
@@ -73,7 +73,8 @@ def h100(prof):
         err = (got - published) / published
         errors.append(abs(err))
         print(f"| {name} | {tp} x {pp} x {dp} | {published} | {got:.0f} | {100 * err:+.0f}% | "
-              f"{est.layout.micro_batch}, {'on' if est.layout.checkpoint else 'off'} |")
+              f"{est.layout.micro_batch}, {est.layout.chunks}, "
+              f"{'on' if est.layout.checkpoint else 'off'} |")
     print(f"\nmean |error| {100 * sum(errors) / len(errors):.1f}%, "
           f"worst {100 * max(errors):.1f}% ({prof.name} profile)")
 
