@@ -209,7 +209,7 @@ def test_cli_prints_a_plan_and_an_evaluation():
     assert main(args + ["--tp", "2", "--pp", "2", "--micro_batch", "2", "--checkpoint"], out=out) == 0
     text = out.getvalue()
     assert "layout: tp 2 x pp 2 x dp 8, micro-batch 2, ZeRO 0, checkpointing on" in text
-    assert "memory per device:" in text and "pp send_recv" in text
+    assert "memory per device:" in text and "pp route send_recv" in text and "tp P->B all_reduce" in text
     assert plan(24, 2304, 24, 51200, 2048, 512, nodes=4, tp=2, pp=2, micro_batch=2,
                 checkpoint=True).lines()[1] in text
 

@@ -31,6 +31,10 @@ KINDS = tuple(_TABLE)
 BOXING = {("P", "B"): "all_reduce", ("S", "B"): "all_gather", ("P", "S"): "reduce_scatter",
           ("S", "S"): "all_to_all", ("B", "S"): None, ("B", "P"): None, ("S", "P"): None}
 
+# The other way round, for printed plans: "tp P->B all_reduce 1.1 TiB".
+SBP_CHANGE = {kind: f"{a}->{b}" for (a, b), kind in BOXING.items() if kind}
+SBP_CHANGE["send_recv"] = "route"
+
 
 def boxing_kind(src, dst):
     """The collective turning sbp `src` into `dst` ("S(0)", "B", "P"); None when local.

@@ -139,7 +139,8 @@ class Estimate:
     def lines(self):
         m, lo, pr = self.model, self.layout, self.profile
         mem = ", ".join(f"{k} {human_bytes(v)}" for k, v in self.memory_parts.items())
-        comm = ", ".join(f"{g} {k} {human_bytes(v)}" for (g, k), v in self.comm_bytes.items() if v)
+        comm = ", ".join(f"{g} {C.SBP_CHANGE[k]} {k} {human_bytes(v)}"
+                         for (g, k), v in self.comm_bytes.items() if v)
         t = ", ".join(f"{k} {v:.3g}" for k, v in self.times.items() if v)
         return [
             f"model: {m.name}, {human_count(m.parameters())} parameters, batch {m.batch}, "
