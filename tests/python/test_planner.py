@@ -165,6 +165,15 @@ def test_weights_over_the_limit_under_dp_get_split():
     assert weights < limit
 
 
+def test_a_gpt_that_data_parallelism_cannot_hold_gets_a_plan_that_fits():
+    m = gpt(32, 4096, 32, 51200, 2048, 64)  # 6.6B parameters: 106 GB of state per DP copy
+    over = [evaluate(m, Mesh(1, 8), A100, Layout(dp=8, micro_batch=b, checkpoint=True))
+            for b in (1, 2, 4, 8)]
+    assert not any(e.fits for e in over)
+    r = search(m, Mesh(1, 8), A100)
+    assert r.best.fits and r.best.layout != over[0].layout
+
+
 def test_layout_mistakes_are_one_line_errors():
     m = gpt(4, 1024, 16, 32000, 1024, 64)
     cases = [(Layout(tp=2, dp=2), "plan: tp 2 x pp 1 x dp 2 = 4 devices, but the mesh (1 nodes x 8) has 8"),
