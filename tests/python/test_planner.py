@@ -4,6 +4,7 @@ table, ZeRO's memory, the search's choices and limits, the command line. No proc
 
 import io
 import json
+import os
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from oneflow.distributed.plan import (Layout, Mesh, PlanError, evaluate, gpt, lo
                                       plan, search, shipped)
 from oneflow.distributed.plan import collectives as C
 from oneflow.distributed.plan.cli import main
+from oneflow.distributed.plan.hardware import PROFILES
 
 A100 = load_profile("a100_80gb")
 GiB = float(1 << 30)
@@ -203,6 +205,13 @@ def test_profiles_ship_and_load(tmp_path):
     bad = tmp_path / "p.json"
     bad.write_text(json.dumps({"name": "x"}))
     with pytest.raises(ValueError, match=f"plan: profile {bad} lacks memory_bytes,"):
+        load_profile(str(bad))
+    with open(os.path.join(PROFILES, "a100_80gb.json")) as f:
+        d = json.load(f)
+    d["intra_node"]["bandwidth"] = "fast"
+    bad.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=f"^plan: profile {bad}: intra_node.bandwidth must be a "
+                                         f"number >= 0, got 'fast'$"):
         load_profile(str(bad))
 
 

@@ -73,10 +73,23 @@ def _link(d, where, field):
     return Link(float(d["bandwidth"]) * float(d["efficiency"]), float(d["latency"])), d["name"]
 
 
+def _numbers(d, where, prefix=""):
+    """Refuses a field that should be a positive number and is not, in one line."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            _numbers(v, where, f"{prefix}{k}.")
+        elif k not in ("name", "sources") and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                                or v < 0):
+            raise ValueError(f"plan: profile {where}: {prefix}{k} must be a number >= 0, got {v!r}")
+
+
 def profile_from_dict(d, where="<dict>"):
+    if not isinstance(d, dict):
+        raise ValueError(f"plan: profile {where} must be a JSON object, got {type(d).__name__}")
     missing = [f for f in _FIELDS if f not in d]
     if missing:
         raise ValueError(f"plan: profile {where} lacks {', '.join(missing)}")
+    _numbers({k: v for k, v in d.items() if k in _FIELDS}, where)
     intra, intra_name = _link(d["intra_node"], where, "intra_node")
     inter, inter_name = _link(d["inter_node"], where, "inter_node")
     return Profile(d["name"], float(d["memory_bytes"]), float(d["memory_reserved_bytes"]),
