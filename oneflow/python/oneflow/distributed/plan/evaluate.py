@@ -29,7 +29,7 @@ min(m, pp - k) micro-batches in flight under 1F1B (m under GPipe; interleaved: (
 block's input, plus one block's full set while it is recomputed.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from oneflow.distributed.plan import collectives as C
 
@@ -226,7 +226,7 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
     tensor-parallel collectives behind its own compute, the dp sync behind the last
     micro-batch's backward; only what exceeds the compute stays on the step."""
     check_layout(model, mesh, layout)
-    lo, pr, n = layout, model.precision, mesh.world_size
+    lo, pr = layout, model.precision
     t, p, d, b = lo.tp, lo.pp, lo.dp, lo.micro_batch
     m = model.batch // (d * b)
     dpn, intra, inter = mesh.devices_per_node, profile.intra, profile.inter
