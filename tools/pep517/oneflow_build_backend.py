@@ -28,6 +28,18 @@ def _version():
     raise RuntimeError("oneflow build backend: no __version__ in oneflow/python/oneflow/__init__.py")
 
 
+def _build_env():
+    """The caller's environment without what pip's isolated build adds: Bazel keys its C++
+    actions on PATH, so pip's temporary bin folders on it would make every `pip install .`
+    rebuild everything (and the next tools/python build again) instead of reusing the cache."""
+    env = dict(os.environ)
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if "pip-build-env-" not in p]
+    env["PATH"] = os.pathsep.join(path)
+    for name in ("PYTHONPATH", "PYTHONNOUSERSITE", "PEP517_BUILD_BACKEND"):
+        env.pop(name, None)
+    return env
+
+
 def get_requires_for_build_wheel(config_settings=None):
     return []
 
@@ -43,7 +55,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     out = subprocess.run(
         [os.path.join(ROOT, "tools", "build_wheel.sh"), "--python", sys.executable,
          "--out", os.path.abspath(wheel_directory)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, text=True, env=_build_env())
     if out.returncode != 0:
         raise RuntimeError(f"oneflow build backend: tools/build_wheel.sh failed (exit {out.returncode};"
                            " its messages are above)")
