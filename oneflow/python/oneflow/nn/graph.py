@@ -607,8 +607,11 @@ class Graph:
 
         shards = {}
         for opt, _ in self._optimizers:
-            if not opt._elementwise:  # e.g. LAMB's trust ratio: its state stays whole
-                continue
+            if not opt._elementwise:
+                raise ValueError(
+                    f"nn.Graph {self._name}: config.enable_zero cannot shard "
+                    f"{type(opt).__name__}'s state: its update reads whole parameters (a norm "
+                    f"over each); use ZeRO with an elementwise optimizer")
             for group in opt.param_groups:
                 for p in group["params"]:
                     sbp = _shard_sbp(p)

@@ -12,7 +12,7 @@ from oneflow.optim.optimizer import Optimizer, _refuse_flags
 
 class LAMB(Optimizer):
     _op = "lamb_update"
-    # The trust ratio needs the whole parameter's norms: ZeRO keeps LAMB's state whole.
+    # The trust ratio needs the whole parameter's norms: ZeRO cannot shard LAMB's state.
     _elementwise = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, adam_w_mode=True,

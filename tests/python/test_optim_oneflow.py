@@ -1,0 +1,294 @@
+"""Every optimizer against a NumPy transcription of OneFlow's update formula, eagerly and inside
+nn.Graph (where the learning rate, betas and step counts are tensors the plan reads), the
+schedulers OneFlow adds, OneFlow's param-group keys (lr_scale, clip_grad_*), and one 2-rank
+ZeRO run of each optimizer.
+
+The loss is sum(c * w * w) for a fixed c, so the gradient is 2 * c * w, written out in NumPy.
+"""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+import oneflow.nn as nn
+from oneflow import optim
+from test_comm import DIST, free_port, launch
+
+W0 = np.array([[0.5, -1.2, 2.0, 0.3], [-0.7, 1.1, -0.2, 0.9], [1.5, -0.4, 0.8, -2.2]])
+C = np.array([1.0, 2.0, 0.5, 3.0])
+
+
+class Quadratic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(flow.tensor(W0, dtype=flow.float64))
+        self.c = flow.tensor(C, dtype=flow.float64)
+
+    def forward(self):
+        return (self.c * self.w * self.w).sum()
+
+
+class TrainGraph(nn.Graph):
+    def __init__(self, model, opt, sched=None):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt, lr_sch=sched)
+
+    def build(self, x):
+        loss = self.model() + x.sum() * 0
+        loss.backward()
+        return loss
+
+
+def _grad(w):
+    return 2 * C * w
+
+
+# ---------------------------------------------------------------- OneFlow's formulas in NumPy
+
+
+def np_sgd(lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0, maximize=False):
+    def step(w, s, t):
+        d = _grad(w) + weight_decay * w
+        sign = -1 if maximize else 1
+        if momentum == 0:
+            return w - sign * lr * d
+        s["buf"] = momentum * s.get("buf", 0) + (1 - dampening) * d
+        return w - sign * lr * (d + momentum * s["buf"] if nesterov else s["buf"])
+    return step
+
+
+def np_adam(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, do_bias_correction=True,
+            decoupled=False):
+    b1, b2 = betas
+
+    def step(w, s, t):
+        d = _grad(w) + (0 if decoupled else weight_decay * w)
+        s["m"] = b1 * s.get("m", 0) + (1 - b1) * d
+        s["v"] = b2 * s.get("v", 0) + (1 - b2) * d * d
+        v = s["v"]
+        if amsgrad:
+            s["vmax"] = np.maximum(s.get("vmax", 0), v)
+            v = s["vmax"]
+        bc1 = 1 - b1 ** t if do_bias_correction else 1
+        bc2 = 1 - b2 ** t if do_bias_correction else 1
+        out = w - lr / bc1 * s["m"] / (np.sqrt(v) / np.sqrt(bc2) + eps)
+        return out - (lr * weight_decay * w if decoupled else 0)
+    return step
+
+
+def np_lamb(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, adam_w_mode=True, do_bias_correction=True):
+    b1, b2 = betas
+
+    def step(w, s, t):
+        d = _grad(w) + (0 if adam_w_mode else weight_decay * w)
+        s["m"] = b1 * s.get("m", 0) + (1 - b1) * d
+        s["v"] = b2 * s.get("v", 0) + (1 - b2) * d * d
+        bc1 = 1 - b1 ** t if do_bias_correction else 1
+        bc2 = 1 - b2 ** t if do_bias_correction else 1
+        r = (s["m"] / bc1) / (np.sqrt(s["v"]) / np.sqrt(bc2) + eps)
+        wn, rn = np.linalg.norm(w), np.linalg.norm(r)
+        trust = wn / rn if wn > 0 and rn > 0 else 1.0
+        return w - lr * trust * (r + (weight_decay * w if adam_w_mode else 0))
+    return step
+
+
+def np_adagrad(lr, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10):
+    def step(w, s, t):
+        d = _grad(w) + weight_decay * w
+        s["sum"] = s.get("sum", initial_accumulator_value) + d * d
+        return w - lr / (1 + (t - 1) * lr_decay) * d / (np.sqrt(s["sum"]) + eps)
+    return step
+
+
+def np_rmsprop(lr, alpha=0.99, eps=1e-8, weight_decay=0.0, centered=False):
+    def step(w, s, t):
+        d = _grad(w) + weight_decay * w
+        s["sa"] = alpha * s.get("sa", 0) + (1 - alpha) * d * d
+        var = s["sa"]
+        if centered:
+            s["ga"] = alpha * s.get("ga", 0) + (1 - alpha) * d
+            var = var - s["ga"] ** 2
+        return w - lr * d / np.sqrt(var + eps)  # OneFlow: eps inside the root
+    return step
+
+
+def np_adadelta(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
+    def step(w, s, t):
+        d = _grad(w) + weight_decay * w
+        s["sa"] = rho * s.get("sa", 0) + (1 - rho) * d * d
+        delta = np.sqrt(s.get("acc", 0) + eps) / np.sqrt(s["sa"] + eps) * d
+        s["acc"] = rho * s.get("acc", 0) + (1 - rho) * delta * delta
+        return w - lr * delta
+    return step
+
+
+def np_ftrl(lr, weight_decay=0.0, lr_power=-0.5, initial_accumulator_value=0.1, lambda1=0.0, lambda2=0.0,
+            beta=0.0):
+    def step(w, s, t):
+        d = _grad(w) + weight_decay * w
+        n = s.get("n", initial_accumulator_value)
+        n2 = n + d * d
+        sigma = (n2 ** lr_power - n ** lr_power) / lr
+        s["z"] = s.get("z", 0) + d - sigma * w
+        s["n"] = n2
+        z = s["z"]
+        upd = (np.sign(z) * lambda1 - z) / ((beta + n2 ** lr_power) / lr + lambda2)
+        return np.where(np.abs(z) < lambda1, 0.0, upd)
+    return step
+
+
+CASES = {
+    "sgd": (lambda ps: optim.SGD(ps, lr=0.05), np_sgd(0.05)),
+    "sgd_dampening": (lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.01),
+                      np_sgd(0.05, momentum=0.9, dampening=0.3, weight_decay=0.01)),
+    "sgd_nesterov_dampening": (lambda ps: optim.SGD(ps, lr=0.05, momentum=0.8, dampening=0.2, nesterov=True),
+                               np_sgd(0.05, momentum=0.8, dampening=0.2, nesterov=True)),
+    "sgd_maximize": (lambda ps: optim.SGD(ps, lr=0.01, momentum=0.5, maximize=True),
+                     np_sgd(0.01, momentum=0.5, maximize=True)),
+    "adam": (lambda ps: optim.Adam(ps, lr=0.05, weight_decay=0.1), np_adam(0.05, weight_decay=0.1)),
+    "adam_no_bias_correction": (lambda ps: optim.Adam(ps, lr=0.05, do_bias_correction=False, amsgrad=True),
+                                np_adam(0.05, do_bias_correction=False, amsgrad=True)),
+    "adamw": (lambda ps: optim.AdamW(ps, lr=0.05, betas=(0.8, 0.9), weight_decay=0.2),
+              np_adam(0.05, betas=(0.8, 0.9), weight_decay=0.2, decoupled=True)),
+    "adamw_group_no_bias_correction": (
+        lambda ps: optim.AdamW([{"params": ps, "do_bias_correction": False, "amsgrad": True}], lr=0.05,
+                               weight_decay=0.1),
+        np_adam(0.05, weight_decay=0.1, do_bias_correction=False, amsgrad=True, decoupled=True)),
+    "lamb": (lambda ps: optim.LAMB(ps, lr=0.05, weight_decay=0.1), np_lamb(0.05, weight_decay=0.1)),
+    "lamb_l2": (lambda ps: optim.LAMB(ps, lr=0.05, weight_decay=0.1, adam_w_mode=False, do_bias_correction=False),
+                np_lamb(0.05, weight_decay=0.1, adam_w_mode=False, do_bias_correction=False)),
+    "adagrad": (lambda ps: optim.Adagrad(ps, lr=0.1, lr_decay=0.05, weight_decay=0.01, initial_accumulator_value=0.2),
+                np_adagrad(0.1, lr_decay=0.05, weight_decay=0.01, initial_accumulator_value=0.2)),
+    "rmsprop": (lambda ps: optim.RMSprop(ps, lr=0.01, weight_decay=0.01), np_rmsprop(0.01, weight_decay=0.01)),
+    "rmsprop_centered": (lambda ps: optim.RMSprop(ps, lr=0.01, alpha=0.9, eps=1e-3, centered=True),
+                         np_rmsprop(0.01, alpha=0.9, eps=1e-3, centered=True)),
+    "adadelta": (lambda ps: optim.Adadelta(ps, lr=0.5, rho=0.8, weight_decay=0.01),
+                 np_adadelta(0.5, rho=0.8, weight_decay=0.01)),
+    "ftrl": (lambda ps: flow.one_embedding.Ftrl(ps, lr=0.2, weight_decay=0.01, lambda1=0.05, lambda2=0.1, beta=0.3),
+             np_ftrl(0.2, weight_decay=0.01, lambda1=0.05, lambda2=0.1, beta=0.3)),
+}
+
+
+def _reference(np_step, steps, lrs=None):
+    w, s, out = W0.copy(), {}, []
+    for t in range(1, steps + 1):
+        w = np_step(w, s, t)
+        out.append(w.copy())
+    return out
+
+
+def _eager(make, steps):
+    model = Quadratic()
+    opt = make(list(model.parameters()))
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        model().backward()
+        opt.step()
+        out.append(model.w.numpy().copy())
+    return out
+
+
+def _graph(make, steps):
+    model = Quadratic()
+    g = TrainGraph(model, make(list(model.parameters())))
+    out = []
+    for _ in range(steps):
+        g(flow.zeros(1, dtype=flow.float64))
+        out.append(model.w.numpy().copy())
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_optimizer_matches_oneflows_formula_eager_and_in_graph(name):
+    make, np_step = CASES[name]
+    ref = _reference(np_step, 4)
+    for mode, got in (("eager", _eager(make, 4)), ("graph", _graph(make, 4))):
+        for t, (a, b) in enumerate(zip(got, ref)):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, err_msg=f"{name} {mode} step {t + 1}")
+
+
+def test_graph_reads_a_new_learning_rate_without_recompiling():
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    g = TrainGraph(model, opt, sched)
+    lrs = []
+    for _ in range(4):
+        lrs.append(opt.param_groups[0]["lr"])
+        g(flow.zeros(1, dtype=flow.float64))
+    assert lrs == [0.1, 0.05, 0.025, 0.0125] and len(g._compiled) == 1
+    w, s = W0.copy(), {}
+    for t, lr in enumerate(lrs, 1):
+        w = np_adam(lr)(w, s, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-9)
+    assert "set_attr" not in open(os.path.join(os.path.dirname(flow.nn.graph.__file__), "graph.py")).read()
+
+
+def test_lr_scale_and_clip_grad_in_param_groups():
+    clip, norm_type, scale = 1.5, 2.0, 0.5
+    for mode in ("eager", "graph"):
+        model = Quadratic()
+        opt = optim.SGD([{"params": model.parameters(), "lr_scale": scale, "clip_grad_max_norm": clip,
+                          "clip_grad_norm_type": norm_type}], lr=0.1)
+        g = TrainGraph(model, opt) if mode == "graph" else None
+        w = W0.copy()
+        for _ in range(3):
+            if g is not None:
+                g(flow.zeros(1, dtype=flow.float64))  # the graph clips before each update
+            else:
+                opt.zero_grad()
+                model().backward()
+                opt.clip_grad()  # eager: explicit, as OneFlow
+                opt.step()
+            grad = _grad(w)
+            total = np.linalg.norm(grad)
+            if clip / (total + 1e-6) < 1:
+                grad = grad * clip / (total + 1e-6)
+            w = w - 0.1 * scale * grad
+        np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-6, err_msg=mode)
+
+
+def test_param_group_keys_are_understood_or_refused():
+    p = nn.Parameter(flow.ones(2))
+    with pytest.raises(ValueError) as info:
+        optim.Adam([{"params": [p], "do_bias_corection": False}])
+    assert str(info.value).startswith("Adam: unknown param-group key 'do_bias_corection' (it takes ")
+    with pytest.raises(ValueError) as info:
+        optim.SGD([{"params": [p], "clip_grad_max_norm": 1.0}])
+    assert str(info.value) == ("SGD: a param group needs both clip_grad_max_norm and clip_grad_norm_type "
+                               "to clip gradients, got only one")
+    with pytest.raises(ValueError) as info:
+        optim.Adam([p], fused=True)
+    assert str(info.value).startswith("Adam: fused=True is not supported")
+    assert optim.Adam([p], do_bias_correction=False).param_groups[0]["do_bias_correction"] is False
+    assert optim.SGD([], lr=0.1).param_groups[0]["params"] == []  # empty lists, as OneFlow
+
+
+def test_state_dict_keys_and_step_counts():
+    model = Quadratic()
+    opt = optim.Adadelta(model.parameters())
+    model().backward()
+    opt.step()
+    sd = opt.state_dict()
+    assert sorted(sd["state"][0]) == ["acc_delta", "square_avg", "step"]
+    assert float(sd["state"][0]["step"]) == 1.0
+    # OneFlow's key names and an int step (older checkpoints) load too.
+    renamed = {"state": {0: {"square_avgs": sd["state"][0]["square_avg"], "acc_deltas": sd["state"][0]["acc_delta"],
+                             "step": 1}}, "param_groups": sd["param_groups"]}
+    opt2 = optim.Adadelta(Quadratic().parameters())
+    opt2.load_state_dict(renamed)
+    state = list(opt2.state.values())[0]
+    assert sorted(state) == ["acc_delta", "square_avg", "step"] and state["step"].dtype == flow.float64
+
+
+def test_two_ranks_zero_graph_equals_eager_for_each_optimizer():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "graph_optim_zero.py"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = sorted(line.split("] ", 1)[-1] for line in r.stdout.splitlines() if line.endswith(" ok"))
+    assert lines == [f"rank {k} zero optimizers ok" for k in range(2)]
