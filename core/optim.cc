@@ -16,11 +16,13 @@ bool Flag(const Attrs& a, const char* name) { return a.Has(name) && a.Get<bool>(
 
 UpdateLayout LayoutOf(const std::string& op, const Attrs& a) {
   if (op == "sgd_update") {
-    if (Flag(a, "momentum")) return {{"momentum_buffer"}, {"lr", "weight_decay", "momentum", "dampening"}};
+    if (Flag(a, "momentum"))
+      return {{"momentum_buffer"}, {"lr", "weight_decay", "momentum", "dampening"}};
     return {{}, {"lr", "weight_decay"}};
   }
   if (op == "adam_update") {
-    UpdateLayout l{{"exp_avg", "exp_avg_sq"}, {"step", "lr", "beta1", "beta2", "eps", "weight_decay"}};
+    UpdateLayout l{{"exp_avg", "exp_avg_sq"},
+                   {"step", "lr", "beta1", "beta2", "eps", "weight_decay"}};
     if (Flag(a, "amsgrad")) l.state.push_back("max_exp_avg_sq");
     return l;
   }
@@ -70,16 +72,15 @@ template <const char* kName>
 std::vector<TensorMeta> InferUpdate(const std::vector<TensorMeta>& in, const Attrs& a) {
   const UpdateLayout l = LayoutOf(kName, a);
   const size_t n = 2 + l.state.size() + l.hyper.size();
-  ONEFLOW_CHECK(in.size() == n, kName, ": expected ", n, " tensors (param, grad, ",
-                l.state.size(), " state, ", l.hyper.size(), " hyper-parameters), got ",
-                in.size());
+  ONEFLOW_CHECK(in.size() == n, kName, ": expected ", n, " tensors (param, grad, ", l.state.size(),
+                " state, ", l.hyper.size(), " hyper-parameters), got ", in.size());
   CheckSame(in[0], in[1], kName, "the gradient");
   for (size_t i = 0; i < l.state.size(); ++i) CheckSame(in[0], in[2 + i], kName, l.state[i]);
   for (size_t i = 0; i < l.hyper.size(); ++i) {
     const TensorMeta& h = in[2 + l.state.size() + i];
-    ONEFLOW_CHECK(h.shape.numel() == 1 && h.dtype == DType::kFloat64, kName, ": ",
-                  l.hyper[i], " must be a 0-dim float64 tensor, got shape ", h.shape,
-                  " and dtype ", DTypeName(h.dtype));
+    ONEFLOW_CHECK(h.shape.numel() == 1 && h.dtype == DType::kFloat64, kName, ": ", l.hyper[i],
+                  " must be a 0-dim float64 tensor, got shape ", h.shape, " and dtype ",
+                  DTypeName(h.dtype));
   }
   return {in[0]};
 }
@@ -160,7 +161,8 @@ std::vector<Tensor> AdamCpu(const std::vector<Tensor>& in, const Attrs& a,
     T* m = u.state[0].data<T>();
     T* v = u.state[1].data<T>();
     T* vmax = u.state.size() == 3 ? u.state[2].data<T>() : nullptr;
-    const T l2 = decoupled ? T(0) : static_cast<T>(wd), dwd = decoupled ? static_cast<T>(lr * wd) : T(0);
+    const T l2 = decoupled ? T(0) : static_cast<T>(wd),
+            dwd = decoupled ? static_cast<T>(lr * wd) : T(0);
     const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
     const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
     const T sq_bc2 = static_cast<T>(std::sqrt(bc2)), teps = static_cast<T>(eps);
@@ -511,8 +513,8 @@ void Adam::step() {
       exp_avg_sq_[i] = fn::zeros_like(params_[i]);
       if (options_.amsgrad) max_exp_avg_sq_[i] = fn::zeros_like(params_[i]);
     }
-    AdamUpdate(params_[i], g, exp_avg_[i], exp_avg_sq_[i], max_exp_avg_sq_[i], step_[i], options_.lr,
-               options_.beta1, options_.beta2, options_.eps, options_.weight_decay,
+    AdamUpdate(params_[i], g, exp_avg_[i], exp_avg_sq_[i], max_exp_avg_sq_[i], step_[i],
+               options_.lr, options_.beta1, options_.beta2, options_.eps, options_.weight_decay,
                options_.amsgrad, decoupled_);
   }
 }

@@ -467,8 +467,8 @@ std::vector<Sample> MakeSamples() {
              h({1, 0.1, 0.01, 1e-10, 0.01})),
         Attrs().Set("maximize", false));
     add("rmsprop_update", "[5, 6] centered momentum",
-        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 1, 2), r.Floats({5, 6}, -0.5, 0.5),
-              r.Floats({5, 6})},
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 1, 2),
+              r.Floats({5, 6}, -0.5, 0.5), r.Floats({5, 6})},
              h({1, 0.01, 0.99, 1e-8, 0.01, 0.9})),
         Attrs().Set("centered", true).Set("momentum", true).Set("maximize", false));
     add("adadelta_update", "[5, 6]",

@@ -283,8 +283,7 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
 
   for (size_t j = 0; j < steps.size(); ++j) {
     GraphPlan::Step& upd = steps[j];
-    if (!upd.op || upd.op->name != "sgd_update" || upd.in.size() != kSgdMomentumInputs ||
-        upd.fn) {
+    if (!upd.op || upd.op->name != "sgd_update" || upd.in.size() != kSgdMomentumInputs || upd.fn) {
       continue;
     }
     // A guarded update (GradScaler's skip) must not have its buffer written outside the guard.
@@ -294,7 +293,8 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
     const int p = upd.in[0], g = upd.in[1], buf = upd.in[2];
     const std::vector<int> hyper(upd.in.begin() + 3, upd.in.end());
     bool hyper_captured = true;
-    for (int h : hyper) hyper_captured &= h >= 0 && (captured[h] || outside[h]) && writers[h].empty();
+    for (int h : hyper)
+      hyper_captured &= h >= 0 && (captured[h] || outside[h]) && writers[h].empty();
     if (!hyper_captured) continue;
     if (p < 0 || buf < 0 || p == buf || !single_use(g, static_cast<int>(j))) continue;
     // The buffer: optimizer state that only this update reads or writes, in memory of its own.

@@ -288,8 +288,7 @@ struct MomentumModel {
     NoGradGuard no_grad;
     for (size_t i = 0; i < params.size(); ++i) {
       optim::Update("sgd_update",
-                    {params[i], params[i].grad(), bufs[i], lr, weight_decay, momentum,
-                     dampening},
+                    {params[i], params[i].grad(), bufs[i], lr, weight_decay, momentum, dampening},
                     Attrs().Set("momentum", true).Set("nesterov", false).Set("maximize", false));
       params[i].set_grad(Tensor());
     }

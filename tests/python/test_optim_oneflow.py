@@ -53,9 +53,9 @@ def _grad(w):
 def np_sgd(lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0, maximize=False):
     def step(w, s, t):
         d = _grad(w) + weight_decay * w
-        sign = -1 if maximize else 1
+        sign = -1 if maximize and momentum != 0 else 1  # OneFlow: maximize needs momentum
         if momentum == 0:
-            return w - sign * lr * d
+            return w - lr * d
         s["buf"] = momentum * s.get("buf", 0) + (1 - dampening) * d
         return w - sign * lr * (d + momentum * s["buf"] if nesterov else s["buf"])
     return step
@@ -149,6 +149,8 @@ CASES = {
                                np_sgd(0.05, momentum=0.8, dampening=0.2, nesterov=True)),
     "sgd_maximize": (lambda ps: optim.SGD(ps, lr=0.01, momentum=0.5, maximize=True),
                      np_sgd(0.01, momentum=0.5, maximize=True)),
+    "sgd_maximize_without_momentum": (lambda ps: optim.SGD(ps, lr=0.01, maximize=True),
+                                      np_sgd(0.01, maximize=True)),
     "adam": (lambda ps: optim.Adam(ps, lr=0.05, weight_decay=0.1), np_adam(0.05, weight_decay=0.1)),
     "adam_no_bias_correction": (lambda ps: optim.Adam(ps, lr=0.05, do_bias_correction=False, amsgrad=True),
                                 np_adam(0.05, do_bias_correction=False, amsgrad=True)),
@@ -292,3 +294,117 @@ def test_two_ranks_zero_graph_equals_eager_for_each_optimizer():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     lines = sorted(line.split("] ", 1)[-1] for line in r.stdout.splitlines() if line.endswith(" ok"))
     assert lines == [f"rank {k} zero optimizers ok" for k in range(2)]
+
+
+# ---------------------------------------------------------------- OneFlow's schedulers
+
+L = optim.lr_scheduler
+
+
+def _np_cosine_decay(base, step, decay_steps, alpha):
+    if step >= decay_steps:
+        return base * alpha
+    return base * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * step / decay_steps)) + alpha)
+
+
+def _np_warm_restarts(base, step, T_0, T_mult, eta_min, decay_rate):
+    cycle, length, into = 0, T_0, step
+    while into >= length:
+        into, length, cycle = into - length, length * T_mult, cycle + 1
+    return eta_min + (base * decay_rate ** cycle - eta_min) * 0.5 * (1 + math.cos(math.pi * into / length))
+
+
+SCHEDULERS = {
+    "exponential": (lambda o: L.ExponentialLR(o, gamma=0.8), lambda b, t: b * 0.8 ** t),
+    "constant": (lambda o: L.ConstantLR(o, factor=0.25, total_iters=3), lambda b, t: b * (0.25 if t < 3 else 1)),
+    "cosine_decay": (lambda o: L.CosineDecayLR(o, decay_steps=5, alpha=0.1),
+                     lambda b, t: _np_cosine_decay(b, t, 5, 0.1)),
+    "polynomial": (lambda o: L.PolynomialLR(o, decay_batch=4, end_learning_rate=0.01, power=2.0),
+                   lambda b, t: (b - 0.01) * (1 - min(t, 4) / 4) ** 2 + 0.01),
+    "warm_restarts": (lambda o: L.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.01, decay_rate=0.5),
+                      lambda b, t: _np_warm_restarts(b, t, 2, 2, 0.01, 0.5)),
+    "warmup_cosine_decay": (
+        lambda o: L.WarmupLR(L.CosineDecayLR(o, decay_steps=6), warmup_factor=0.1, warmup_iters=3),
+        lambda b, t: (b * 0.1 + (_np_cosine_decay(b, 3, 6, 0) - b * 0.1) * t / 3) if t < 3
+        else _np_cosine_decay(b, t, 6, 0)),
+    "warmup_prefix_constant": (
+        lambda o: L.WarmupLR(L.ExponentialLR(o, gamma=0.5), warmup_factor=0.2, warmup_iters=2,
+                             warmup_method="constant", warmup_prefix=True),
+        lambda b, t: b * 0.2 if t < 2 else b * 0.5 ** (t - 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_scheduler_matches_oneflows_formula_eager_and_in_graph(name):
+    make, lr_at = SCHEDULERS[name]
+    base = 0.5
+    want = [lr_at(base, t) for t in range(8)]
+    p = nn.Parameter(flow.ones(1))
+    opt = optim.SGD([p], lr=base)
+    sched = make(opt)
+    got = []
+    for _ in range(8):
+        got.append(opt.param_groups[0]["lr"])
+        sched.step()
+    np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+    # In nn.Graph: each replay's SGD step uses that step's lr (read from the lr tensor).
+    model = Quadratic()
+    opt = optim.SGD(model.parameters(), lr=base)
+    g = TrainGraph(model, opt, make(opt))
+    w = W0.copy()
+    for t in range(5):
+        g(flow.zeros(1, dtype=flow.float64))
+        w = w - want[t] * _grad(w)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-9, err_msg=name)
+    assert len(g._compiled) == 1
+
+
+# ---------------------------------------------------------------- nn.Graph surface
+
+
+def test_depend_int32_targets_session_and_refusals():
+    import oneflow.framework.session_context as session_ctx
+    from oneflow.framework.multi_client_session import MultiClientSession
+
+    class DependGraph(nn.Graph):
+        def build(self, x):
+            y = x * 2
+            z = nn.functional.depend(x + 1, y)
+            return nn.functional.depend(z, [y, x])
+
+    x = flow.randn(3, 4)
+    np.testing.assert_allclose(DependGraph()(x).numpy(), x.numpy() + 1)
+    with pytest.raises(TypeError) as info:
+        nn.functional.depend(x, [1])
+    assert str(info.value) == "depend: expected a Tensor or a list of Tensors to depend on, got int"
+    logits = flow.randn(4, 5)
+    for fn in (nn.functional.cross_entropy, lambda a, t: nn.functional.nll_loss(a.log_softmax(1), t)):
+        a = fn(logits, flow.tensor([0, 3, 1, 4], dtype=flow.int32))
+        b = fn(logits, flow.tensor([0, 3, 1, 4], dtype=flow.int64))
+        np.testing.assert_allclose(a.numpy(), b.numpy())
+    sess = session_ctx.GetDefaultSession()
+    assert isinstance(sess, MultiClientSession)
+    sess.TryInit()
+    assert sess.status == sess.Status.INITED
+    w = nn.Parameter(flow.ones(2))
+    assert w.to(flow.Tensor) is w
+    with pytest.raises(NotImplementedError) as info:
+        nn.OFRecordReader("/data", batch_size=2)
+    assert str(info.value).startswith("nn.OFRecordReader: OneFlow's OFRecord reader is not supported")
+
+
+def test_graph_takes_non_contiguous_inputs():
+    class Eval(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+
+        def build(self, x):
+            return self.lin(x)
+
+    g = Eval()
+    x = flow.randn(3, 5).t()
+    assert not x.is_contiguous()
+    np.testing.assert_allclose(g(x).numpy(), g.lin(x.contiguous()).numpy(), rtol=1e-6)
+    y = flow.randn(3, 5).t()
+    np.testing.assert_allclose(g(y).numpy(), g.lin(y.contiguous()).numpy(), rtol=1e-6)

@@ -126,7 +126,8 @@ __global__ void AdamKernel(Ptrs<T> a, bool decoupled, bool correct, bool amsgrad
   const T l2 = decoupled ? T(0) : wd, dwd = decoupled ? lr * wd : T(0);
   ONEFLOW_CUDA_GRID_LOOP(i, a.n) {
     const T pi = a.p[i];
-    const T r = AdamDirection(a, i, sign * a.g[i] + l2 * pi, correct, amsgrad ? a.state[2] : nullptr);
+    const T r =
+        AdamDirection(a, i, sign * a.g[i] + l2 * pi, correct, amsgrad ? a.state[2] : nullptr);
     a.p[i] = pi - lr * r - dwd * pi;
   }
 }
@@ -138,16 +139,15 @@ std::vector<Tensor> AdamCuda(const std::vector<Tensor>& in, const Attrs& a,
   const double sign = Flag(a, "maximize") ? -1 : 1;
   return Launch("adam_update", in, a, true, [&](auto ptrs, cudaStream_t s) {
     using T = std::remove_pointer_t<decltype(ptrs.p)>;
-    AdamKernel<T><<<cuda::Blocks(ptrs.n), cuda::kThreads, 0, s>>>(ptrs, decoupled, correct,
-                                                                  amsgrad, static_cast<T>(sign));
+    AdamKernel<T><<<cuda::Blocks(ptrs.n), cuda::kThreads, 0, s>>>(ptrs, decoupled, correct, amsgrad,
+                                                                  static_cast<T>(sign));
   });
 }
 
 // LAMB: pass 1 writes r into the gradient's scratch copy and sums ||p||^2, ||r||^2 (atomics
 // into two doubles); pass 2 applies p -= lr * trust * (r + wd * p).
 template <typename T>
-__global__ void LambDirectionKernel(Ptrs<T> a, T* r, double* norms, bool decoupled,
-                                    bool correct) {
+__global__ void LambDirectionKernel(Ptrs<T> a, T* r, double* norms, bool decoupled, bool correct) {
   const T l2 = decoupled ? T(0) : static_cast<T>(*a.hyper[5]);
   ONEFLOW_CUDA_GRID_LOOP(i, a.n) {
     const T pi = a.p[i];

@@ -84,7 +84,7 @@ __all__ += [
 ]
 # ---- end conv/padding/upsampling/rnn block
 
-from oneflow.nn.modules.dataset import CoinFlip  # noqa: E402,F401
+from oneflow.nn.modules.dataset import CoinFlip, OFRecordReader  # noqa: E402,F401
 from oneflow.nn.modules.sampling import DistributedPariticalFCSample  # noqa: E402,F401
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401
