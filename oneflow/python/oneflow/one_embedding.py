@@ -4,7 +4,7 @@ OneFlow's embedding tables (MultiTableEmbedding and their stores) are not part o
     opt = flow.one_embedding.Ftrl(model.parameters(), lr=0.1, lr_power=-0.5, lambda1=1e-3)
 """
 
-import oneflow as flow
+from oneflow._grad_mode import no_grad
 from oneflow.optim.optimizer import Optimizer
 
 
@@ -41,7 +41,7 @@ class Ftrl(Optimizer):
     def _init_state(self, group, p, state, zeros):
         if state.get("accumulator_value") is None:
             acc = zeros()
-            with flow.no_grad():
+            with no_grad():
                 acc.fill_(float(group["initial_accumulator_value"]))
             state["accumulator_value"] = acc
         if state.get("z") is None:

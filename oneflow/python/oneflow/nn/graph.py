@@ -19,6 +19,12 @@ after their last use, fresh random numbers on every call.
     g = TrainGraph()
     loss = g(x, y)                                  # compiles; later calls replay
 
+Any oneflow.optim optimizer runs in the graph because its step is ops like any other: its
+update ops read the learning rate, betas, weight decay and step counts from 0-dim tensors the
+optimizer keeps (oneflow/optim/optimizer.py), which the plan captures; before each replay the
+optimizer refills those whose group value changed (a scheduler, a user's edit). A group's
+clip_grad_max_norm/clip_grad_norm_type clip its gradients before the update, as OneFlow's graph.
+
 Training switches, as OneFlow's: config.set_gradient_accumulation_steps(n) (micro-batches),
 config.enable_amp(True, dtype=...) with set_grad_scaler(flow.amp.GradScaler(...)) (the replay
 skips the update after inf/NaN gradients and the scaler backs off, as eager's GradScaler),
