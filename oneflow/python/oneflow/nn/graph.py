@@ -574,7 +574,8 @@ class Graph:
                     f"nn.Graph {self._name}: {type(opt).__name__}'s update changed after compiling "
                     f"(a flag such as maximize, amsgrad, nesterov or momentum on/off); make a new "
                     f"graph")
-            opt._refresh_hypers()  # the plan reads lr, betas, ... from these tensors
+            with opt._graph_mode():
+                opt._refresh_hypers()  # the plan reads lr, betas, ... from these tensors
         outputs = c.plan.replay(tensors)
         if c.guarded:
             c.scaling.update([not c.plan.guard_ran(guard) for guard in c.guarded])
@@ -643,7 +644,8 @@ class Graph:
                     if shard is not None:
                         zeros[id(p)] = (lambda p=p, shard=shard: flow.zeros(
                             p.shape, dtype=p.dtype, placement=p.placement, sbp=shard))
-            opt._prepare(zeros)
+            with opt._graph_mode():
+                opt._prepare(zeros)
             for group in opt.param_groups:
                 for p in group["params"]:
                     shard = shards.get(id(p))
@@ -704,7 +706,8 @@ class Graph:
             try:
                 swaps = self._swap_in_shards(opt, shards)
                 try:
-                    opt.step()
+                    with opt._graph_mode():
+                        opt.step()
                 except BaseException:
                     self._swap_out_shards(opt, swaps, gather=False)
                     raise

@@ -17,7 +17,8 @@ captures them like any state and a replay reads the new values. A subclass decla
     def _hyper_values(self, group): ...     # {name: value} of the group's hyper-parameters
     def _init_state(self, group, p, state, zeros): ...   # make missing state tensors
 
-Param-group keys: the optimizer's defaults, "params", OneFlow's "lr_scale" and
+Param-group keys: the optimizer's defaults, "params", OneFlow's "lr_scale" (nn.Graph only, as
+OneFlow) and
 "clip_grad_max_norm"/"clip_grad_norm_type" (applied by clip_grad(), and by nn.Graph before each
 update), and the schedulers' own ("initial_lr", ...); any other key is refused in one line.
 """
@@ -245,9 +246,28 @@ class Optimizer:
     def _init_state(self, group, p, state, zeros):
         """Makes p's missing state tensors; zeros() gives one shaped (and laid out) like p."""
 
-    @staticmethod
-    def _lr(group):
-        return float(group["lr"]) * float(group.get("lr_scale", 1.0))
+    _in_graph = False  # nn.Graph sets it while it prepares, traces or replays this optimizer
+
+    @contextlib.contextmanager
+    def _graph_mode(self):
+        previous, self._in_graph = self._in_graph, True
+        try:
+            yield
+        finally:
+            self._in_graph = previous
+
+    def _lr(self, group):
+        """The group's learning rate; OneFlow's lr_scale multiplies it in nn.Graph only (eager
+        OneFlow ignores it, and so does eager here, with a warning)."""
+        scale = float(group.get("lr_scale", 1.0))
+        if scale != 1.0 and not self._in_graph:
+            if not getattr(self, "_warned_lr_scale", False):
+                warnings.warn(f"{type(self).__name__}: lr_scale applies in nn.Graph only (as in "
+                              f"OneFlow); this eager step uses the group's lr", UserWarning,
+                              stacklevel=4)
+                self._warned_lr_scale = True
+            scale = 1.0
+        return float(group["lr"]) * scale
 
     def _hypers(self, group, p):
         """The group's hyper-parameter tensors where p's update runs, each holding its current
