@@ -142,84 +142,86 @@ std::vector<Tensor> SgdCpu(const std::vector<Tensor>& in, const Attrs& a,
   return Done(u);
 }
 
-// Adam (OneFlow's adam_update): d = g + l2 * p; m, v; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2)
-// + eps) + lr * wd * p, with l2 = weight_decay unless decoupled (AdamW), wd otherwise.
+// Adam's moments for one update (Adam and LAMB): after NextStep, from the hyper-parameters
+// (step, lr, beta1, beta2, eps, weight_decay). Direction(i, d) updates m and v (and vmax) at i
+// with the gradient d and returns r = m_hat / (sqrt(v_hat) + eps), bias-corrected unless
+// do_bias_correction is off.
+template <typename T>
+struct AdamMoments {
+  T *m, *v, *vmax;
+  T b1, b2, c1, c2, bc1, sq_bc2, eps;
+  AdamMoments(const UpdateArgs& u, const Attrs& a, double step) {
+    const bool correct = Flag(a, "do_bias_correction");
+    const double db1 = u.H(2), db2 = u.H(3);
+    m = u.state[0].data<T>();
+    v = u.state[1].data<T>();
+    vmax = u.state.size() == 3 ? u.state[2].data<T>() : nullptr;
+    b1 = static_cast<T>(db1), b2 = static_cast<T>(db2);
+    c1 = static_cast<T>(1 - db1), c2 = static_cast<T>(1 - db2);
+    bc1 = static_cast<T>(correct ? 1 - std::pow(db1, step) : 1);
+    sq_bc2 = static_cast<T>(std::sqrt(correct ? 1 - std::pow(db2, step) : 1));
+    eps = static_cast<T>(u.H(4));
+  }
+  T Direction(int64_t i, T d) const {
+    const T mi = b1 * m[i] + c1 * d;
+    const T vi = b2 * v[i] + c2 * d * d;
+    m[i] = mi;
+    v[i] = vi;
+    T vv = vi;
+    if (vmax) {
+      vv = std::max(vmax[i], vi);
+      vmax[i] = vv;
+    }
+    return (mi / bc1) / (std::sqrt(vv) / sq_bc2 + eps);
+  }
+};
+
+// Adam (OneFlow's adam_update): d = g + l2 * p; p -= lr * r + lr * wd * p (the old p), with
+// l2 = weight_decay unless decoupled (AdamW), wd = weight_decay when decoupled.
 constexpr char kAdam[] = "adam_update";
 std::vector<Tensor> AdamCpu(const std::vector<Tensor>& in, const Attrs& a,
                             const std::vector<TensorMeta>&) {
   UpdateArgs u = Unpack(kAdam, in, a);
-  const double step = NextStep(u);
-  const double lr = u.H(1), b1 = u.H(2), b2 = u.H(3), eps = u.H(4), wd = u.H(5);
-  const bool decoupled = Flag(a, "decoupled"), correct = Flag(a, "do_bias_correction");
-  const double bc1 = correct ? 1 - std::pow(b1, step) : 1;
-  const double bc2 = correct ? 1 - std::pow(b2, step) : 1;
+  const double step = NextStep(u), lr = u.H(1), wd = u.H(5);
+  const bool decoupled = Flag(a, "decoupled");
   const double sign = Flag(a, "maximize") ? -1 : 1;
   DispatchFloating(u.p.dtype(), kAdam, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const AdamMoments<T> mom(u, a, step);
     T* p = u.p.data<T>();
     const T* g = u.g.data<T>();
-    T* m = u.state[0].data<T>();
-    T* v = u.state[1].data<T>();
-    T* vmax = u.state.size() == 3 ? u.state[2].data<T>() : nullptr;
-    const T l2 = decoupled ? T(0) : static_cast<T>(wd),
-            dwd = decoupled ? static_cast<T>(lr * wd) : T(0);
-    const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
-    const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
-    const T sq_bc2 = static_cast<T>(std::sqrt(bc2)), teps = static_cast<T>(eps);
-    const T step_size = static_cast<T>(lr / bc1), tsign = static_cast<T>(sign);
+    const T l2 = decoupled ? T(0) : static_cast<T>(wd);
+    const T dwd = decoupled ? static_cast<T>(lr * wd) : T(0);
+    const T tlr = static_cast<T>(lr), tsign = static_cast<T>(sign);
     const int64_t n = u.p.numel();
     for (int64_t i = 0; i < n; ++i) {
       const T pi = p[i];
-      const T d = tsign * g[i] + l2 * pi;
-      const T mi = tb1 * m[i] + c1 * d;
-      const T vi = tb2 * v[i] + c2 * d * d;
-      m[i] = mi;
-      v[i] = vi;
-      T vv = vi;
-      if (vmax) {
-        vv = std::max(vmax[i], vi);
-        vmax[i] = vv;
-      }
-      p[i] = pi - step_size * (mi / (std::sqrt(vv) / sq_bc2 + teps)) - dwd * pi;
+      p[i] = pi - tlr * mom.Direction(i, tsign * g[i] + l2 * pi) - dwd * pi;
     }
   });
   return Done(u);
 }
 
-// LAMB (OneFlow's lamb_update): Adam's direction r = m_hat / (sqrt(v_hat) + eps) (l2 in the
-// gradient unless decoupled), trust ratio ||p|| / ||r|| (1 when either is 0), then
-// p -= lr * trust * (r + wd * p) with wd only when decoupled. Two passes: the norms need all
-// of r; r is kept in a scratch buffer.
+// LAMB (OneFlow's lamb_update): Adam's direction r (l2 in the gradient unless decoupled),
+// trust ratio ||p|| / ||r|| (1 when either is 0), then p -= lr * trust * (r + wd * p) with wd
+// only when decoupled. Two passes: the norms need all of r, kept in a scratch buffer.
 constexpr char kLamb[] = "lamb_update";
 std::vector<Tensor> LambCpu(const std::vector<Tensor>& in, const Attrs& a,
                             const std::vector<TensorMeta>&) {
   UpdateArgs u = Unpack(kLamb, in, a);
-  const double step = NextStep(u);
-  const double lr = u.H(1), b1 = u.H(2), b2 = u.H(3), eps = u.H(4), wd = u.H(5);
-  const bool decoupled = Flag(a, "decoupled"), correct = Flag(a, "do_bias_correction");
-  const double bc1 = correct ? 1 - std::pow(b1, step) : 1;
-  const double bc2 = correct ? 1 - std::pow(b2, step) : 1;
+  const double step = NextStep(u), lr = u.H(1), wd = u.H(5);
+  const bool decoupled = Flag(a, "decoupled");
   DispatchFloating(u.p.dtype(), kLamb, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const AdamMoments<T> mom(u, a, step);
     T* p = u.p.data<T>();
     const T* g = u.g.data<T>();
-    T* m = u.state[0].data<T>();
-    T* v = u.state[1].data<T>();
     const int64_t n = u.p.numel();
     std::vector<T> r(static_cast<size_t>(n));
     const T l2 = decoupled ? T(0) : static_cast<T>(wd);
-    const T tb1 = static_cast<T>(b1), tb2 = static_cast<T>(b2);
-    const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
-    const T tbc1 = static_cast<T>(bc1), sq_bc2 = static_cast<T>(std::sqrt(bc2));
-    const T teps = static_cast<T>(eps);
     double w2 = 0, r2 = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const T d = g[i] + l2 * p[i];
-      const T mi = tb1 * m[i] + c1 * d;
-      const T vi = tb2 * v[i] + c2 * d * d;
-      m[i] = mi;
-      v[i] = vi;
-      r[i] = (mi / tbc1) / (std::sqrt(vi) / sq_bc2 + teps);
+      r[i] = mom.Direction(i, g[i] + l2 * p[i]);
       w2 += static_cast<double>(p[i]) * p[i];
       r2 += static_cast<double>(r[i]) * r[i];
     }

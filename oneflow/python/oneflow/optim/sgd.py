@@ -13,6 +13,7 @@ from oneflow.optim.optimizer import Optimizer, _refuse_flags
 class SGD(Optimizer):
     _op = "sgd_update"
     _counts_steps = False
+    _state_aliases = {"momentum_buf": "momentum_buffer"}  # OneFlow's key loads too
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
                  maximize=False, contiguous_params=False, fused=False):
