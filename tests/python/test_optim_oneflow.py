@@ -391,6 +391,7 @@ def test_depend_int32_targets_session_and_refusals():
     assert sess.status == sess.Status.INITED
     w = nn.Parameter(flow.ones(2))
     assert w.to(flow.Tensor) is w
+    assert flow.nn.optimizer.LAMB is optim.LAMB and flow.nn.optimizer.lr_scheduler is L  # OneFlow's path
     with pytest.raises(NotImplementedError) as info:
         nn.OFRecordReader("/data", batch_size=2)
     assert str(info.value).startswith("nn.OFRecordReader: OneFlow's OFRecord reader is not supported")
@@ -411,3 +412,17 @@ def test_graph_takes_non_contiguous_inputs():
     np.testing.assert_allclose(g(x).numpy(), g.lin(x.contiguous()).numpy(), rtol=1e-6)
     y = flow.randn(3, 5).t()
     np.testing.assert_allclose(g(y).numpy(), g.lin(y.contiguous()).numpy(), rtol=1e-6)
+
+
+def test_graph_refuses_an_optimizer_whose_step_is_not_update_ops():
+    class Custom(optim.Optimizer):
+        def step(self, closure=None):
+            for p in self.param_groups[0]["params"]:
+                p.sub_(p.grad * self.param_groups[0]["lr"])
+
+    model = Quadratic()
+    with pytest.raises(TypeError) as info:
+        TrainGraph(model, Custom(model.parameters(), {"lr": 0.1}))
+    assert str(info.value) == ("nn.Graph TrainGraph: add_optimizer got Custom, whose step() does not run "
+                               "oneflow.optim's update ops (core/optim.h); a replay could not follow its "
+                               "hyper-parameters")

@@ -419,10 +419,15 @@ class Graph:
             raise NotImplementedError(
                 f"nn.Graph {self._name}: add_optimizer(is_sparse=True) is not supported by this "
                 f"nn.Graph")
-        if not isinstance(optim, Optimizer) or optim._op is None:
+        if not isinstance(optim, Optimizer):
             raise TypeError(
                 f"nn.Graph {self._name}: add_optimizer expects a oneflow.optim optimizer, got "
                 f"{type(optim).__name__}")
+        if optim._op is None:
+            raise TypeError(
+                f"nn.Graph {self._name}: add_optimizer got {type(optim).__name__}, whose step() "
+                f"does not run oneflow.optim's update ops (core/optim.h); a replay could not "
+                f"follow its hyper-parameters")
         if lr_sch is not None and getattr(lr_sch, "optimizer", optim) is not optim:
             raise ValueError(
                 f"nn.Graph {self._name}: add_optimizer's lr_sch steps another optimizer than "

@@ -18,9 +18,9 @@ captures them like any state and a replay reads the new values. A subclass decla
     def _init_state(self, group, p, state, zeros): ...   # make missing state tensors
 
 Param-group keys: the optimizer's defaults, "params", OneFlow's "lr_scale" (nn.Graph only, as
-OneFlow) and
-"clip_grad_max_norm"/"clip_grad_norm_type" (applied by clip_grad(), and by nn.Graph before each
-update), and the schedulers' own ("initial_lr", ...); any other key is refused in one line.
+OneFlow) and "clip_grad_max_norm"/"clip_grad_norm_type" (applied by clip_grad(), and by nn.Graph
+before each update), and the schedulers' own ("initial_lr", ...); any other key is refused in
+one line.
 """
 
 import contextlib
@@ -155,6 +155,7 @@ def _scalar_like(t, value):
 
 class Optimizer:
     _op = None  # the update op (core/optim.h); subclasses set it
+    _counts_steps = True  # the op takes the parameter's step count before its hyper-parameters
     _state_aliases = {}  # state keys other writers use (OneFlow's) -> ours (PyTorch's)
     _elementwise = True  # the update reads each element alone (ZeRO may shard its state)
 
@@ -299,9 +300,6 @@ class Optimizer:
             if values.keys() == entry[1].keys():  # else the op changed: nn.Graph recompiles
                 self._refill(entry, values)
 
-    def _step_tensor(self, p):
-        return _scalar_like(p, 0.0)
-
     def _prepare(self, params_zeros):
         """State and hyper-parameter tensors made before a trace, so that nn.Graph's plan holds
         them. params_zeros: {id(p): zeros function} for parameters whose state is laid out
@@ -318,7 +316,7 @@ class Optimizer:
         if self._counts_steps:
             step = state.get("step")
             if step is None:
-                state["step"] = self._step_tensor(p)
+                state["step"] = _scalar_like(p, 0.0)
             elif not (isinstance(step, flow.Tensor) and step.dtype == flow.float64):
                 state["step"] = _step_value_tensor(p, step)  # an int, or PyTorch's tensor
 
@@ -330,8 +328,6 @@ class Optimizer:
             tensors.append(state["step"])
         tensors += self._hypers(group, p)
         flow._C.optim_update_(self._op, tensors, self._flags(group))
-
-    _counts_steps = True  # the op takes the parameter's step count before its hyper-parameters
 
     def clip_grad(self, error_if_nonfinite=False):
         """OneFlow's per-group gradient clipping: each group with clip_grad_max_norm and
@@ -356,11 +352,8 @@ class Optimizer:
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None:
-                        self._update(group, p, self._grad(group, p))
+                        self._update(group, p, p.grad)
         return loss
-
-    def _grad(self, group, p):
-        return p.grad
 
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
