@@ -426,3 +426,41 @@ def test_graph_refuses_an_optimizer_whose_step_is_not_update_ops():
     assert str(info.value) == ("nn.Graph TrainGraph: add_optimizer got Custom, whose step() does not run "
                                "oneflow.optim's update ops (core/optim.h); a replay could not follow its "
                                "hyper-parameters")
+
+
+def test_swa_utils_match_torch():
+    import torch
+    from torch.optim import swa_utils as tswa
+
+    from oneflow.optim import swa_utils
+
+    # SWALR: the lrs of 8 steps, cos and linear, two groups.
+    for strategy in ("cos", "linear"):
+        tp = [torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))]
+        fp = [nn.Parameter(flow.ones(1)), nn.Parameter(flow.ones(1))]
+        topt = torch.optim.SGD([{"params": tp[:1], "lr": 0.5}, {"params": tp[1:], "lr": 0.1}], lr=1.0)
+        fopt = optim.SGD([{"params": fp[:1], "lr": 0.5}, {"params": fp[1:], "lr": 0.1}], lr=1.0)
+        ts = tswa.SWALR(topt, swa_lr=[0.05, 0.2], anneal_epochs=3, anneal_strategy=strategy)
+        fs = swa_utils.SWALR(fopt, swa_lr=[0.05, 0.2], anneal_epochs=3, anneal_strategy=strategy)
+        for _ in range(8):
+            np.testing.assert_allclose([g["lr"] for g in fopt.param_groups],
+                                       [g["lr"] for g in topt.param_groups], rtol=1e-12)
+            ts.step()
+            fs.step()
+    # AveragedModel: the running mean of 3 snapshots; update_bn: statistics of the whole pass.
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    avg = swa_utils.AveragedModel(model)
+    snapshots = []
+    for k in range(3):
+        with flow.no_grad():
+            model[0].weight.mul_(1.5).add_(0.1 * k)
+        snapshots.append(model[0].weight.numpy().copy())
+        avg.update_parameters(model)
+    np.testing.assert_allclose(avg.module[0].weight.numpy(), np.mean(snapshots, axis=0), rtol=1e-6)
+    assert int(avg.n_averaged.item()) == 3
+    batches = [flow.randn(5, 3) for _ in range(3)]
+    swa_utils.update_bn(batches, avg)
+    with flow.no_grad():
+        h = flow.cat([avg.module[0](b) for b in batches]).numpy()
+    np.testing.assert_allclose(avg.module[1].running_mean.numpy(), h.mean(0), rtol=1e-5, atol=1e-6)
+    assert avg.module[1].momentum == 0.1 and avg.training  # momentum and mode restored

@@ -12,3 +12,4 @@ from oneflow.optim.lamb import LAMB  # noqa: F401
 from oneflow.optim.optimizer import Optimizer  # noqa: F401
 from oneflow.optim.rmsprop import RMSprop  # noqa: F401
 from oneflow.optim.sgd import SGD  # noqa: F401
+from oneflow.optim import swa_utils  # noqa: F401,E402
