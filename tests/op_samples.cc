@@ -425,25 +425,60 @@ std::vector<Sample> MakeSamples() {
 
   // ---- optimizer updates (in place on the parameter and state)
   {
+    // (param, grad, state..., 0-dim float64 hyper-parameters...), core/optim.h.
+    auto h = [](std::vector<double> values) {
+      std::vector<Tensor> out;
+      for (double v : values) out.push_back(fn::full(Shape({}), v, DType::kFloat64));
+      return out;
+    };
+    auto join = [](std::vector<Tensor> a, const std::vector<Tensor>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
     Attrs sgd;
-    sgd.Set("lr", 0.1).Set("momentum", 0.0).Set("dampening", 0.0).Set("nesterov", false);
-    sgd.Set("weight_decay", 0.01).Set("first_step", false).Set("maximize", false);
-    add("sgd_update", "[5, 6] plain", {r.Floats({5, 6}), r.Floats({5, 6})}, sgd);
+    sgd.Set("momentum", false).Set("nesterov", false).Set("maximize", false);
+    add("sgd_update", "[5, 6] plain", join({r.Floats({5, 6}), r.Floats({5, 6})}, h({0.1, 0.01})),
+        sgd);
     Attrs sgdm = sgd;
-    sgdm.Set("momentum", 0.9).Set("nesterov", true);
+    sgdm.Set("momentum", true).Set("nesterov", true);
     add("sgd_update", "[5, 6] nesterov momentum",
-        {r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6})}, sgdm);
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6})}, h({0.1, 0.01, 0.9, 0.1})),
+        sgdm);
     Attrs adam;
-    adam.Set("lr", 0.01).Set("beta1", 0.9).Set("beta2", 0.999).Set("eps", 1e-8);
-    adam.Set("weight_decay", 0.01).Set("step", int64_t{3}).Set("decoupled", true);
+    adam.Set("amsgrad", false).Set("decoupled", true).Set("do_bias_correction", true);
+    const std::vector<double> adam_h = {2, 0.01, 0.9, 0.999, 1e-8, 0.01};
     add("adam_update", "[5, 6] AdamW",
-        {r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)}, adam);
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)},
+             h(adam_h)),
+        adam);
     Attrs ams = adam;
-    ams.Set("decoupled", false);
+    ams.Set("decoupled", false).Set("amsgrad", true);
     add("adam_update", "[6, 5] amsgrad",
-        {r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}, 0, 1),
-         r.Floats({6, 5}, 0.5, 1)},
+        join({r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}), r.Floats({6, 5}, 0, 1),
+              r.Floats({6, 5}, 0.5, 1)},
+             h(adam_h)),
         ams);
+    add("lamb_update", "[5, 6]",
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)},
+             h(adam_h)),
+        Attrs().Set("decoupled", true).Set("do_bias_correction", true));
+    add("adagrad_update", "[5, 6]",
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)},
+             h({1, 0.1, 0.01, 1e-10, 0.01})),
+        Attrs().Set("maximize", false));
+    add("rmsprop_update", "[5, 6] centered momentum",
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 1, 2),
+              r.Floats({5, 6}, -0.5, 0.5), r.Floats({5, 6})},
+             h({1, 0.01, 0.99, 1e-8, 0.01, 0.9})),
+        Attrs().Set("centered", true).Set("momentum", true).Set("maximize", false));
+    add("adadelta_update", "[5, 6]",
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1), r.Floats({5, 6}, 0, 1)},
+             h({1, 1.0, 0.9, 1e-6, 0.01})),
+        Attrs().Set("maximize", false));
+    add("ftrl_update", "[5, 6]",
+        join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0.1, 1), r.Floats({5, 6})},
+             h({0.1, -0.5, 0.01, 0.01, 0.1, 0.01})),
+        Attrs());
   }
   return s;
 }

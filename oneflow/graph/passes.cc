@@ -80,11 +80,27 @@ struct MomentumLink {
   Tensor grad;
 };
 
-// The momentum update's current attrs allow the fused form (SetAttr may change them between
-// replays): no weight decay (it reads p), no nesterov, not the buffer's first step, not maximize.
-bool FusableMomentum(const Attrs& a) {
-  return a.Get<double>("weight_decay") == 0 && !a.Get<bool>("nesterov") &&
-         !a.Get<bool>("first_step") && !a.Get<bool>("maximize") && a.Get<double>("momentum") != 0;
+// sgd_update with momentum takes (p, g, buf, lr, weight_decay, momentum, dampening)
+// (core/optim.h); the hyper-parameters are 0-dim float64 tensors.
+constexpr size_t kSgdMomentumInputs = 7;
+double Value(const Tensor& h) { return h.data<double>()[0]; }
+
+// The momentum update allows the fused form: its attrs (no nesterov, not maximize) and its
+// hyper-parameters' current values (read at each replay, since they change between replays):
+// no weight decay (it reads p), a momentum. hyper: (lr, weight_decay, momentum, dampening).
+bool FusableMomentum(const Attrs& a, const std::vector<Tensor>& hyper) {
+  for (const Tensor& h : hyper) {
+    if (!h.defined() || h.is_global() || !h.is_cpu() || h.dtype() != DType::kFloat64) return false;
+  }
+  return a.Get<bool>("momentum") && !a.Get<bool>("nesterov") && !a.Get<bool>("maximize") &&
+         Value(hyper[1]) == 0 && Value(hyper[2]) != 0;
+}
+
+// The attrs of plain SGD (no momentum buffer) with the update's other flags.
+Attrs Plain(const Attrs& a) {
+  Attrs plain = a;
+  plain.Set("momentum", false);
+  return plain;
 }
 
 bool LocalFloat(const Tensor& t) {
@@ -267,12 +283,19 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
 
   for (size_t j = 0; j < steps.size(); ++j) {
     GraphPlan::Step& upd = steps[j];
-    if (!upd.op || upd.op->name != "sgd_update" || upd.in.size() != 3 || upd.fn) continue;
+    if (!upd.op || upd.op->name != "sgd_update" || upd.in.size() != kSgdMomentumInputs || upd.fn) {
+      continue;
+    }
     // A guarded update (GradScaler's skip) must not have its buffer written outside the guard.
     bool guarded = false;
     for (const GraphPlan::Guard& gd : plan.guards_) guarded |= j >= gd.begin && j < gd.end;
     if (guarded) continue;
     const int p = upd.in[0], g = upd.in[1], buf = upd.in[2];
+    const std::vector<int> hyper(upd.in.begin() + 3, upd.in.end());
+    bool hyper_captured = true;
+    for (int h : hyper)
+      hyper_captured &= h >= 0 && (captured[h] || outside[h]) && writers[h].empty();
+    if (!hyper_captured) continue;
     if (p < 0 || buf < 0 || p == buf || !single_use(g, static_cast<int>(j))) continue;
     // The buffer: optimizer state that only this update reads or writes, in memory of its own.
     if (!captured[buf] || !unshared(buf) || readers[buf].size() != 1 || !writers[buf].empty()) {
@@ -303,7 +326,9 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
     std::vector<Tensor> traced;
     for (int s : mm.in) traced.push_back(s >= 0 ? plan.slot_tensor_[s] : Tensor());
     const Tensor& traced_buf = plan.slot_tensor_[buf];
-    if (!FusableInto(kind, traced, traced_buf) || !FusableMomentum(upd.attrs) ||
+    std::vector<Tensor> traced_hyper;
+    for (int h : hyper) traced_hyper.push_back(plan.slot_tensor_[h]);
+    if (!FusableInto(kind, traced, traced_buf) || !FusableMomentum(upd.attrs, traced_hyper) ||
         traced_buf.shape() != plan.slot_tensor_[p].shape()) {
       continue;
     }
@@ -343,17 +368,19 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
                                  {t.strides()[1], t.strides()[0]}, t.offset());
       }
       const Tensor& b = all[num_in];
-      link->fused = FusableMomentum(a) && FusableInto(kind, in, b);
+      const size_t h0 = num_in + (early ? 2 : 1);  // lr, weight_decay, momentum, dampening
+      const std::vector<Tensor> hy(all.begin() + h0, all.begin() + h0 + 4);
+      link->fused = FusableMomentum(a, hy) && FusableInto(kind, in, b);
       link->updated = false;
       if (!link->fused) {
         link->grad = RunLocalKernel(*producer_op, in, producer_attrs)[0];
         return std::vector<Tensor>();
       }
-      AccumulateInto(kind, in, static_cast<float>(1 - a.Get<double>("dampening")),
-                     static_cast<float>(a.Get<double>("momentum")), b);
+      AccumulateInto(kind, in, static_cast<float>(1 - Value(hy[3])),
+                     static_cast<float>(Value(hy[2])), b);
       if (early) {
         // The buffer holds the new momentum: p -= lr * buf is SGD without momentum on it.
-        RunLocalKernel(*update_op, {all[num_in + 1], b}, a);
+        RunLocalKernel(*update_op, {all[num_in + 1], b, hy[0], hy[1]}, Plain(a));
         link->updated = true;
       }
       return std::vector<Tensor>();
@@ -372,6 +399,7 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
     mm.name = kind == Producer::kMatmul ? "matmul+momentum" : "sum+momentum";
     mm.in.push_back(buf);
     if (early) mm.in.push_back(p);
+    for (int h : hyper) mm.in.push_back(h);
     mm.out.clear();
     if (copy >= 0) {
       GraphPlan::Step& c = steps[copy];
@@ -388,16 +416,18 @@ void PlanPasses::FuseMatmulMomentum(GraphPlan& plan) {
       if (link->updated) return std::vector<Tensor>{in[0]};
       if (link->fused) {
         // The buffer holds the new momentum: p -= lr * buf is SGD without momentum on it.
-        return RunLocalKernel(*update_op, {in[0], in[1]}, a);
+        return RunLocalKernel(*update_op, {in[0], in[1], in[2], in[3]}, Plain(a));
       }
       Tensor grad = std::move(link->grad);
       link->grad = Tensor();
-      return RunLocalKernel(*update_op, {in[0], grad, in[1]}, a);
+      return RunLocalKernel(*update_op, {in[0], grad, in[1], in[2], in[3], in[4], in[5]}, a);
     };
     upd.in = {p, buf};
+    for (int h : hyper) upd.in.push_back(h);
     upd.layout = StrCat(early ? "(runs in step " : "(its momentum from step ", k, ")");
     readers[buf].push_back(k);
     if (early) readers[p].push_back(k);
+    for (int h : hyper) readers[h].push_back(k);
   }
 }
 

@@ -52,6 +52,19 @@ std::vector<Signature> CastRule(const RuleContext& c) {
   return Pointwise({{0}})(c);
 }
 
+// An optimizer update: one common split of the parameter-shaped inputs, the 0-dim ones B.
+std::vector<Signature> UpdateRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < c.in[0].shape.ndim(); ++a) {
+    Signature s{{}, std::vector<Sbp>(c.out.size(), S(a))};
+    for (const TensorMeta& m : c.in) s.in.push_back(m.shape.ndim() == 0 ? B : S(a));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+// Every input keeps its Sbp (the longest update takes 13 tensors).
+const std::vector<int> kUpdateInputs = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 }  // namespace
 
 ONEFLOW_REGISTER_SBP_RULE(add, Pointwise({{0, 1}}));
@@ -110,9 +123,16 @@ ONEFLOW_REGISTER_SBP_RULE(uniform, BroadcastOnly);
 ONEFLOW_REGISTER_SBP_RULE(randint, BroadcastOnly);
 ONEFLOW_REGISTER_SBP_RULE(randperm, BroadcastOnly);
 
-// Optimizer updates write parameter and state in place: all share the parameter's Sbp.
-ONEFLOW_REGISTER_SBP_RULE(sgd_update, (SbpRule{SameEverywhere(), {0, 1, 2}}));
-ONEFLOW_REGISTER_SBP_RULE(adam_update, (SbpRule{SameEverywhere(), {0, 1, 2, 3, 4}}));
+// Optimizer updates (core/optim.h) write parameter and state in place: all share the
+// parameter's Sbp; their 0-dim hyper-parameters and step counts are B. LAMB's trust ratio
+// needs the whole parameter's norms: B only.
+ONEFLOW_REGISTER_SBP_RULE(sgd_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(adam_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(adagrad_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(rmsprop_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(adadelta_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(ftrl_update, (SbpRule{UpdateRule, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(lamb_update, (SbpRule{BroadcastOnly, kUpdateInputs}));
 
 }  // namespace sbp
 }  // namespace oneflow

@@ -33,7 +33,7 @@ TEST_CASE("an in-place kernel on half tensors writes back through the fallback")
   Tensor p = fn::to_dtype(fn::ones(Shape({5})), DType::kBFloat16);
   Tensor g = fn::to_dtype(fn::full(Shape({5}), 0.5), DType::kBFloat16);
   optim::SgdUpdate(p, g, Tensor(), /*lr=*/1.0, /*momentum=*/0, /*dampening=*/0, /*nesterov=*/false,
-                   /*weight_decay=*/0, /*first_step=*/true);
+                   /*weight_decay=*/0);
   CHECK(p.dtype() == DType::kBFloat16);
   for (double v : ToVector(p)) CHECK(v == 0.5);
 }

@@ -897,9 +897,10 @@ TEST_CASE("loss errors", "[nn][loss][errors]") {
                       Contains("nll_loss: target 7 is out of bounds for 5 classes"));
   REQUIRE_THROWS_WITH(fn::nll_loss(x, Int64({0, -1, 1}, {3})),
                       Contains("nll_loss: target -1 is out of bounds for 5 classes"));
-  REQUIRE_THROWS_WITH(fn::nll_loss(x, FromVector({0, 1, 2}, {3})),
-                      Contains("nll_loss: expected target of dtype int64 (class indices), got "
-                               "float32"));
+  REQUIRE_THROWS_WITH(
+      fn::nll_loss(x, FromVector({0, 1, 2}, {3})),
+      Contains("nll_loss: expected target of dtype int64 or int32 (class indices), got "
+               "float32"));
   REQUIRE_THROWS_WITH(fn::nll_loss(x, Int64({0, 1, 2, 3}, {4})),
                       Contains("nll_loss: expected target of shape (3,) for input of shape (3, 5), "
                                "got (4,)"));

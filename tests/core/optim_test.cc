@@ -1,4 +1,4 @@
-// Optimizers against their update rules written out by hand (PyTorch's formulas).
+// Optimizers against their update rules written out by hand (OneFlow's formulas).
 #include "core/optim.h"
 
 #include "tests/test_util.h"
@@ -21,7 +21,7 @@ TEST_CASE("SGD with momentum, dampening, nesterov and weight decay") {
     optim::SGDOptions o;
     o.lr = 0.1;
     o.momentum = 0.9;
-    o.dampening = nesterov ? 0 : 0.2;
+    o.dampening = 0.2;  // OneFlow allows nesterov with dampening
     o.weight_decay = 0.01;
     o.nesterov = nesterov;
     optim::SGD opt({p}, o);
@@ -33,7 +33,7 @@ TEST_CASE("SGD with momentum, dampening, nesterov and weight decay") {
       opt.step();
       for (int i = 0; i < 3; ++i) {
         double d = 2 * c[i] * ref[i] + o.weight_decay * ref[i];
-        buf[i] = step == 0 ? d : o.momentum * buf[i] + (1 - o.dampening) * d;
+        buf[i] = o.momentum * buf[i] + (1 - o.dampening) * d;  // the buffer starts at 0
         ref[i] -= o.lr * (nesterov ? d + o.momentum * buf[i] : buf[i]);
       }
       CheckClose(p, ref, 1e-12);
@@ -56,15 +56,13 @@ TEST_CASE("Adam and AdamW") {
       opt.step();
       for (int i = 0; i < 3; ++i) {
         double g = 2 * c[i] * ref[i];
-        if (decoupled) {
-          ref[i] *= 1 - o.lr * o.weight_decay;
-        } else {
-          g += o.weight_decay * ref[i];
-        }
+        const double old = ref[i];
+        if (!decoupled) g += o.weight_decay * ref[i];
         m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
         v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
         double mh = m[i] / (1 - std::pow(o.beta1, t)), vh = v[i] / (1 - std::pow(o.beta2, t));
         ref[i] -= o.lr * mh / (std::sqrt(vh) + o.eps);
+        if (decoupled) ref[i] -= o.lr * o.weight_decay * old;  // from the old value
       }
       CheckClose(p, ref, 1e-10);
     }

@@ -261,10 +261,14 @@ TEST_CASE("the fused linear -> relu maps nan and infinities as relu does") {
 // An MLP training step with SGD momentum: forward, backward and the updates, traced.
 struct MomentumModel {
   std::vector<Tensor> params, bufs;
+  // The update's hyper-parameters, made before the trace so that the plan captures them.
+  Tensor lr = optim::HyperLike(fn::zeros({1}), 1e-3), momentum = optim::HyperLike(lr, 0.9);
+  Tensor dampening = optim::HyperLike(lr, 0.1), weight_decay = optim::HyperLike(lr, 0);
   std::unique_ptr<GraphPlan> plan;
 
-  MomentumModel(const Tensor& x, const Tensor& target, bool fused, double weight_decay = 0,
+  MomentumModel(const Tensor& x, const Tensor& target, bool fused, double decay = 0,
                 bool update_fusion = true) {
+    fn::fill_(weight_decay, decay);
     fn::manual_seed(11);
     for (const Shape& shape : {Shape({32, 24}), Shape({32}), Shape({8, 32})}) {
       params.push_back(fn::mul_scalar(fn::randn(shape), 0.2));
@@ -274,17 +278,18 @@ struct MomentumModel {
       bufs.push_back(fn::mul_scalar(fn::randn(p.shape()), 0.1));
     }
     plan = Trace(
-        {x, target}, [&] { return Step(x, target, weight_decay); }, fused, update_fusion);
+        {x, target}, [&] { return Step(x, target); }, fused, update_fusion);
   }
-  std::vector<Tensor> Step(const Tensor& x, const Tensor& target, double weight_decay) {
+  std::vector<Tensor> Step(const Tensor& x, const Tensor& target) {
     Tensor h = fn::relu(fn::linear(x, params[0], params[1]));
     Tensor d = fn::sub(fn::linear(h, params[2], Tensor()), target);
     Tensor loss = fn::sum(fn::mul(d, d));
     loss.backward();
     NoGradGuard no_grad;
     for (size_t i = 0; i < params.size(); ++i) {
-      optim::SgdUpdate(params[i], params[i].grad(), bufs[i], /*lr=*/1e-3, /*momentum=*/0.9,
-                       /*dampening=*/0.1, /*nesterov=*/false, weight_decay, /*first_step=*/false);
+      optim::Update("sgd_update",
+                    {params[i], params[i].grad(), bufs[i], lr, weight_decay, momentum, dampening},
+                    Attrs().Set("momentum", true).Set("nesterov", false).Set("maximize", false));
       params[i].set_grad(Tensor());
     }
     return {loss};
@@ -321,12 +326,9 @@ TEST_CASE("a gradient's matmul or batch sum accumulates into the SGD momentum bu
     CheckClose(fused.plan->Replay({x2, t2})[0], plain.plan->Replay({x2, t2})[0], kRounding);
     check_state();
   }
-  // An attr that rules the fused form out (weight decay reads p) runs the steps as traced.
-  for (MomentumModel* m : {&fused, &plain}) {
-    for (size_t i = 0; i < m->plan->num_steps(); ++i) {
-      if (m->plan->StepName(i) == "sgd_update") m->plan->SetAttr(i, "weight_decay", 0.05);
-    }
-  }
+  // A hyper-parameter that rules the fused form out (weight decay reads p) runs the steps as
+  // traced.
+  for (MomentumModel* m : {&fused, &plain}) fn::fill_(m->weight_decay, 0.05);
   for (int k = 0; k < 2; ++k) {
     Tensor x2 = fn::randn(Shape({16, 24})), t2 = fn::randn(Shape({16, 8}));
     fused.plan->Replay({x2, t2});
@@ -354,7 +356,7 @@ TEST_CASE("the momentum fusion leaves a gradient that is read twice or decayed a
         Tensor g = w.grad();
         NoGradGuard no_grad;
         Tensor norm = fn::sum(fn::mul(g, g));  // a second reader of the gradient
-        optim::SgdUpdate(w, g, buf, 0.01, 0.9, 0, false, 0, false);
+        optim::SgdUpdate(w, g, buf, 0.01, 0.9, 0, false, 0);
         w.set_grad(Tensor());
         return std::vector<Tensor>{norm};
       },

@@ -29,7 +29,7 @@ NllLayout MakeNllLayout(const Shape& x, DType x_dtype, const TensorMeta& target)
     throw Error(StrCat("nll_loss: expected a floating point input, got ", DTypeName(x_dtype)));
   }
   if (target.dtype != DType::kInt64) {
-    throw Error(StrCat("nll_loss: expected target of dtype int64 (class indices), got ",
+    throw Error(StrCat("nll_loss: expected target of dtype int64 or int32 (class indices), got ",
                        DTypeName(target.dtype)));
   }
   std::vector<int64_t> want;  // the input's dims without the class dim
@@ -164,7 +164,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string
                 int64_t ignore_index) {
   Attrs a;
   a.Set("reduction", reduction).Set("ignore_index", AttrValue(ignore_index));
-  return CallOp1(OP(nll_loss), {log_probs, target}, a);
+  // int32 class indices are accepted as OneFlow does: widened to the kernel's int64.
+  const Tensor t = target.dtype() == DType::kInt32 ? to_dtype(target, DType::kInt64) : target;
+  return CallOp1(OP(nll_loss), {log_probs, t}, a);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,

@@ -301,20 +301,11 @@ void BindFunctional(py::module_& m) {
   m.def("nll_loss", &fn::nll_loss);
   m.def("cross_entropy", &fn::cross_entropy);
   m.def("mse_loss", &fn::mse_loss);
-  m.def(
-      "sgd_update_",
-      [](const Tensor& p, const Tensor& g, py::object buf, double lr, double momentum,
-         double dampening, bool nesterov, double wd, bool first_step, bool maximize) {
-        optim::SgdUpdate(p, g, OptTensor(buf), lr, momentum, dampening, nesterov, wd, first_step,
-                         maximize);
-      },
-      py::arg("param"), py::arg("grad"), py::arg("buf"), py::arg("lr"), py::arg("momentum"),
-      py::arg("dampening"), py::arg("nesterov"), py::arg("weight_decay"), py::arg("first_step"),
-      py::arg("maximize") = false);
-  m.def("adam_update_", [](const Tensor& p, const Tensor& g, const Tensor& m1, const Tensor& m2,
-                           py::object vmax, int64_t step, double lr, double b1, double b2,
-                           double eps, double wd, bool amsgrad, bool decoupled) {
-    optim::AdamUpdate(p, g, m1, m2, OptTensor(vmax), step, lr, b1, b2, eps, wd, amsgrad, decoupled);
+  // The optimizer update ops (core/optim.h): tensors (param, grad, state..., hyper...) and
+  // the op's bool attrs.
+  m.def("optim_update_", [](const std::string& op, const std::vector<Tensor>& tensors,
+                            const std::map<std::string, bool>& flags) {
+    optim::Update(op, tensors, optim::UpdateFlags(op, flags));
   });
   // ---- everyday API (core/functional.h's everyday block); Python signatures in _ops.py and the
   // API modules

@@ -48,6 +48,7 @@ _tensor_methods.install()  # every Tensor method, local and global, in one place
 _C.reshape_like = _ops.reshape_like  # OneFlow's functional API (flow._C) has it
 from oneflow import env, cuda, comm, backends, distributed  # noqa: E402,F401
 from oneflow import autograd, nn, optim, utils  # noqa: E402,F401
+from oneflow import one_embedding  # noqa: E402,F401  (OneFlow's Ftrl)
 from oneflow.nn.modules.sampling import distributed_partial_fc_sample  # noqa: E402,F401
 from oneflow import amp, cpu  # noqa: E402,F401
 from oneflow.amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: E402,F401

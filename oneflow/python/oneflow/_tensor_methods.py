@@ -21,7 +21,10 @@ Tensor = _C.Tensor
 
 
 def _to(self, *args, **kwargs):
-    """to(device), to(dtype), to(device, dtype), to(other_tensor)."""
+    """to(device), to(dtype), to(device, dtype), to(other_tensor); to(oneflow.Tensor) is the
+    tensor itself (OneFlow's way to get a graph module's tensor)."""
+    if len(args) == 1 and args[0] is Tensor and not kwargs:
+        return self
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     for a in args:

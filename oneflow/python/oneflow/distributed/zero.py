@@ -184,11 +184,12 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._inner.zero_grad(set_to_none)
 
     def state_bytes_per_rank(self):
-        """Bytes of this rank's local pieces of every state tensor (moments, buffers)."""
+        """Bytes of this rank's local pieces of every state tensor (moments, buffers; the 0-dim
+        step counts, which every rank holds whole, aside)."""
         total = 0
         for value in self._inner.state.values():
             for t in value.values() if isinstance(value, dict) else ():
-                if isinstance(t, flow.Tensor):
+                if isinstance(t, flow.Tensor) and t.ndim > 0:
                     total += _local_nbytes(t)
         return total
 

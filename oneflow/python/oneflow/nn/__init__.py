@@ -84,8 +84,9 @@ __all__ += [
 ]
 # ---- end conv/padding/upsampling/rnn block
 
-from oneflow.nn.modules.dataset import CoinFlip  # noqa: E402,F401
+from oneflow.nn.modules.dataset import CoinFlip, OFRecordReader  # noqa: E402,F401
 from oneflow.nn.modules.sampling import DistributedPariticalFCSample  # noqa: E402,F401
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401
 from oneflow.nn.graph import Graph  # noqa: E402,F401  (compile mode: traced once, replayed)
+from oneflow.nn import optimizer  # noqa: E402,F401  (OneFlow's path of oneflow.optim's classes)

@@ -762,3 +762,18 @@ def one_hot(tensor, num_classes=-1):
     if not isinstance(tensor, flow.Tensor):
         raise TypeError(f"one_hot: expected a tensor of class indices, got {type(tensor).__name__}")
     return flow._C.one_hot(tensor, int(num_classes))
+
+
+def depend(input, depend):
+    """OneFlow's control edge: input, to be used only after the ops that made `depend` (a tensor
+    or a list of tensors) ran. This build runs eager ops, and nn.Graph replays its plan, in
+    program order, so those ops have always run by then: the tensors are checked and input is
+    returned as it is (as OneFlow's eager mode does)."""
+    deps = list(depend) if isinstance(depend, (list, tuple)) else [depend]
+    if not isinstance(input, flow.Tensor):
+        raise TypeError(f"depend: expected a Tensor input, got {type(input).__name__}")
+    for d in deps:
+        if not isinstance(d, flow.Tensor):
+            raise TypeError(f"depend: expected a Tensor or a list of Tensors to depend on, got "
+                            f"{type(d).__name__}")
+    return input

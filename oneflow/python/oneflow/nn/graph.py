@@ -19,6 +19,12 @@ after their last use, fresh random numbers on every call.
     g = TrainGraph()
     loss = g(x, y)                                  # compiles; later calls replay
 
+Any oneflow.optim optimizer runs in the graph because its step is ops like any other: its
+update ops read the learning rate, betas, weight decay and step counts from 0-dim tensors the
+optimizer keeps (oneflow/optim/optimizer.py), which the plan captures; before each replay the
+optimizer refills those whose group value changed (a scheduler, a user's edit). A group's
+clip_grad_max_norm/clip_grad_norm_type clip its gradients before the update, as OneFlow's graph.
+
 Training switches, as OneFlow's: config.set_gradient_accumulation_steps(n) (micro-batches),
 config.enable_amp(True, dtype=...) with set_grad_scaler(flow.amp.GradScaler(...)) (the replay
 skips the update after inf/NaN gradients and the scaler backs off, as eager's GradScaler),
@@ -43,8 +49,7 @@ import oneflow as flow
 from oneflow.nn.graph_module import GraphModule, module_config  # noqa: F401  (nn.graph.GraphModule)
 from oneflow.nn.modules import _assignments
 from oneflow.nn.modules.module import Module
-from oneflow.optim.adam import Adam
-from oneflow.optim.sgd import SGD
+from oneflow.optim.optimizer import Optimizer
 
 
 _VALUE_READS = ("numpy", "item", "tolist", "__bool__", "__float__", "__int__", "__index__")
@@ -197,51 +202,23 @@ def _hashable(key):
 # ---------------------------------------------------------------- optimizers in a graph
 
 
-class _Update:
-    """One traced parameter update: the plan step, its optimizer group and parameter state."""
-
-    __slots__ = ("step", "opt", "group", "state", "adam")
-
-    def __init__(self, step, opt, group, state):
-        self.step, self.opt, self.group, self.state = step, opt, group, state
-        self.adam = isinstance(opt, Adam)
-
-
-def _group_attrs(group, adam):
-    """The update op's numeric attrs that follow group hyper-parameters (lr included)."""
-    if adam:
-        beta1, beta2 = group["betas"]
-        return {"lr": group["lr"], "beta1": beta1, "beta2": beta2, "eps": group["eps"],
-                "weight_decay": group["weight_decay"]}
-    return {"lr": group["lr"], "momentum": group["momentum"], "dampening": group["dampening"],
-            "weight_decay": group["weight_decay"]}
-
-
-# Hyper-parameters that decide which ops the trace made: changing them needs a new compile.
-_STRUCTURAL = ("maximize", "amsgrad", "nesterov")
+def _update_signature(opt):
+    """What decides the update ops an optimizer's step traces (its op, each group's flags and
+    state): a change needs a new compile. Numbers (lr, betas, weight decay) are tensors the plan
+    reads, so they may change freely."""
+    return [(opt._op, tuple(sorted(opt._flags(g).items())), tuple(opt._state_names(g)))
+            for g in opt.param_groups]
 
 
 class _Compiled:
     """One input signature's plan and what its replay needs from Python."""
 
-    def __init__(self, key, plan, template, updates, compile_s):
+    def __init__(self, key, plan, template, compile_s, signatures):
         self.key = key
         self.plan = plan
         self.template = template
-        self.updates = updates
         self.compile_s = compile_s
-        # Per group (by id): the hyper-parameters the plan's attrs hold now.
-        self.group_values = {}
-        for u in updates:
-            self.group_values[id(u.group)] = _group_attrs(u.group, u.adam)
-        self.structural = {id(u.group): tuple(u.group.get(k) for k in _STRUCTURAL)
-                           for u in updates}
-        # Per group: (group, is Adam, its update steps); Adam's updates count steps.
-        groups = {}
-        for u in updates:
-            groups.setdefault(id(u.group), (u.group, u.adam, []))[2].append(u.step)
-        self.groups = list(groups.values())
-        self.adam_updates = [u for u in updates if u.adam]
+        self.signatures = signatures  # per optimizer: _update_signature at compile time
 
 
 # ---------------------------------------------------------------- the trace
@@ -442,10 +419,15 @@ class Graph:
             raise NotImplementedError(
                 f"nn.Graph {self._name}: add_optimizer(is_sparse=True) is not supported by this "
                 f"nn.Graph")
-        if not isinstance(optim, (SGD, Adam)):
-            raise NotImplementedError(
-                f"nn.Graph {self._name}: add_optimizer got {type(optim).__name__}; this nn.Graph "
-                f"runs SGD, Adam and AdamW")
+        if not isinstance(optim, Optimizer):
+            raise TypeError(
+                f"nn.Graph {self._name}: add_optimizer expects a oneflow.optim optimizer, got "
+                f"{type(optim).__name__}")
+        if optim._op is None:
+            raise TypeError(
+                f"nn.Graph {self._name}: add_optimizer got {type(optim).__name__}, whose step() "
+                f"does not run oneflow.optim's update ops (core/optim.h); a replay could not "
+                f"follow its hyper-parameters")
         if lr_sch is not None and getattr(lr_sch, "optimizer", optim) is not optim:
             raise ValueError(
                 f"nn.Graph {self._name}: add_optimizer's lr_sch steps another optimizer than "
@@ -591,44 +573,21 @@ class Graph:
     def _replay(self, c, tensors):
         if c.scaling is not None:
             c.scaling.follow()  # the user may have set the scaler's scale since
-        for group, adam, steps in c.groups:
-            self._refresh_group(c, group, adam, steps)
-        for u in c.adam_updates:
-            u.state["step"] = int(u.state["step"]) + 1
-            c.plan.set_attr(u.step, "step", float(u.state["step"]))
+        for (opt, _), signature in zip(self._optimizers, c.signatures):
+            if _update_signature(opt) != signature:
+                raise RuntimeError(
+                    f"nn.Graph {self._name}: {type(opt).__name__}'s update changed after compiling "
+                    f"(a flag such as maximize, amsgrad, nesterov or momentum on/off); make a new "
+                    f"graph")
+            with opt._graph_mode():
+                opt._refresh_hypers()  # the plan reads lr, betas, ... from these tensors
         outputs = c.plan.replay(tensors)
         if c.guarded:
-            found = []
-            for opt, updates, guard, first in c.guarded:
-                skipped = not c.plan.guard_ran(guard)
-                found.append(skipped)
-                for u in updates:
-                    if skipped and u.adam:
-                        u.state["step"] = int(u.state["step"]) - 1  # no update happened
-                if first and not skipped:  # SGD's buffers started: later updates continue them
-                    for i in first:
-                        c.plan.set_attr(i, "first_step", 0.0)
-                    first.clear()
-            c.scaling.update(found)
+            c.scaling.update([not c.plan.guard_ran(guard) for guard in c.guarded])
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()
         return _unflatten(c.template, outputs)
-
-    def _refresh_group(self, c, group, adam, steps):
-        """Before a replay: the update ops' attrs follow their group's hyper-parameters (an lr
-        scheduler, a user's edit)."""
-        values = _group_attrs(group, adam)
-        if values == c.group_values[id(group)]:
-            return
-        if tuple(group.get(k) for k in _STRUCTURAL) != c.structural[id(group)]:
-            raise RuntimeError(
-                f"nn.Graph {self._name}: an optimizer's maximize, amsgrad or nesterov changed "
-                f"after compiling; make a new graph")
-        for step in steps:
-            for name, value in values.items():
-                c.plan.set_attr(step, name, float(value))
-        c.group_values[id(group)] = values
 
     def _submodules(self):
         cached = self.__dict__.get("_submodule_list")
@@ -660,6 +619,11 @@ class Graph:
 
         shards = {}
         for opt, _ in self._optimizers:
+            if not opt._elementwise:
+                raise ValueError(
+                    f"nn.Graph {self._name}: config.enable_zero cannot shard "
+                    f"{type(opt).__name__}'s state: its update reads whole parameters (a norm "
+                    f"over each); use ZeRO with an elementwise optimizer")
             for group in opt.param_groups:
                 for p in group["params"]:
                     sbp = _shard_sbp(p)
@@ -674,36 +638,29 @@ class Graph:
         return shards
 
     def _prepare_optimizer_state(self, shards):
-        """The optimizers' state tensors exist before the trace, so the plan holds them (and
-        updates them in place) instead of re-creating them on every replay. With ZeRO they are
-        made (or re-laid out) as the parameter's shard."""
+        """The optimizers' state and hyper-parameter tensors exist before the trace, so the plan
+        holds them (and updates them in place) instead of re-creating them on every replay.
+        With ZeRO the state is made (or re-laid out) as the parameter's shard."""
         for opt, _ in self._optimizers:
+            zeros = {}
             for group in opt.param_groups:
                 for p in group["params"]:
-                    state = opt.state.setdefault(p, {})
                     shard = shards.get(id(p))
-
-                    def zeros():
-                        if shard is None:
-                            return flow.zeros_like(p)
-                        return flow.zeros(p.shape, dtype=p.dtype, placement=p.placement,
-                                          sbp=shard)
-
-                    if isinstance(opt, Adam):
-                        if len(state) == 0:
-                            state["step"] = 0
-                            state["exp_avg"] = zeros()
-                            state["exp_avg_sq"] = zeros()
-                        if group["amsgrad"] and "max_exp_avg_sq" not in state:
-                            state["max_exp_avg_sq"] = state["exp_avg_sq"].clone()
-                    elif group["momentum"] != 0 and state.get("momentum_buffer") is None:
-                        state["momentum_buffer"] = zeros()
-                        state["_first_step"] = True  # SGD starts the buffer at the gradient
                     if shard is not None:
-                        for k, v in list(state.items()):
-                            if isinstance(v, flow.Tensor) and v.is_global and \
-                                    tuple(v.shape) == tuple(p.shape) and tuple(v.sbp) != shard:
-                                state[k] = v.to_global(placement=p.placement, sbp=shard)
+                        zeros[id(p)] = (lambda p=p, shard=shard: flow.zeros(
+                            p.shape, dtype=p.dtype, placement=p.placement, sbp=shard))
+            with opt._graph_mode():
+                opt._prepare(zeros)
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    shard = shards.get(id(p))
+                    if shard is None:
+                        continue
+                    state = opt.state[p]
+                    for k, v in list(state.items()):
+                        if isinstance(v, flow.Tensor) and v.is_global and \
+                                tuple(v.shape) == tuple(p.shape) and tuple(v.sbp) != shard:
+                            state[k] = v.to_global(placement=p.placement, sbp=shard)
 
     def _module_names(self):
         names = {}
@@ -736,44 +693,32 @@ class Graph:
         return flag
 
     def _trace_updates(self, plan, shards, scaling):
-        """Each optimizer's step, traced: [(optimizer, its updates, the index of the guard that
-        skips them after inf/NaN gradients or None, whether this call's gradients held any)].
-        With ZeRO the update runs on each parameter's shard; with a grad scaler the gradients
-        are unscaled first and, when this very call found inf/NaN, the update the trace just
-        ran is undone (the replay skips it by the guard)."""
+        """Each optimizer's step, traced: [(optimizer, the index of the guard that skips its
+        update after inf/NaN gradients or None, whether this call's gradients held any)]. The
+        groups' clip_grad settings clip the gradients first (as OneFlow's graph does). With ZeRO
+        the update runs on each parameter's shard; with a grad scaler the gradients are unscaled
+        first and, when this very call found inf/NaN, the update the trace just ran is undone
+        (the replay skips it by the guard)."""
         traced = []
         guards = 0
         for opt, _ in self._optimizers:
-            pending = [(group, p) for group in opt.param_groups for p in group["params"]
-                       if p.grad is not None]
             flag = self._unscale(opt, scaling) if scaling is not None else None
+            if opt._clips_grads():
+                opt.clip_grad()
             start = plan.num_steps()
             skipped = flag is not None and self._flag_value(plan, flag) != 0
             snapshot = self._snapshot(plan, opt) if skipped else None
             try:
                 swaps = self._swap_in_shards(opt, shards)
                 try:
-                    opt.step()
+                    with opt._graph_mode():
+                        opt.step()
                 except BaseException:
                     self._swap_out_shards(opt, swaps, gather=False)
                     raise
                 self._swap_out_shards(opt, swaps)
                 opt.zero_grad(set_to_none=True)  # gradients are the graph's intermediates
                 end = plan.num_steps()
-                steps = [i for i in range(start, end)
-                         if plan.step_name(i) in ("sgd_update", "adam_update")]
-                if len(steps) != len(pending):
-                    raise RuntimeError(
-                        f"nn.Graph {self._name}: {type(opt).__name__}.step made {len(steps)} "
-                        f"update ops for {len(pending)} parameters with gradients")
-                updates, first = [], []
-                for i, (group, p) in zip(steps, pending):
-                    if not isinstance(opt, Adam):
-                        if skipped and plan.step_attr(i, "first_step"):
-                            first.append(i)  # the buffer starts at the first update that runs
-                        else:
-                            plan.set_attr(i, "first_step", 0.0)  # replays continue the buffer
-                    updates.append(_Update(i, opt, group, opt.state[p]))
                 guard = None
                 if flag is not None:
                     plan.guard_steps(start, end, flag)
@@ -781,7 +726,7 @@ class Graph:
             finally:
                 if snapshot is not None:
                     self._restore(plan, opt, snapshot)  # this call's gradients held inf/NaN
-            traced.append((opt, updates, guard, skipped, first))
+            traced.append((opt, guard, skipped))
         return traced
 
     @staticmethod
@@ -982,23 +927,18 @@ class Graph:
             flow._C.graph_clear_grad_layouts()
             for p, g in saved_grads:
                 p.grad = g
-        for opt, _ in self._optimizers:
-            for state in opt.state.values():
-                if isinstance(state, dict):
-                    state.pop("_first_step", None)
-        updates = [u for _, ups, _, _, _ in traced for u in ups]
-        compiled = _Compiled(key, plan, template, updates, time.perf_counter() - started)
+        compiled = _Compiled(key, plan, template, time.perf_counter() - started,
+                             [_update_signature(opt) for opt, _ in self._optimizers])
         compiled.optimizer_state = self._optimizer_state()
         compiled.scaling = scaling
-        compiled.guarded = [(opt, ups, guard, first) for opt, ups, guard, _, first in traced
-                            if guard is not None]
+        compiled.guarded = [guard for _, guard, _ in traced if guard is not None]
         self._compiled.append(compiled)
         self.__dict__["_assignments"] = _assignments.count()
         self.__dict__["_captured_modules"] = self._module_state()
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
         if scaling is not None:
-            scaling.update([skipped for _, _, guard, skipped, _ in traced if guard is not None])
+            scaling.update([skipped for _, guard, skipped in traced if guard is not None])
         for opt, sch in self._optimizers:
             if sch is not None:
                 sch.step()

@@ -130,7 +130,10 @@ class StepLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+        return [self._lr_at(base_lr, self.last_epoch) for base_lr in self.base_lrs]
+
+    def _lr_at(self, base_lr, step):
+        return base_lr * self.gamma ** (step // self.step_size)
 
 
 class MultiStepLR(LRScheduler):
@@ -148,10 +151,10 @@ class MultiStepLR(LRScheduler):
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        milestones = sorted(self.milestones.elements())
-        return [
-            base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs
-        ]
+        return [self._lr_at(base_lr, self.last_epoch) for base_lr in self.base_lrs]
+
+    def _lr_at(self, base_lr, step):
+        return base_lr * self.gamma ** bisect_right(sorted(self.milestones.elements()), step)
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -183,8 +186,10 @@ class CosineAnnealingLR(LRScheduler):
         ]
 
     def _get_closed_form_lr(self):
-        cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-        return [self.eta_min + (base_lr - self.eta_min) * cosine for base_lr in self.base_lrs]
+        return [self._lr_at(base_lr, self.last_epoch) for base_lr in self.base_lrs]
+
+    def _lr_at(self, base_lr, step):
+        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * step / self.T_max)) / 2
 
 
 class LinearLR(LRScheduler):
@@ -216,9 +221,11 @@ class LinearLR(LRScheduler):
         return [group["lr"] * ratio for group in groups]
 
     def _get_closed_form_lr(self):
-        progress = min(self.total_iters, self.last_epoch) / self.total_iters
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
-                for base_lr in self.base_lrs]
+        return [self._lr_at(base_lr, self.last_epoch) for base_lr in self.base_lrs]
+
+    def _lr_at(self, base_lr, step):
+        progress = min(self.total_iters, step) / self.total_iters
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * progress)
 
 
 class SequentialLR(LRScheduler):
@@ -501,3 +508,195 @@ class ReduceLROnPlateau:
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# ---------------------------------------------------------------- OneFlow's closed-form schedulers
+# OneFlow computes each lr from the initial one and the step: lr = f(initial_lr, step). OneFlow
+# names the counter last_step (PyTorch: last_epoch); both are accepted.
+
+
+class _ClosedFormLR(LRScheduler):
+    def __init__(self, optimizer, last_step=-1, verbose=False, last_epoch=None):
+        super().__init__(optimizer, last_step if last_epoch is None else last_epoch, verbose)
+
+    @property
+    def last_step(self):
+        return self.last_epoch
+
+    def get_lr(self):
+        return [self._lr_at(base_lr, self.last_epoch) for base_lr in self.base_lrs]
+
+    _get_closed_form_lr = get_lr
+
+    def _lr_at(self, base_lr, step):
+        raise NotImplementedError
+
+
+class ExponentialLR(_ClosedFormLR):
+    """lr = initial_lr * gamma ** step."""
+
+    def __init__(self, optimizer, gamma, last_step=-1, verbose=False, last_epoch=None):
+        if gamma <= 0.0:
+            raise ValueError(f"ExponentialLR: gamma must be > 0, got {gamma}")
+        self.gamma = gamma
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _lr_at(self, base_lr, step):
+        return base_lr * self.gamma ** step
+
+
+class ConstantLR(_ClosedFormLR):
+    """lr = initial_lr * factor for the first total_iters steps, then initial_lr."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_step=-1, verbose=False, last_epoch=None):
+        if not 0 <= factor <= 1.0:
+            raise ValueError(f"ConstantLR: factor must be in [0, 1], got {factor}")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _lr_at(self, base_lr, step):
+        return base_lr * self.factor if step < self.total_iters else base_lr
+
+
+class CosineDecayLR(_ClosedFormLR):
+    """lr = initial_lr * ((1 - alpha) * (1 + cos(pi * step / decay_steps)) / 2 + alpha) for
+    step < decay_steps, then initial_lr * alpha."""
+
+    def __init__(self, optimizer, decay_steps, alpha=0.0, last_step=-1, verbose=False, last_epoch=None):
+        if decay_steps <= 0:
+            raise ValueError(f"CosineDecayLR: decay_steps must be > 0, got {decay_steps}")
+        self.decay_steps, self.alpha = decay_steps, alpha
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _lr_at(self, base_lr, step):
+        if step >= self.decay_steps:
+            return base_lr * self.alpha
+        cos_decay = 0.5 * (1 + math.cos(math.pi * step / self.decay_steps))
+        return base_lr * ((1 - self.alpha) * cos_decay + self.alpha)
+
+
+class PolynomialLR(_ClosedFormLR):
+    """lr = (initial_lr - end_learning_rate) * (1 - step / decay_batch) ** power +
+    end_learning_rate (step capped at decay_batch; with cycle the horizon grows by decay_batch)."""
+
+    def __init__(self, optimizer, decay_batch, end_learning_rate=0.0001, power=1.0, cycle=False, last_step=-1,
+                 verbose=False, last_epoch=None):
+        if decay_batch <= 0:
+            raise ValueError(f"PolynomialLR: decay_batch must be > 0, got {decay_batch}")
+        self.decay_batch, self.end_learning_rate = decay_batch, end_learning_rate
+        self.power, self.cycle = power, cycle
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _lr_at(self, base_lr, step):
+        horizon = self.decay_batch
+        if self.cycle:
+            step = max(step, 1)
+            horizon = horizon * math.ceil(step / horizon)
+        else:
+            step = min(step, horizon)
+        factor = (1 - step / horizon) ** self.power
+        return (base_lr - self.end_learning_rate) * factor + self.end_learning_rate
+
+
+class CosineAnnealingWarmRestarts(_ClosedFormLR):
+    """Cosine from initial_lr * decay_rate ** cycle down to eta_min over cycles of T_0, T_0 *
+    T_mult, ... steps (OneFlow's; decay_rate=1 is PyTorch's); after restart_limit cycles (0: no
+    limit) the lr stays at eta_min."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, decay_rate=1.0, restart_limit=0, last_step=-1,
+                 verbose=False, last_epoch=None):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_0 must be a positive int, got {T_0!r}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: T_mult must be an int >= 1, got {T_mult!r}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, eta_min
+        self.decay_rate, self.restart_limit = decay_rate, restart_limit
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _lr_at(self, base_lr, step):
+        if self.T_mult > 1:
+            cycle = math.floor(math.log(1 - step / self.T_0 * (1 - self.T_mult), self.T_mult))
+            length = self.T_mult ** cycle * self.T_0
+            into = step - (1 - self.T_mult ** cycle) / (1 - self.T_mult) * self.T_0
+        else:
+            cycle, length = step // self.T_0, self.T_0
+            into = step - length * cycle
+        if self.restart_limit > 0 and cycle >= self.restart_limit:
+            return self.eta_min
+        cos_decay = 0.5 * (1 + math.cos(math.pi * into / length))
+        return self.eta_min + (base_lr * self.decay_rate ** cycle - self.eta_min) * cos_decay
+
+
+class WarmupLR(_ClosedFormLR):
+    """OneFlow's warmup before a scheduler (or before the initial lr when given an optimizer):
+    for step < warmup_iters, "linear" goes from initial_lr * warmup_factor to the scheduler's lr
+    at warmup_iters (to initial_lr with warmup_prefix), "constant" holds initial_lr *
+    warmup_factor; afterwards the scheduler's lr at step (at step - warmup_iters with
+    warmup_prefix). The scheduler must have a closed form (StepLR, MultiStepLR,
+    CosineAnnealingLR, LinearLR and OneFlow's schedulers above)."""
+
+    def __init__(self, scheduler_or_optimizer, warmup_factor=1.0 / 3, warmup_iters=5, warmup_method="linear",
+                 warmup_prefix=False, last_step=-1, verbose=False, last_epoch=None):
+        if isinstance(scheduler_or_optimizer, Optimizer):
+            optimizer, inner = scheduler_or_optimizer, None
+            if warmup_iters == 0:
+                raise ValueError("WarmupLR: warmup_iters must be > 0 when given an optimizer")
+        elif isinstance(scheduler_or_optimizer, LRScheduler):
+            optimizer, inner = scheduler_or_optimizer.optimizer, scheduler_or_optimizer
+            if not hasattr(inner, "_lr_at"):
+                raise ValueError(f"WarmupLR: {type(inner).__name__} has no closed form (lr as a function "
+                                 f"of the step); warm up StepLR, MultiStepLR, CosineAnnealingLR, LinearLR "
+                                 f"or OneFlow's schedulers")
+        else:
+            raise TypeError(f"WarmupLR: expected an LRScheduler or an Optimizer, got "
+                            f"{type(scheduler_or_optimizer).__name__}")
+        if warmup_method not in ("linear", "constant"):
+            raise ValueError(f"WarmupLR: warmup_method must be 'linear' or 'constant', got {warmup_method!r}")
+        self.inner = inner
+        self.warmup_factor, self.warmup_iters = warmup_factor, warmup_iters
+        self.warmup_method, self.warmup_prefix = warmup_method, warmup_prefix
+        if inner is not None:  # the scheduler's constructor set its own lr: start from the initial one
+            for group in optimizer.param_groups:
+                group["lr"] = group["initial_lr"]
+        super().__init__(optimizer, last_step, verbose, last_epoch)
+
+    def _after(self, base_lr, step):
+        return base_lr if self.inner is None else self.inner._lr_at(base_lr, step)
+
+    def _lr_at(self, base_lr, step):
+        if step >= self.warmup_iters:
+            return self._after(base_lr, step - self.warmup_iters if self.warmup_prefix else step)
+        if self.warmup_method == "constant":
+            return base_lr * self.warmup_factor
+        end = base_lr if self.warmup_prefix else self._after(base_lr, self.warmup_iters)
+        start = base_lr * self.warmup_factor
+        return start + (end - start) * step / self.warmup_iters
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "inner")}
+        state["inner"] = None if self.inner is None else self.inner.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("inner")
+        self.__dict__.update(state_dict)
+        if inner is not None:
+            self.inner.load_state_dict(inner)
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr *= lr_lambda(step) at each step after the first."""
+
+    def __init__(self, optimizer, lr_lambda, last_step=-1, verbose=False, last_epoch=None):
+        groups = optimizer.param_groups
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * len(groups)
+        if len(self.lr_lambdas) != len(groups):
+            raise ValueError(f"MultiplicativeLR: expected {len(groups)} lr_lambdas, got {len(self.lr_lambdas)}")
+        super().__init__(optimizer, last_step if last_epoch is None else last_epoch, verbose)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch > 0:
+            return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, groups)]
+        return [g["lr"] for g in groups]

@@ -1,8 +1,26 @@
-"""Optimizer: the base class of SGD, Adam and AdamW, with PyTorch's param_groups and state.
+"""Optimizer: the base class of oneflow.optim's optimizers, with PyTorch's param_groups and state
+and OneFlow's update rules.
 
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss.backward(); opt.step(); opt.zero_grad()
     ckpt = opt.state_dict()          # {"state": {index: {...}}, "param_groups": [...]}
+
+Each step is one fused update op per parameter (core/optim.h) that reads the group's
+hyper-parameters (learning rate times OneFlow's lr_scale, betas, weight decay, ...) and the
+parameter's step count as 0-dim float64 tensors: the optimizer keeps those tensors and refills
+them when a group's value changes (a scheduler, a user's edit), so nn.Graph's trace of step()
+captures them like any state and a replay reads the new values. A subclass declares its update:
+
+    _op = "adam_update"                     # the update op
+    def _flags(self, group): ...            # the op's bool attrs
+    def _state_names(self, group): ...      # state tensors, in the op's order
+    def _hyper_values(self, group): ...     # {name: value} of the group's hyper-parameters
+    def _init_state(self, group, p, state, zeros): ...   # make missing state tensors
+
+Param-group keys: the optimizer's defaults, "params", OneFlow's "lr_scale" (nn.Graph only, as
+OneFlow) and "clip_grad_max_norm"/"clip_grad_norm_type" (applied by clip_grad(), and by nn.Graph
+before each update), and the schedulers' own ("initial_lr", ...); any other key is refused in
+one line.
 """
 
 import contextlib
@@ -83,6 +101,14 @@ class _IdentityDict:
         return (_identity_dict_from_items, (self.items(),))
 
 
+def _step_value_tensor(p, value):
+    """A step count of any form (an int, PyTorch's float32 tensor) as the 0-dim float64 tensor
+    the update ops count in."""
+    if isinstance(value, flow.Tensor):
+        value = value.item() if not value.is_global else value.to_local().item()
+    return _scalar_like(p, float(value))
+
+
 def _identity_dict_from_items(items):
     d = _IdentityDict()
     for key, value in items:
@@ -100,7 +126,39 @@ def _grad_enabled(enabled):
         flow.set_grad_enabled(previous)
 
 
+# Param-group keys every optimizer takes besides its defaults: OneFlow's per-group lr_scale and
+# gradient clipping, and the keys the schedulers and SWA keep in groups.
+_USER_KEYS = {"params", "lr_scale", "clip_grad_max_norm", "clip_grad_norm_type"}
+_GROUP_KEYS = _USER_KEYS | {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum",
+                            "swa_lr"}
+
+
+def _refuse_flags(name, **flags):
+    """OneFlow's contiguous_params and fused: speed switches this build does not have."""
+    for key, value in flags.items():
+        if value:
+            raise ValueError(f"{name}: {key}=True is not supported (the update is one fused op "
+                             f"per parameter already); pass {key}=False")
+
+
+def _place(t):
+    return ("global", repr(t.placement)) if t.is_global else ("local", str(t.device))
+
+
+def _scalar_like(t, value):
+    """A 0-dim float64 tensor where t's update runs: t's device, or t's placement (broadcast)."""
+    if t.is_global:
+        return flow.full((), float(value), dtype=flow.float64, placement=t.placement,
+                         sbp=[flow.sbp.broadcast] * len(t.placement.hierarchy))
+    return flow.full((), float(value), dtype=flow.float64, device=t.device)
+
+
 class Optimizer:
+    _op = None  # the update op (core/optim.h); subclasses set it
+    _counts_steps = True  # the op takes the parameter's step count before its hyper-parameters
+    _state_aliases = {}  # state keys other writers use (OneFlow's) -> ours (PyTorch's)
+    _elementwise = True  # the update reads each element alone (ZeRO may shard its state)
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = _IdentityDict()  # per parameter: a dict of its buffers and counters
@@ -111,10 +169,10 @@ class Optimizer:
                 f"{type(self).__name__}: params should be an iterable of Tensors or dicts, "
                 "got a single Tensor"
             )
+        self._hyper = {}  # (id(group), place) -> (group, {name: [value, 0-dim tensor]})
         param_groups = list(params)
-        if len(param_groups) == 0:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        if not isinstance(param_groups[0], dict):
+        # An empty list is one group without parameters (as OneFlow accepts it).
+        if len(param_groups) == 0 or not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
@@ -152,7 +210,13 @@ class Optimizer:
             if not p.is_leaf:
                 raise ValueError(f"{name}: can't optimize a non-leaf Tensor")
         param_group["params"] = params
-
+        unknown = [k for k in param_group if k not in self.defaults and k not in _GROUP_KEYS]
+        if unknown:
+            raise ValueError(f"{name}: unknown param-group key {unknown[0]!r} (it takes "
+                             f"{', '.join(sorted(set(self.defaults) | _USER_KEYS))})")
+        if ("clip_grad_max_norm" in param_group) != ("clip_grad_norm_type" in param_group):
+            raise ValueError(f"{name}: a param group needs both clip_grad_max_norm and "
+                             f"clip_grad_norm_type to clip gradients, got only one")
         for key, default in self.defaults.items():
             if default is required and key not in param_group:
                 raise ValueError(
@@ -168,6 +232,128 @@ class Optimizer:
         if existing.intersection(ids):
             raise ValueError(f"{name}: some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
+
+    # ---- the update: one op per parameter, hyper-parameters as 0-dim tensors
+
+    def _flags(self, group):
+        return {}
+
+    def _state_names(self, group):
+        return []
+
+    def _hyper_values(self, group):
+        raise NotImplementedError(f"{type(self).__name__} does not declare its hyper-parameters")
+
+    def _init_state(self, group, p, state, zeros):
+        """Makes p's missing state tensors; zeros() gives one shaped (and laid out) like p."""
+
+    _in_graph = False  # nn.Graph sets it while it prepares, traces or replays this optimizer
+
+    @contextlib.contextmanager
+    def _graph_mode(self):
+        previous, self._in_graph = self._in_graph, True
+        try:
+            yield
+        finally:
+            self._in_graph = previous
+
+    def _lr(self, group):
+        """The group's learning rate; OneFlow's lr_scale multiplies it in nn.Graph only (eager
+        OneFlow ignores it, and so does eager here, with a warning)."""
+        scale = float(group.get("lr_scale", 1.0))
+        if scale != 1.0 and not self._in_graph:
+            if not getattr(self, "_warned_lr_scale", False):
+                warnings.warn(f"{type(self).__name__}: lr_scale applies in nn.Graph only (as in "
+                              f"OneFlow); this eager step uses the group's lr", UserWarning,
+                              stacklevel=4)
+                self._warned_lr_scale = True
+            scale = 1.0
+        return float(group["lr"]) * scale
+
+    def _hypers(self, group, p):
+        """The group's hyper-parameter tensors where p's update runs, each holding its current
+        value (refilled when the group changed)."""
+        key = (id(group), _place(p))
+        entry = self._hyper.get(key)
+        values = self._hyper_values(group)
+        if entry is None or entry[0] is not group or entry[1].keys() != values.keys():
+            entry = (group, {k: [v, _scalar_like(p, v)] for k, v in values.items()})
+            self._hyper[key] = entry
+        else:
+            self._refill(entry, values)
+        return [slot[1] for slot in entry[1].values()]
+
+    @staticmethod
+    def _refill(entry, values):
+        with flow.no_grad():
+            for k, v in values.items():
+                slot = entry[1][k]
+                if slot[0] != v:
+                    slot[1].fill_(float(v))
+                    slot[0] = v
+
+    def _refresh_hypers(self):
+        """Every hyper-parameter tensor made so far takes its group's current values (nn.Graph
+        calls it before each replay)."""
+        for entry in self._hyper.values():
+            values = self._hyper_values(entry[0])
+            if values.keys() == entry[1].keys():  # else the op changed: nn.Graph recompiles
+                self._refill(entry, values)
+
+    def _prepare(self, params_zeros):
+        """State and hyper-parameter tensors made before a trace, so that nn.Graph's plan holds
+        them. params_zeros: {id(p): zeros function} for parameters whose state is laid out
+        otherwise (ZeRO's shards)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state.setdefault(p, {})
+                zeros = params_zeros.get(id(p)) or (lambda p=p: flow.zeros_like(p))
+                self._init_all(group, p, state, zeros)
+                self._hypers(group, p)
+
+    def _init_all(self, group, p, state, zeros):
+        self._init_state(group, p, state, zeros)
+        if self._counts_steps:
+            step = state.get("step")
+            if step is None:
+                state["step"] = _scalar_like(p, 0.0)
+            elif not (isinstance(step, flow.Tensor) and step.dtype == flow.float64):
+                state["step"] = _step_value_tensor(p, step)  # an int, or PyTorch's tensor
+
+    def _update(self, group, p, grad):
+        state = self.state.setdefault(p, {})
+        self._init_all(group, p, state, lambda: flow.zeros_like(p))
+        tensors = [p, grad] + [state[k] for k in self._state_names(group)]
+        if self._counts_steps:
+            tensors.append(state["step"])
+        tensors += self._hypers(group, p)
+        flow._C.optim_update_(self._op, tensors, self._flags(group))
+
+    def clip_grad(self, error_if_nonfinite=False):
+        """OneFlow's per-group gradient clipping: each group with clip_grad_max_norm and
+        clip_grad_norm_type has its gradients' total norm clipped to the max norm."""
+        from oneflow.nn.utils.clip_grad import clip_grad_norm_
+
+        for group in self.param_groups:
+            if "clip_grad_max_norm" not in group:
+                continue
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                clip_grad_norm_(params, group["clip_grad_max_norm"], group["clip_grad_norm_type"],
+                                error_if_nonfinite)
+
+    def _clips_grads(self):
+        return any("clip_grad_max_norm" in g for g in self.param_groups)
+
+    def step(self, closure=None):
+        """One update of every parameter with a gradient (under no_grad)."""
+        loss = self._run_closure(closure)
+        with flow.no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(group, p, p.grad)
+        return loss
 
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
@@ -186,9 +372,6 @@ class Optimizer:
             return None
         with _grad_enabled(True):
             return closure()
-
-    def step(self, closure=None):
-        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
 
     def state_dict(self):
         """{"state": {index: state}, "param_groups": [...]}, parameters replaced by their index
@@ -225,18 +408,20 @@ class Optimizer:
             for index, p in zip(saved["params"], group["params"]):
                 param_of[index] = p
 
-        def cast(param, value):
+        def cast(param, value, key=None):
             # Copies, so the loaded state does not alias the caller's dict; floating buffers
             # follow the parameter's dtype and device. A LazyTensor of a sharded checkpoint is
             # read in the parameter's layout (global: this rank's box only).
             value = _sharded_checkpoint.materialize_like(value, param)
+            if key == "step" and isinstance(value, (flow.Tensor, int, float)):
+                return _step_value_tensor(param, value)
             if isinstance(value, flow.Tensor):
                 value = value.detach().clone()
                 if is_floating(value.dtype) and is_floating(param.dtype):
                     value = value.to(param.dtype)
                 return value.to(param._device)
             if isinstance(value, dict):
-                return {k: cast(param, v) for k, v in value.items()}
+                return {self._state_aliases.get(k, k): cast(param, v, k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
                 return type(value)(cast(param, v) for v in value)
             return value
@@ -256,3 +441,4 @@ class Optimizer:
             new_groups.append(new_group)
         self.state = state
         self.param_groups = new_groups
+        self._hyper = {}  # the groups are new dicts: their tensors are made again

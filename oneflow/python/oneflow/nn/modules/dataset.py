@@ -36,3 +36,12 @@ class CoinFlip(Module):
         else:
             u = flow.rand(self.batch_size, generator=self.generator, device=self.device)
         return (u < self.probability).to(flow.int8)
+
+
+class OFRecordReader(Module):
+    """OneFlow's OFRecord data reader is not part of this build: constructing one is refused in
+    one line (read data with oneflow.utils.data instead)."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("nn.OFRecordReader: OneFlow's OFRecord reader is not supported by this "
+                                  "build; read data with oneflow.utils.data.DataLoader")

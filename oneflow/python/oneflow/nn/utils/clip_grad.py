@@ -82,7 +82,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             total = stacked.sum().sqrt()
         else:
             total = stacked.sum().pow(1.0 / norm_type)
-    total_value = float(total)
+    # The value is read only to refuse a non-finite norm (nn.Graph traces the rest).
+    total_value = float(total) if error_if_nonfinite else 0.0
     if error_if_nonfinite and not math.isfinite(total_value):
         raise RuntimeError(
             f"{name}: the total norm of order {norm_type} of the gradients is non-finite "
