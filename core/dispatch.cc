@@ -5,6 +5,7 @@
 
 #include "core/autocast.h"
 #include "core/autograd.h"
+#include "core/profiler.h"
 #include "core/trace.h"
 
 namespace oneflow {
@@ -148,6 +149,22 @@ void CheckArity(const OpDef& op, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined())
       throw Error(StrCat(op.name, ": input ", i, " is an undefined tensor"));
+  }
+}
+
+// What the profiler shows of an op call: its input shapes (record_shapes) and, for a kernel on
+// a CUDA device, that device's time.
+void DescribeOpCall(profiler::Range& r, const std::vector<Tensor>& inputs) {
+  if (profiler::RecordShapes()) {
+    std::string shapes = "[";
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      shapes += (i ? ", " : "") + (inputs[i].defined() ? inputs[i].shape().ToString() : "[]");
+    }
+    r.set_shapes(shapes + "]");
+  }
+  if (!inputs.empty() && inputs[0].defined() && inputs[0].device().type == DeviceType::kCUDA &&
+      !OnHost(inputs[0].device())) {
+    r.MarkDevice(inputs[0].device().index);
   }
 }
 
@@ -296,6 +313,8 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
 }
 
 std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& given, const Attrs& attrs) {
+  profiler::Range prof(profiler::Kind::kOp, op.name);
+  if (prof.active()) DescribeOpCall(prof, given);
   CheckArity(op, given);
   std::vector<Tensor> cast;
   const std::vector<Tensor>& inputs = AutocastInputs(op, given, &cast) ? cast : given;
