@@ -113,8 +113,8 @@ class profile:
                                  f"leave it False")
         if experimental_config is not None:
             raise ValueError("profile: experimental_config is not supported; leave it None")
-        activities = set(ProfilerActivity.CPU if a is None else a for a in
-                         (activities if activities is not None else [ProfilerActivity.CPU]))
+        # As OneFlow and PyTorch: by default every activity this machine supports.
+        activities = set(activities) if activities is not None else supported_activities()
         if use_cuda:
             activities.add(ProfilerActivity.CUDA)
         for a in activities:
