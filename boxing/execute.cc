@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/profiler.h"
 #include "runtime/env.h"
 
 namespace oneflow {
@@ -247,7 +248,14 @@ Tensor ExecuteBoxing(const Plan& plan, const Tensor& local, const Shape& logical
                  plan.ToString().c_str());
   }
   Tensor x = local;
-  for (const Step& s : plan.steps) x = kRun[static_cast<int>(s.kind)](plan, s, x, logical, my_rank);
+  for (const Step& s : plan.steps) {
+    profiler::Range prof(profiler::Kind::kBoxing, "boxing");
+    if (prof.active()) {
+      prof.set_name(s.ToString(s.on_destination ? plan.dst : plan.src));
+      prof.set_bytes(static_cast<int64_t>(s.cost));
+    }
+    x = kRun[static_cast<int>(s.kind)](plan, s, x, logical, my_rank);
+  }
   if (!plan.dst.Contains(my_rank)) {
     return fn::empty(sbp::LocalShape(logical, plan.dst, plan.to, my_rank), local.dtype(),
                      local.device());

@@ -6,6 +6,7 @@
 
 #include "core/autocast.h"
 #include "core/dispatch.h"
+#include "core/profiler.h"
 
 namespace oneflow {
 
@@ -185,6 +186,7 @@ struct EngineOptions {
 // !options.accumulate (undefined where none arrived).
 std::vector<Tensor> RunEngine(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                               const EngineOptions& options) {
+  profiler::Range prof(profiler::Kind::kBackward, options.api);
   GradModeGuard grad_mode(options.create_graph);
   AutocastSuspendGuard no_autocast;  // gradients run in the dtypes the forward chose
   std::vector<std::function<void()>> callbacks;
@@ -363,7 +365,11 @@ std::vector<Tensor> RunEngine(const std::vector<Tensor>& roots, const std::vecto
     // A node no gradient reached (its consumers' gradient formulas gave none) has nothing to
     // pass on; its successors are still released from waiting on it below.
     std::vector<Tensor> out;
-    if (run && any_grad) out = node->ApplyInto(std::move(in), dests);
+    if (run && any_grad) {
+      profiler::Range prof(profiler::Kind::kBackward, "backward node");
+      if (prof.active()) prof.set_name(node->name());
+      out = node->ApplyInto(std::move(in), dests);
+    }
     if (!options.retain_graph && run) node->Release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];

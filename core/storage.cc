@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace oneflow {
 
@@ -147,6 +148,7 @@ Allocator* GetAllocator(DeviceType type) {
 
 std::shared_ptr<Storage> Storage::Allocate(const Device& device, size_t nbytes) {
   Allocator* a = GetAllocator(device.type);
+  profiler::CountMemory(device.type == DeviceType::kCPU ? 0 : 1, static_cast<int64_t>(nbytes));
   return std::make_shared<Storage>(a->Allocate(nbytes, device), nbytes, device, a);
 }
 
@@ -159,6 +161,8 @@ std::shared_ptr<Storage> Storage::Borrow(void* data, size_t nbytes, const Device
 
 Storage::~Storage() {
   if (data_ && allocator_) allocator_->Deallocate(data_, nbytes_, device_);
+  if (allocator_)
+    profiler::CountMemory(device_.type == DeviceType::kCPU ? 0 : 1, -int64_t(nbytes_));
 }
 
 }  // namespace oneflow

@@ -54,6 +54,7 @@ import oneflow as flow
 import oneflow.nn as nn
 import oneflow.nn.functional as F
 from oneflow.utils import training_state
+from oneflow.utils.tensorboard import SummaryWriter
 from oneflow.utils.checkpoint import checkpoint
 
 FORTUNES = "/usr/share/games/fortunes"
@@ -630,7 +631,44 @@ def parser():
     ap.add_argument("--save_every", type=int, default=0,
                     help="with --save: a checkpoint every this many steps (0: at the end only)")
     ap.add_argument("--load", help="start from this (sharded or whole) checkpoint")
+    ap.add_argument("--tensorboard", metavar="DIR",
+                    help="rank 0 writes the losses and tokens/s as TensorBoard event files here")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="profile the second step (the first warms up): each rank writes its "
+                    "trace here (python3 -m oneflow.profiler.merge DIR joins them) and rank 0 "
+                    "prints the per-op table")
     return ap
+
+
+class _Profiled:
+    """--profile DIR: the second step recorded (shapes and memory), written per rank to DIR;
+    rank 0 prints the table and the step's wall time (between the two prof.step() calls)."""
+
+    def __init__(self, folder, say):
+        from oneflow import profiler
+
+        self.say = say
+        self.marks = []
+        self.prof = profiler.profile(
+            activities=[profiler.ProfilerActivity.CPU], record_shapes=True, profile_memory=True,
+            schedule=profiler.schedule(wait=0, warmup=1, active=1, repeat=1),
+            on_trace_ready=self._ready(profiler.tensorboard_trace_handler(folder)))
+        self.prof.start()
+
+    def _ready(self, write):
+        def ready(prof):
+            write(prof)
+            self.say(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+            wall = (self.marks[-1] - self.marks[-2]) * 1e3
+            self.say(f"profiled step wall time: {wall:.3f}ms", flush=True)
+        return ready
+
+    def step(self):
+        self.marks.append(time.perf_counter())
+        self.prof.step()
+
+    def close(self):
+        self.prof.stop()
 
 
 def main(argv=None):
@@ -667,6 +705,8 @@ def main(argv=None):
         f"characters, --parallel {args.parallel} on {world} rank(s)")
     tokens = args.batch_size * args.block_size
     preempted = _PreemptionFlag(world) if args.save else None
+    writer = SummaryWriter(args.tensorboard) if args.tensorboard and rank == 0 else None
+    prof = _Profiled(args.profile, say) if args.profile else None
     for step in range(start, args.steps):
         xb, yb = data.batch("train", args.batch_size, args.block_size, args.seed + step)
         t0 = time.perf_counter()
@@ -679,12 +719,20 @@ def main(argv=None):
             line += (f", bubble {trainer.pipe.last_timing['bubble']:.2f} (ideal "
                      f"{ideal_bubble(2, layout.micro_batches):.2f})")
         say(line, flush=True)
+        if writer is not None:
+            writer.add_scalar("train/loss", value, step)
+            writer.add_scalar("train/tokens_per_s", tokens / dt, step)
+        if prof is not None:
+            prof.step()
         if args.eval_interval and ((step + 1) % args.eval_interval == 0 or step + 1 == args.steps):
             val = np.mean([trainer.evaluate(*data.batch("val", args.batch_size, args.block_size,
                                                         10 ** 6 + k))
                            for k in range(args.eval_batches)])
             text = data.decode(trainer.sample(args.sample_tokens, seed=step))
             say(f"step {step}: validation loss {val:.4f} | sample: {text!r}", flush=True)
+            if writer is not None:
+                writer.add_scalar("val/loss", val, step)
+                writer.add_text("sample", text, step)
         if preempted is not None and preempted.agreed() and step + 1 < args.steps:
             path = training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)
             say(f"received SIGTERM: saved {path}; stopping", flush=True)
@@ -692,6 +740,10 @@ def main(argv=None):
         if args.save and args.save_every and (step + 1) % args.save_every == 0 \
                 and step + 1 < args.steps:
             training_state.save(args.save, step + 1, model=model, optimizer=trainer.opt)
+    if prof is not None:
+        prof.close()
+    if writer is not None:
+        writer.close()
     print(f"rank {rank}: optimizer state {trainer.optimizer_state_bytes()} bytes", flush=True)
     if args.save:
         path = training_state.save(args.save, args.steps, model=model, optimizer=trainer.opt)

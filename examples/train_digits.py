@@ -7,6 +7,7 @@ held out. Each rank trains a DistributedDataParallel replica on its DistributedS
 ranks and the samples/s of the whole job. On a machine with a GPU each rank uses CUDA.
 
     tools/main                                   # 2 CPU ranks through the launcher
+    tools/main --tensorboard runs/digits         # and TensorBoard event files (rank 0)
     tools/python -m oneflow.distributed.launch --nproc_per_node 2 examples/train_digits.py
     tools/python examples/train_digits.py        # one process
 
@@ -27,6 +28,7 @@ import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.parallel import DistributedDataParallel as DDP
 from oneflow.utils.data import DataLoader, DistributedSampler, TensorDataset
+from oneflow.utils.tensorboard import SummaryWriter
 
 DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 
@@ -95,6 +97,9 @@ def main():
     parser.add_argument("--lr", type=float, default=0.002)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default=DIGITS)
+    parser.add_argument("--tensorboard", metavar="DIR",
+                        help="rank 0 writes each epoch's loss, accuracy and samples/s and the test "
+                        "accuracy as TensorBoard event files here")
     args = parser.parse_args()
 
     rank, world = flow.env.get_rank(), flow.env.get_world_size()
@@ -111,6 +116,7 @@ def main():
         print(f"digits: {len(train_y)} training and {len(test_y)} test images, "
               f"{sum(p.numel() for p in model.parameters())} parameters, {world} rank(s) on {device}")
 
+    writer = SummaryWriter(args.tensorboard) if args.tensorboard and rank == 0 else None
     stream = progress_stream(rank)
     bar = None
     if stream is not None:
@@ -140,6 +146,10 @@ def main():
         flow.comm.all_reduce(totals)
         total_loss, correct, seen = totals.tolist()
         rate = seen / (time.perf_counter() - start)
+        if writer is not None:
+            writer.add_scalar("train/loss", total_loss / seen, epoch)
+            writer.add_scalar("train/accuracy", correct / seen, epoch)
+            writer.add_scalar("train/samples_per_s", rate, epoch)
         if rank == 0:
             line = (f"epoch {epoch:3d}  loss {total_loss / seen:.4f}  train acc {correct / seen:.4f}  "
                     f"{rate:,.0f} samples/s")
@@ -154,6 +164,9 @@ def main():
     acc = evaluate(model, test_x.to(device), test_y.to(device))
     if rank == 0:
         print(f"test accuracy: {acc:.4f}")
+    if writer is not None:
+        writer.add_scalar("test/accuracy", acc, args.epochs)
+        writer.close()
     if acc < 0.95:
         raise SystemExit(f"train_digits: test accuracy {acc:.4f} is below 0.95")
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/profiler.h"
 #include "runtime/gloo_group.h"
 #include "runtime/nccl_group.h"
 
@@ -17,6 +18,12 @@ namespace runtime {
 // ---- helpers ----
 
 namespace {
+
+// What the profiler shows of a collective: this rank's bytes and the group.
+void Describe(profiler::Range& r, const Tensor& t, const Communicator& c) {
+  r.set_bytes(t.defined() ? t.numel() * static_cast<int64_t>(SizeOf(t.dtype())) : 0);
+  r.set_detail(StrCat(c.description(), " ", c.transport()));
+}
 
 void CheckTensor(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(StrCat(op, ": ", what, " is an undefined tensor"));
@@ -156,6 +163,8 @@ int Communicator::GroupRankOf(int global_rank, const char* op) const {
 
 void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   const char* name = "all_reduce";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   CheckAverage(op, t.dtype(), name);
   if (t.numel() == 0 || size() == 1) return;
@@ -195,6 +204,8 @@ Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
     AllReduce(y, op);
     return y;
   }
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, x, *this);
   Tensor in = x.is_contiguous() ? x : fn::contiguous_copy(x);
   CheckTensor(in, name, "tensor");
   CheckAverage(op, x.dtype(), name);
@@ -252,6 +263,8 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op,
                              const std::vector<std::pair<int64_t, Tensor>>& local) {
   const char* name = "all_reduce";
   if (local.empty()) return AllReduce(t, op);
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   CheckAverage(op, t.dtype(), name);
   auto regions = shm_ ? SharedRegionsOf(t) : nullptr;
@@ -278,6 +291,8 @@ std::shared_ptr<const SharedRegions> Communicator::SharedRegionsOf(const Tensor&
 
 void Communicator::Broadcast(Tensor& t, int root) {
   const char* name = "broadcast";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   int groot = GroupRankOf(root, name);
   if (!t.is_cpu() && t.numel() > 0 && size() > 1) {
@@ -309,6 +324,8 @@ void Communicator::GatherLocally(const Tensor& in, Tensor& out, const std::vecto
 
 void Communicator::AllGather(const Tensor& in, Tensor& out) {
   const char* name = "all_gather";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, in, *this);
   CheckInOut(in, out, name);
   if (out.numel() != in.numel() * size()) {
     throw Error(StrCat(name, ": output has ", out.numel(), " elements, expected ", size(), " x ",
@@ -326,6 +343,8 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
 
 void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) {
   const char* name = "all_gather_v";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, in, *this);
   CheckInOut(in, out, name);
   CheckCounts(counts, size(), desc_, name);
   int64_t row = RowSize(out);
@@ -363,6 +382,8 @@ void Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
 void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts,
                                   ReduceOp op) {
   const char* name = "reduce_scatter";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, in, *this);
   CheckInOut(in, out, name);
   CheckCounts(counts, size(), desc_, name);
   int64_t row = RowSize(in);
@@ -411,6 +432,8 @@ void Communicator::AllToAll(const Tensor& in, Tensor& out) {
 void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<int64_t>& in_counts,
                              const std::vector<int64_t>& out_counts) {
   const char* name = "all_to_all";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, in, *this);
   CheckInOut(in, out, name);
   if (static_cast<int>(in_counts.size()) != size() ||
       static_cast<int>(out_counts.size()) != size()) {
@@ -447,6 +470,8 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
 
 void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   const char* name = "send";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   int gpeer = GroupRankOf(peer, name);
   if (gpeer == group_rank_)
@@ -465,6 +490,8 @@ void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
 
 void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
   const char* name = "recv";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   int gpeer = GroupRankOf(peer, name);
   if (gpeer == group_rank_) {
@@ -590,14 +617,17 @@ void Communicator::OnCuda(const char* name, const std::vector<Tensor>& ins,
 }
 
 void Communicator::Barrier() {
+  const char* name = "barrier";
+  profiler::Range prof(profiler::Kind::kCollective, name);
+  if (prof.active()) Describe(prof, Tensor(), *this);
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (size() == 1) return;
   if (shm_) {
-    shm_->Barrier("barrier");
+    shm_->Barrier(name);
     return;
   }
-  gloo_->Barrier("barrier");
+  gloo_->Barrier(name);
 }
 
 }  // namespace runtime

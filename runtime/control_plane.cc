@@ -63,6 +63,11 @@ std::string JobDifference(const std::string& theirs, const std::string& ours) {
   return out;
 }
 
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 Clock::time_point DeadlineAfterMs(int64_t ms) {
   ms = std::max<int64_t>(0, std::min<int64_t>(ms, int64_t{365} * 24 * 3600 * 1000));
   return Clock::now() + std::chrono::milliseconds(ms);
@@ -267,6 +272,13 @@ class ControlServiceImpl final : public Control::Service {
       joined_.insert(req->rank());
     }
     if (aborted_) FillAbort(resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReadClock(grpc::ServerContext*, const ClockRequest* req,
+                         ClockResponse* resp) override {
+    if (req->token() != token_) return Denied();
+    resp->set_steady_ns(SteadyNs());
     return grpc::Status::OK;
   }
 
@@ -504,6 +516,26 @@ int64_t ControlClient::Add(const std::string& key, int64_t delta) {
   AddResponse resp;
   ONEFLOW_CONTROL_CHECK_STATUS(impl_->stub->Add(&ctx, req, &resp), "add to key '" + key + "'");
   return resp.value();
+}
+
+std::pair<int64_t, int64_t> ControlClient::MasterClockOffset(int samples) {
+  int64_t best_offset = 0, best_rtt = -1;
+  for (int i = 0; i < samples; ++i) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kPlainRpcSeconds);
+    ClockRequest req;
+    req.set_token(impl_->token);
+    ClockResponse resp;
+    const int64_t sent = SteadyNs();
+    ONEFLOW_CONTROL_CHECK_STATUS(impl_->stub->ReadClock(&ctx, req, &resp), "a clock reading");
+    const int64_t received = SteadyNs();
+    // The master read its clock somewhere in the round trip: assume its middle.
+    if (best_rtt < 0 || received - sent < best_rtt) {
+      best_rtt = received - sent;
+      best_offset = sent + best_rtt / 2 - resp.steady_ns();
+    }
+  }
+  return {best_offset, best_rtt};
 }
 
 // One barrier call: true when it opened, else the ranks that had arrived.

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace oneflow {
@@ -85,6 +86,9 @@ class ControlClient {
   void Heartbeat(bool leaving = false);
   // Marks the job aborted: every pending and later Wait/Barrier throws with this reason.
   void Abort(const std::string& reason);
+  // This rank's steady clock minus the master's, in ns, and the round trip it was measured
+  // over (the shortest of `samples` readings; the error is at most half of it).
+  std::pair<int64_t, int64_t> MasterClockOffset(int samples = 8);
 
   struct Impl;
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -223,4 +224,13 @@ TEST_CASE("control plane: abort reaches pending and later waits", "[runtime]") {
                       Catch::Contains("rank 3 aborted the job: CUDA out of memory"));
   REQUIRE_THROWS_WITH(later.Heartbeat(),
                       Catch::Contains("rank 3 aborted the job: CUDA out of memory"));
+}
+
+TEST_CASE("control plane: a client's clock offset to the master's", "[runtime]") {
+  ControlServer server(kAddr, 0, kToken);
+  ControlClient c(kAddr, server.port(), 0, kToken, 5);
+  auto [offset, rtt] = c.MasterClockOffset(4);
+  // One process, one steady clock: the offset is within the round trip it was measured over.
+  REQUIRE(rtt > 0);
+  REQUIRE(std::abs(offset) <= rtt);
 }

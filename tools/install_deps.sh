@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every Debian package the build, the tests, the examples and the
-# benchmarks need. Nothing else is downloaded: this machine reaches only Debian's archive.
+# benchmarks need, and one package from PyPI for the tests (below).
 set -euo pipefail
 PACKAGES=(
   bazel-bootstrap             # Bazel 4.2.3 (offline, with third_party/bazel stubs)
@@ -35,3 +35,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# PyPI's tensorboard: only the tests' reference reader of SummaryWriter's event files, in a venv
+# under ~/.cache (oneflow never imports it). Where PyPI cannot be reached those tests skip.
+"$(dirname "${BASH_SOURCE[0]}")/tensorboard_venv.sh" >/dev/null ||
+  echo "install_deps: tensorboard (PyPI) not installed; tests/python/test_tensorboard.py skips" >&2

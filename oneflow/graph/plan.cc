@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/profiler.h"
 #include "oneflow/global/global_tensor.h"
 #include "oneflow/global/interpret.h"
 #include "oneflow/graph/passes.h"
@@ -453,6 +454,7 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
   ONEFLOW_CHECK(compiled_, "nn.Graph ", graph_name_, ": replay before the graph was compiled");
   ONEFLOW_CHECK(inputs.size() == input_slots_.size(), "nn.Graph ", graph_name_, ": expected ",
                 input_slots_.size(), " tensor inputs, got ", inputs.size());
+  profiler::Range prof_replay(profiler::Kind::kGraphStep, graph_name_);
   NoGradGuard no_grad;
   AutocastSuspendGuard no_autocast;
   TraceSuspend no_trace;
@@ -477,6 +479,7 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
     }
     if (skip) continue;
     const Step& step = steps_[i];
+    profiler::Range prof(profiler::Kind::kGraphStep, step.name);
     in.clear();
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
     if (step.alias) {

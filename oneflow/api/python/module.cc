@@ -27,6 +27,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   BindDdp(m);
   BindCuda(m);
   BindGraph(m);
+  BindProfiler(m);
 }
 
 }  // namespace python

@@ -30,6 +30,7 @@ void BindGlobal(py::module_& m);       // global.cc
 void BindDdp(py::module_& m);          // ddp.cc
 void BindCuda(py::module_& m);         // cuda.cc
 void BindGraph(py::module_& m);        // graph.cc: nn.Graph's compiled plan
+void BindProfiler(py::module_& m);     // profiler.cc: oneflow.profiler's recorder
 
 }  // namespace python
 }  // namespace oneflow

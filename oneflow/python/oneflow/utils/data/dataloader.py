@@ -23,6 +23,7 @@ import sys
 
 import oneflow as flow
 from oneflow import _random
+from oneflow.profiler._ranges import range_or_none
 from oneflow.utils.data.collate import default_collate, default_convert
 from oneflow.utils.data.dataset import IterableDataset
 from oneflow.utils.data.distributed import DistributedSampler
@@ -263,7 +264,14 @@ class DataLoader:
         return self._counted(self._iter_map(tasks))
 
     def _counted(self, batches):
-        for batch in batches:
+        batches = iter(batches)
+        while True:
+            wait = range_or_none("DataLoader wait")  # the profiler's timeline shows the loading
+            batch = next(batches, _END)
+            if wait is not None:
+                wait.end()
+            if batch is _END:
+                break
             self._progress["yielded"] += 1
             yield batch
         self._progress["done"] = True
@@ -446,6 +454,14 @@ class _MultiProcessIter:
                 self.buffer[task] = data
 
     def _get(self):
+        wait = range_or_none("DataLoader wait")  # for a worker's batch, in the profiler
+        try:
+            return self._wait_for_result()
+        finally:
+            if wait is not None:
+                wait.end()
+
+    def _wait_for_result(self):
         import queue
         import time
 
