@@ -37,7 +37,15 @@ def _plain(data):
     return data
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+def _no_pinning(op, pin_memory):
+    if pin_memory:
+        raise ValueError(f"{op}: pin_memory=True needs page-locked host memory for CUDA copies, "
+                         f"which this build does not provide; pass pin_memory=False")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None,
+           pin_memory=False):
+    _no_pinning("flow.tensor", pin_memory)
     try:
         t = _C.tensor(data, dtype, device, False)
     except Exception:
