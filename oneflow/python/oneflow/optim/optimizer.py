@@ -112,9 +112,8 @@ class Optimizer:
                 "got a single Tensor"
             )
         param_groups = list(params)
-        if len(param_groups) == 0:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        if not isinstance(param_groups[0], dict):
+        # An empty list is one group without parameters, as in OneFlow (a step does nothing).
+        if len(param_groups) == 0 or not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
