@@ -59,6 +59,7 @@ HELPER_EDITS = [
 ]
 OUTCOMES = ("pass", "fail", "error", "crash", "hang", "skip")
 MARK = "@@suite"
+LIVE = set()  # the test processes running now (stopped with the runner)
 
 
 # ---------------------------------------------------------------- fetch
@@ -250,6 +251,7 @@ def run_path(path, keyword, timeout, log):
                    json.dumps(sorted(results)), keyword or ""]
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, env=child_env(),
                                  start_new_session=True)
+            LIVE.add(p)
             q = queue.Queue()
             threading.Thread(target=reader, args=(p.stdout, q), daemon=True).start()
             current, deadline, finished, progressed = None, time.time() + timeout, False, False
@@ -300,6 +302,8 @@ def run_path(path, keyword, timeout, log):
             except BaseException:
                 stop(p)
                 raise
+            finally:
+                LIVE.discard(p)
             if finished or not progressed:
                 break
     # A fixture's failure (setUpClass) is its class's tests' outcome.
@@ -315,6 +319,12 @@ def run_path(path, keyword, timeout, log):
         if n not in out and "(" not in n and (not keyword or keyword in n):
             out[n] = v
     return out
+
+
+def quit_now(rc):
+    for p in list(LIVE):
+        stop(p)
+    os._exit(rc)
 
 
 def main():
@@ -350,7 +360,8 @@ def main():
                  f"`tools/oneflow_suite.py fetch /path/to/oneflow` first (a checkout or git dir)")
     logdir = args.logdir or tempfile.mkdtemp(prefix="oneflow_suite-")
     os.makedirs(logdir, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, lambda *_: quit_now(143))
+    signal.signal(signal.SIGINT, lambda *_: quit_now(130))
     t0 = time.time()
     every = {}
     counts = {}
