@@ -5,6 +5,7 @@
 """
 
 import builtins
+import warnings
 
 import oneflow._oneflow_internal as _C
 from oneflow._api_util import _MinMax, _size
@@ -251,12 +252,33 @@ def stack(tensors, dim=0):
     return _C.stack(list(tensors), dim)
 
 
-def softmax(x, dim=None, dtype=None):
-    return _C.softmax(x, -1 if dim is None else dim)
+def _softmax_dim(op, ndim):
+    # PyTorch's and OneFlow's legacy choice when no dim is given.
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
 
 
-def log_softmax(x, dim=None, dtype=None):
-    return _C.log_softmax(x, -1 if dim is None else dim)
+def softmax(input, dim=None, dtype=None):
+    """flow.softmax, Tensor.softmax and nn.functional.softmax (one function): dtype= casts the
+    input first."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """flow.log_softmax, Tensor.log_softmax and nn.functional.log_softmax (one function)."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.log_softmax(input, dim)
 
 
 def numel(x):

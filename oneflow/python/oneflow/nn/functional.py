@@ -69,30 +69,7 @@ def gelu(input, approximate="none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def _softmax_dim(op, ndim):
-    # PyTorch's legacy choice when no dim is given.
-    warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. "
-        "Change the call to include dim=X as an argument.",
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input, dim=None, dtype=None):
-    if dim is None:
-        dim = _softmax_dim("softmax", input.dim())
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.softmax(input, dim)
-
-
-def log_softmax(input, dim=None, dtype=None):
-    if dim is None:
-        dim = _softmax_dim("log_softmax", input.dim())
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.log_softmax(input, dim)
+from oneflow._ops import log_softmax, softmax  # noqa: E402,F401  (one function each)
 
 
 # ---- layers ----

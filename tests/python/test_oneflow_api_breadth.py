@@ -1,0 +1,171 @@
+"""The API breadth OneFlow's own single-device tests need (issue 38, tools/oneflow_suite.py),
+each behaviour compared with PyTorch or numpy on the same inputs, or with OneFlow's documented
+behaviour where the two differ."""
+
+import numpy as np
+import pytest
+import torch
+
+import oneflow as flow
+import oneflow.nn as nn
+
+
+def test_env_var_util(monkeypatch):
+    from oneflow.support import env_var_util as u
+
+    monkeypatch.setenv("ONEFLOW_X", "on")
+    assert u.parse_boolean_from_env("ONEFLOW_X", False) is True
+    monkeypatch.setenv("ONEFLOW_X", "0")
+    assert u.parse_boolean_from_env("ONEFLOW_X", True) is False
+    assert u.parse_integer_from_env("ONEFLOW_UNSET_Y", 4) == 4
+    monkeypatch.setenv("ONEFLOW_X", "maybe")
+    with pytest.raises(ValueError, match=r"ONEFLOW_X='maybe': expected a boolean"):
+        u.parse_boolean_from_env("ONEFLOW_X", False)
+
+
+def test_tensor_pin_memory():
+    assert flow.tensor([1.0, 2.0], pin_memory=False).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"^flow.tensor: pin_memory=True needs page-locked"):
+        flow.tensor([1.0], pin_memory=True)
+
+
+def test_optimizer_with_no_parameters_is_accepted():
+    # OneFlow accepts it (one empty group; a step does nothing): autotest builds SGD over the
+    # parameters of modules that have none.
+    for opt in (flow.optim.SGD([], lr=0.1), flow.optim.Adam(nn.ReLU().parameters())):
+        opt.zero_grad()
+        opt.step()
+        assert [g["params"] for g in opt.param_groups] == [[]]
+
+
+def test_load_state_dict_takes_numpy_arrays():
+    m = nn.Linear(3, 2)
+    w, b = np.arange(6, dtype=np.float64).reshape(2, 3), np.array([1.0, -1.0], np.float32)
+    m.load_state_dict({"weight": w, "bias": b})
+    assert m.weight.dtype == flow.float32 and np.array_equal(m.weight.numpy(), w)
+    assert np.array_equal(m.bias.numpy(), b)
+    with pytest.raises(RuntimeError, match=r"expected a oneflow.Tensor or numpy array for bias, got list"):
+        m.load_state_dict({"weight": w, "bias": [1.0, 2.0]})
+
+
+def _pair(shape, seed=0, low=-3.0, high=3.0):
+    a = np.random.RandomState(seed).uniform(low, high, shape).astype(np.float32)
+    return flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def _same(ours, ref, atol=1e-5):
+    if isinstance(ref, (tuple, list)):
+        assert len(ours) == len(ref)
+        for o, r in zip(ours, ref):
+            _same(o, r, atol)
+        return
+    if isinstance(ref, torch.Tensor):
+        assert tuple(ours.shape) == tuple(ref.shape), (ours.shape, ref.shape)
+        assert str(ours.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+        np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), atol=atol, rtol=1e-5)
+    else:
+        assert ours == ref
+
+
+UNARY_CASES = [
+    ("fmod", lambda m, x: m.fmod(x, 1.3)),
+    ("fmod_tensor", lambda m, x: m.fmod(x, x.flip(0) + 4.0)),
+    ("acosh", lambda m, x: m.acosh(x.abs() + 1.5)),
+    ("arccosh", lambda m, x: m.arccosh(x.abs() + 1.5)),
+    ("exp2", lambda m, x: m.exp2(x)),
+    ("frac", lambda m, x: m.frac(x)),
+    ("nansum", lambda m, x: m.nansum(m.where(x > 1, x * float("nan"), x), 1)),
+    ("movedim", lambda m, x: m.movedim(x.reshape(2, 3, 4), (0, 1), (2, 0))),
+    ("moveaxis", lambda m, x: m.moveaxis(x.reshape(2, 3, 4), -1, 0)),
+    ("swapaxes", lambda m, x: m.swapaxes(x, 0, 1)),
+    ("mv", lambda m, x: m.mv(x, x[0])),
+    ("dot", lambda m, x: m.dot(x[0], x[1])),
+    ("tile", lambda m, x: m.tile(x, (2, 1, 2))),
+    ("cross", lambda m, x: m.cross(x[:, :3], x[:, 3:], dim=1)),
+    ("select", lambda m, x: m.select(x, 1, -2)),
+    ("unbind", lambda m, x: m.unbind(x, 1)),
+    ("tensordot", lambda m, x: m.tensordot(x.reshape(2, 3, 4), x.reshape(3, 4, 2), dims=2)),
+    ("tensordot_lists", lambda m, x: m.tensordot(x.reshape(2, 3, 4), x.reshape(4, 2, 3),
+                                                 dims=([1, 0], [2, 1]))),
+    ("broadcast_tensors", lambda m, x: m.broadcast_tensors(x[:1], x[:, :1])),
+    ("atleast_3d", lambda m, x: m.atleast_3d(x[0], x, x[0, 0])),
+    ("hstack", lambda m, x: m.hstack([x, x])),
+    ("vstack", lambda m, x: m.vstack([x[0], x[1]])),
+    ("dstack", lambda m, x: m.dstack([x, x])),
+    ("column_stack", lambda m, x: m.column_stack([x[0], x.t()])),
+    ("clamp_min", lambda m, x: m.clamp_min(x, 0.5)),
+    ("clamp_max", lambda m, x: m.clamp_max(x, 0.5)),
+    ("logaddexp", lambda m, x: m.logaddexp(x, x.flip(1))),
+    ("tensor_split", lambda m, x: m.tensor_split(x, 3, dim=1)),
+    ("tensor_split_idx", lambda m, x: m.tensor_split(x, [1, 3, 9], dim=1)),
+    ("hsplit", lambda m, x: m.hsplit(x, [2])),
+    ("vsplit", lambda m, x: m.vsplit(x, 2)),
+    ("t", lambda m, x: m.t(x)),
+    ("equal", lambda m, x: (m.equal(x, x * 1), m.equal(x, x + 1), m.equal(x, x[0]))),
+]
+
+
+@pytest.mark.parametrize("name,fn", UNARY_CASES, ids=[c[0] for c in UNARY_CASES])
+def test_composed_ops_match_torch(name, fn):
+    x, tx = _pair((4, 6))
+    ours, ref = fn(flow, x), fn(torch, tx)
+    _same(ours, ref)
+    outs = ours if isinstance(ours, tuple) else (ours,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    if isinstance(refs[0], torch.Tensor) and refs[0].requires_grad:
+        sum(o.sum() * (i + 1) for i, o in enumerate(outs)).backward()
+        sum(r.sum() * (i + 1) for i, r in enumerate(refs)).backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_integer_composed_ops_match_torch():
+    a = np.array([7, -7, 5, -5, 0, 9])
+    b = np.array([3, 3, -2, -2, 4, 9])
+    _same(flow.fmod(flow.tensor(a), flow.tensor(b)), torch.fmod(torch.tensor(a), torch.tensor(b)))
+    _same(flow.tensor(a).fmod(4), torch.tensor(a).fmod(4))
+    idx = np.array([1, 4, 4, 0, 2, 4])
+    w = np.linspace(0, 1, 6)
+    _same(flow.bincount(flow.tensor(idx)), torch.bincount(torch.tensor(idx)))
+    _same(flow.bincount(flow.tensor(idx), flow.tensor(w), minlength=8),
+          torch.bincount(torch.tensor(idx), torch.tensor(w), minlength=8))
+    seq = np.array([[1, 3, 5, 7, 9], [2, 4, 6, 8, 10]])
+    vals = np.array([[3, 6, 9], [3, 6, 9]])
+    for right in (False, True):
+        _same(flow.searchsorted(flow.tensor(seq), flow.tensor(vals), right=right),
+              torch.searchsorted(torch.tensor(seq), torch.tensor(vals), right=right))
+    _same(flow.searchsorted(flow.tensor(seq[0]), flow.tensor(vals), out_int32=True),
+          torch.searchsorted(torch.tensor(seq[0]), torch.tensor(vals), out_int32=True))
+    assert flow.tensor([[1, 2]]).ndimension() == 2
+    assert flow.broadcast_shapes((2, 1), (3,)) == torch.broadcast_shapes((2, 1), (3,))
+
+
+def test_bernoulli_and_rng_state():
+    p = flow.full((2000,), 0.3)
+    flow.manual_seed(1)
+    state = flow.get_rng_state()
+    first = flow.bernoulli(p)
+    flow.set_rng_state(state)
+    assert np.array_equal(flow.bernoulli(p).numpy(), first.numpy())
+    assert first.dtype == flow.float32 and set(np.unique(first.numpy())) <= {0.0, 1.0}
+    assert abs(first.numpy().mean() - 0.3) < 0.05
+    assert flow.bernoulli(p, 1.0).numpy().min() == 1.0
+
+
+def test_composed_op_errors():
+    with pytest.raises(RuntimeError, match=r"^dot: expected two 1-D tensors of the same size"):
+        flow.dot(flow.ones(3), flow.ones(4))
+    with pytest.raises(RuntimeError, match=r"^cross: dim 0 must have size 3, got 2"):
+        flow.cross(flow.ones(2, 3), flow.ones(2, 3), dim=0)
+    with pytest.raises(IndexError, match=r"^movedim: dim 3 is out of range for a 2-D tensor"):
+        flow.movedim(flow.ones(2, 3), 3, 0)
+    with pytest.raises(RuntimeError, match=r"^bincount: input must be non-negative"):
+        flow.bincount(flow.tensor([1, -1]))
+
+
+def test_softmax_front_doors_are_one_function():
+    x = flow.tensor([[1.0, 2.0, 3.0]])
+    for f in (flow.softmax, flow.nn.functional.softmax, lambda x, **k: x.softmax(**k)):
+        assert f(x, dim=1, dtype=flow.float64).dtype == flow.float64
+    for f in (flow.log_softmax, flow.nn.functional.log_softmax, lambda x, **k: x.log_softmax(**k)):
+        assert f(x, dim=1, dtype=flow.float64).dtype == flow.float64
+    assert flow.softmax is flow.nn.functional.softmax
