@@ -169,3 +169,44 @@ def test_softmax_front_doors_are_one_function():
     for f in (flow.log_softmax, flow.nn.functional.log_softmax, lambda x, **k: x.log_softmax(**k)):
         assert f(x, dim=1, dtype=flow.float64).dtype == flow.float64
     assert flow.softmax is flow.nn.functional.softmax
+
+
+def test_prune_matches_torch():
+    import oneflow.nn.utils.prune as prune
+    import torch.nn.utils.prune as tprune
+
+    w = np.random.RandomState(3).randn(6, 5).astype(np.float32)
+    m, tm = nn.Linear(5, 6), torch.nn.Linear(5, 6)
+    with flow.no_grad():
+        m.weight.copy_(flow.tensor(w))
+        m.bias.zero_()
+    with torch.no_grad():
+        tm.weight.copy_(torch.tensor(w))
+        tm.bias.zero_()
+    prune.l1_unstructured(m, "weight", amount=0.3)
+    tprune.l1_unstructured(tm, "weight", amount=0.3)
+    prune.ln_structured(m, "weight", amount=2, n=2, dim=0)
+    tprune.ln_structured(tm, "weight", amount=2, n=2, dim=0)
+    assert np.array_equal(m.weight_mask.numpy(), tm.weight_mask.numpy())
+    assert isinstance(next(iter(m._forward_pre_hooks.values())), prune.PruningContainer)
+    x = np.random.RandomState(4).randn(3, 5).astype(np.float32)
+    np.testing.assert_allclose(m(flow.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), atol=1e-5)
+    assert prune.is_pruned(m)
+    prune.remove(m, "weight")
+    assert not prune.is_pruned(m) and "weight" in dict(m.named_parameters())
+    np.testing.assert_allclose(m.weight.detach().numpy(), tm.weight.detach().numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match=r"^prune: amount=1.5 should be a float in \[0, 1\]"):
+        prune.l1_unstructured(m, "weight", amount=1.5)
+
+
+def test_special_and_torch_exchange():
+    x, tx = _pair((3, 4))
+    for name in ("erf", "erfc", "expm1", "log1p", "exp2", "round"):
+        _same(getattr(flow.special, name)(x), getattr(torch.special, name)(tx))
+    _same(flow.special.logsumexp(x, 1), torch.special.logsumexp(tx, 1))
+    t = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    f = flow.utils.tensor.from_torch(t)
+    assert f.dtype == flow.float64 and f.tolist() == t.tolist()
+    back = flow.utils.tensor.to_torch(f)
+    assert back.dtype == torch.float64 and torch.equal(back, t)

@@ -69,6 +69,7 @@ def get_autocast_cpu_dtype():
 from oneflow.serialization import save, load  # noqa: E402,F401
 _global._install_functions()  # flow.zeros(..., placement=, sbp=) and friends
 from oneflow import linalg  # noqa: E402,F401
+from oneflow import special  # noqa: E402,F401
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
 
