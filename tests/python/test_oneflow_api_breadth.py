@@ -210,3 +210,46 @@ def test_special_and_torch_exchange():
     assert f.dtype == flow.float64 and f.tolist() == t.tolist()
     back = flow.utils.tensor.to_torch(f)
     assert back.dtype == torch.float64 and torch.equal(back, t)
+
+
+POOL_CASES = [
+    ("conv3d", lambda F, x, w: F.conv3d(x, w, None, stride=(2, 1, 1), padding=(1, 0, 1), dilation=(1, 2, 1))),
+    ("conv3d_groups_bias", lambda F, x, w: F.conv3d(x, w[:, :2], w[0, :, 0, 0, 0], groups=2)),
+    ("conv3d_same", lambda F, x, w: F.conv3d(x, w, padding="same")),
+    ("max_pool3d", lambda F, x, w: F.max_pool3d(x, 3, stride=2, padding=1)),
+    ("max_pool3d_ceil", lambda F, x, w: F.max_pool3d(x, (2, 3, 2), stride=(2, 2, 3), ceil_mode=True, dilation=(1, 1, 2))),
+    ("avg_pool3d", lambda F, x, w: F.avg_pool3d(x, 3, stride=2, padding=1)),
+    ("avg_pool3d_nopad", lambda F, x, w: F.avg_pool3d(x, 3, stride=2, padding=1, count_include_pad=False, ceil_mode=True)),
+    ("adaptive_avg_pool3d", lambda F, x, w: F.adaptive_avg_pool3d(x, (3, 2, 4))),
+    ("max_pool1d", lambda F, x, w: F.max_pool1d(x.flatten(2), 4, stride=3, padding=2)),
+    ("avg_pool1d", lambda F, x, w: F.avg_pool1d(x.flatten(2), 4, stride=3, padding=2, count_include_pad=False)),
+    ("adaptive_avg_pool1d", lambda F, x, w: F.adaptive_avg_pool1d(x.flatten(2), 7)),
+    ("prelu", lambda F, x, w: F.prelu(x, w[0, :4, 0, 0, 0])),
+]
+
+
+@pytest.mark.parametrize("name,fn", POOL_CASES, ids=[c[0] for c in POOL_CASES])
+def test_3d_and_1d_conv_pool_match_torch(name, fn):
+    x, tx = _pair((2, 4, 5, 6, 7), seed=5)
+    w, tw = _pair((4, 4, 3, 2, 3), seed=6, low=-1, high=1)
+    ours, ref = fn(flow.nn.functional, x, w), fn(torch.nn.functional, tx, tw)
+    _same(ours, ref, atol=1e-4)
+    ours.square().sum().backward()
+    ref.square().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-3, rtol=1e-4)
+    if tw.grad is not None:
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), atol=1e-3, rtol=1e-4)
+
+
+def test_3d_modules_match_torch():
+    x = np.random.RandomState(7).randn(2, 3, 4, 5, 6).astype(np.float32)
+    for make in (lambda m: m.Conv3d(3, 4, 3, padding=1), lambda m: m.BatchNorm3d(3),
+                 lambda m: m.MaxPool3d(2), lambda m: m.AvgPool3d(2), lambda m: m.PReLU(3),
+                 lambda m: m.AdaptiveAvgPool3d(2), lambda m: m.PReLU()):
+        ours, ref = make(flow.nn), make(torch.nn)
+        ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+        _same(ours(flow.tensor(x)), ref(torch.tensor(x)), atol=1e-4)
+    for make in (lambda m: m.MaxPool1d(3, 2), lambda m: m.AvgPool1d(3), lambda m: m.AdaptiveAvgPool1d(4)):
+        _same(make(flow.nn)(flow.tensor(x[0, 0])), make(torch.nn)(torch.tensor(x[0, 0])))
+    with pytest.raises(ValueError, match=r"^MaxPool3d: return_indices=True is not supported"):
+        flow.nn.MaxPool3d(2, return_indices=True)

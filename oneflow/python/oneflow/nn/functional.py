@@ -43,6 +43,7 @@ def _check_dim(op, input, expected):
 # ---- activations ----
 
 from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
+from oneflow.nn._functional_breadth import *  # noqa: E402,F401,F403  (1-D/3-D conv and pools, prelu)
 
 
 def relu(input, inplace=False):
@@ -166,7 +167,7 @@ def adaptive_avg_pool2d(input, output_size):
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
-    _check_dim("batch_norm", input, (2, 3, 4))
+    _check_dim("batch_norm", input, (2, 3, 4, 5))
     if training:
         values_per_channel = input.numel() // input.size(1)
         if values_per_channel == 1:
@@ -180,6 +181,8 @@ def batch_norm(
         input = input.reshape(shape[0], shape[1], 1, 1)
     elif input.dim() == 3:
         input = input.reshape(shape[0], shape[1], shape[2], 1)
+    elif input.dim() == 5:
+        input = input.reshape(shape[0], shape[1], shape[2], shape[3] * shape[4])
     out = flow._C.batch_norm(
         input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps)
     )

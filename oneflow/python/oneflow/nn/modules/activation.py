@@ -1,7 +1,9 @@
-"""Activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU, Softmax, LogSoftmax."""
+"""Activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU, Softmax, LogSoftmax, PReLU, ..."""
 
+from oneflow import _creation
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
+from oneflow.nn.parameter import Parameter
 
 
 class ReLU(Module):
@@ -197,3 +199,22 @@ class GLU(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x), with num_parameters weights (1, or one per channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_creation.full((num_parameters,), float(init), dtype=dtype,
+                                               device=device))
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

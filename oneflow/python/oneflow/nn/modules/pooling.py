@@ -1,4 +1,4 @@
-"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d."""
 
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
@@ -10,7 +10,7 @@ class MaxPool2d(Module):
     ):
         super().__init__()
         if return_indices:
-            raise ValueError("MaxPool2d: return_indices=True is not supported")
+            raise ValueError(f"{type(self).__name__}: return_indices=True is not supported")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -40,7 +40,7 @@ class AvgPool2d(Module):
     ):
         super().__init__()
         if divisor_override is not None:
-            raise ValueError("AvgPool2d: divisor_override is not supported")
+            raise ValueError(f"{type(self).__name__}: divisor_override is not supported")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -67,3 +67,41 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """Over (N, C, L) or (C, L) inputs."""
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+
+class MaxPool3d(MaxPool2d):
+    """Over (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+
+class AvgPool1d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)

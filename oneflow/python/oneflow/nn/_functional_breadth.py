@@ -1,0 +1,213 @@
+"""nn.functional's 1-D and 3-D convolution and pooling, and prelu (issue 38), composed exactly
+from the 2-D kernels: a 3-D convolution is the sum over the kernel's depth of 2-D convolutions of
+depth slices; max, average and adaptive average pooling are separable (a box's max is the max
+of per-axis maxima; PyTorch's divisors are products of per-axis counts), so 3-D pooling is a
+2-D pool over (H, W) followed by one over D, and 1-D pooling a 2-D pool over a height of 1.
+Gradients, SBP rules and CUDA kernels come from the 2-D ops.
+
+    F.conv3d(x, w, stride=2, padding=1)           # x (N, C, D, H, W), w (O, C/groups, kd, kh, kw)
+    F.max_pool3d(x, 3, stride=2, padding=1), F.avg_pool1d(x, 2), F.adaptive_avg_pool3d(x, 1)
+    F.prelu(x, weight)
+"""
+
+import oneflow._oneflow_internal as _C
+
+__all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu"]
+
+
+def _ints(op, name, value, n):
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+        raise TypeError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    if isinstance(value, int):
+        return [value] * n
+    value = list(value)
+    if len(value) == 1 and n > 1:
+        value = value * n
+    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"{op}: {name} must be an int or {n} ints, got {tuple(value)}")
+    return value
+
+
+def _dims(op, input, allowed):
+    if input.dim() not in allowed:
+        wanted = " or ".join(f"{d}-D" for d in allowed)
+        raise ValueError(f"{op}: expected a {wanted} input, got shape {tuple(input.shape)}")
+
+
+def _batched(input, n_spatial):
+    """(input with a batch dim, whether one was added)."""
+    if input.dim() == n_spatial + 1:
+        return input.unsqueeze(0), True
+    return input, False
+
+
+def _no_stride(stride):
+    return stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    from oneflow.nn import functional as F
+
+    _dims("conv3d", input, (4, 5))
+    if weight.dim() != 5:
+        raise ValueError(f"conv3d: expected weight of shape (out_channels, in_channels / groups, "
+                         f"kd, kh, kw), got {tuple(weight.shape)}")
+    x, unbatched = _batched(input, 3)
+    stride = _ints("conv3d", "stride", stride, 3)
+    dilation = _ints("conv3d", "dilation", dilation, 3)
+    k = list(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"conv3d: padding must be 'valid', 'same' or ints, got {padding!r}")
+        if padding == "same":
+            if stride != [1, 1, 1]:
+                raise ValueError("conv3d: padding='same' is not supported for strided "
+                                 "convolutions")
+            totals = [d * (kk - 1) for d, kk in zip(dilation, k)]
+            pads = []
+            for t in reversed(totals):  # F.pad lists the last dim first; odd: one more right
+                pads += [t // 2, t - t // 2]
+            x = F.pad(x, pads)
+        padding = [0, 0, 0]
+    else:
+        padding = _ints("conv3d", "padding", padding, 3)
+    n, c, d, h, w = x.shape
+    if c != weight.shape[1] * groups:
+        raise ValueError(f"conv3d: input has {c} channels, the weight expects "
+                         f"{weight.shape[1] * groups} ({weight.shape[1]} x groups={groups})")
+    if padding[0]:
+        x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
+        d += 2 * padding[0]
+    d_out = (d - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    if d_out <= 0:
+        raise ValueError(f"conv3d: the kernel ({k[0]} with dilation {dilation[0]}) is larger than "
+                         f"the padded depth {d}")
+    out = None
+    for kd in range(k[0]):
+        start = kd * dilation[0]
+        sl = x[:, :, start:start + (d_out - 1) * stride[0] + 1:stride[0]]  # (n, c, d_out, h, w)
+        sl = sl.permute(0, 2, 1, 3, 4).reshape(n * d_out, c, h, w)
+        y = _C.conv2d(sl, weight[:, :, kd], None, stride[1:], padding[1:], dilation[1:], groups)
+        out = y if out is None else out + y
+    o, ho, wo = out.shape[1], out.shape[2], out.shape[3]
+    out = out.reshape(n, d_out, o, ho, wo).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool2d(kind, x, kernel, stride, padding, dilation, ceil_mode, count_include_pad):
+    if kind == "max":
+        return _C.max_pool2d(x, kernel, stride, padding, dilation, bool(ceil_mode))
+    return _C.avg_pool2d(x, kernel, stride, padding, bool(ceil_mode), bool(count_include_pad))
+
+
+def _pool1d(kind, op, input, kernel_size, stride, padding, dilation, ceil_mode,
+            count_include_pad):
+    _dims(op, input, (2, 3))
+    x, unbatched = _batched(input, 1)
+    k = _ints(op, "kernel_size", kernel_size, 1)
+    s = k if _no_stride(stride) else _ints(op, "stride", stride, 1)
+    p = _ints(op, "padding", padding, 1)
+    dl = _ints(op, "dilation", dilation, 1)
+    y = _pool2d(kind, x.unsqueeze(2), [1] + k, [1] + s, [0] + p, [1] + dl, ceil_mode,
+                count_include_pad).squeeze(2)
+    return y.squeeze(0) if unbatched else y
+
+
+def _pool3d(kind, op, input, kernel_size, stride, padding, dilation, ceil_mode,
+            count_include_pad):
+    _dims(op, input, (4, 5))
+    x, unbatched = _batched(input, 3)
+    k = _ints(op, "kernel_size", kernel_size, 3)
+    s = k if _no_stride(stride) else _ints(op, "stride", stride, 3)
+    p = _ints(op, "padding", padding, 3)
+    dl = _ints(op, "dilation", dilation, 3)
+    n, c, d, h, w = x.shape
+    hw = _pool2d(kind, x.reshape(n, c * d, h, w), k[1:], s[1:], p[1:], dl[1:], ceil_mode,
+                 count_include_pad)
+    ho, wo = hw.shape[2], hw.shape[3]
+    y = _pool2d(kind, hw.reshape(n, c, d, ho * wo), [k[0], 1], [s[0], 1], [p[0], 0],
+                [dl[0], 1], ceil_mode, count_include_pad)
+    y = y.reshape(n, c, y.shape[2], ho, wo)
+    return y.squeeze(0) if unbatched else y
+
+
+def _no_indices(op, return_indices):
+    if return_indices:
+        raise ValueError(f"{op}: return_indices=True is not supported")
+
+
+def _no_divisor(op, divisor_override):
+    if divisor_override is not None:
+        raise ValueError(f"{op}: divisor_override is not supported")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    _no_indices("max_pool1d", return_indices)
+    return _pool1d("max", "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                   True)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    _no_indices("max_pool3d", return_indices)
+    return _pool3d("max", "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                   True)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _pool1d("avg", "avg_pool1d", input, kernel_size, stride, padding, 1, ceil_mode,
+                   count_include_pad)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    _no_divisor("avg_pool3d", divisor_override)
+    return _pool3d("avg", "avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode,
+                   count_include_pad)
+
+
+def _adaptive_sizes(op, output_size, spatial):
+    n = len(spatial)
+    if isinstance(output_size, int) or output_size is None:
+        output_size = [output_size] * n
+    output_size = list(output_size)
+    if len(output_size) != n:
+        raise TypeError(f"{op}: output_size must be an int or {n} ints, got {tuple(output_size)}")
+    return [spatial[i] if s is None else s for i, s in enumerate(output_size)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    _dims("adaptive_avg_pool1d", input, (2, 3))
+    x, unbatched = _batched(input, 1)
+    (lo,) = _adaptive_sizes("adaptive_avg_pool1d", output_size, [x.shape[2]])
+    y = _C.adaptive_avg_pool2d(x.unsqueeze(2), [1, lo]).squeeze(2)
+    return y.squeeze(0) if unbatched else y
+
+
+def adaptive_avg_pool3d(input, output_size):
+    _dims("adaptive_avg_pool3d", input, (4, 5))
+    x, unbatched = _batched(input, 3)
+    n, c, d, h, w = x.shape
+    do, ho, wo = _adaptive_sizes("adaptive_avg_pool3d", output_size, [d, h, w])
+    hw = _C.adaptive_avg_pool2d(x.reshape(n, c * d, h, w), [ho, wo])
+    y = _C.adaptive_avg_pool2d(hw.reshape(n, c, d, ho * wo), [do, ho * wo])
+    y = y.reshape(n, c, do, ho, wo)
+    return y.squeeze(0) if unbatched else y
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight of 1 element or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            raise ValueError(f"prelu: weight has {weight.numel()} elements; expected 1 or the "
+                             f"{input.shape[1] if input.dim() > 1 else 1} channels of dim 1 of "
+                             f"the input of shape {tuple(input.shape)}")
+        weight = weight.reshape([1, -1] + [1] * (input.dim() - 2))
+    else:
+        weight = weight.reshape([])
+    return _C.where(input >= 0, input, weight * input)
