@@ -253,3 +253,35 @@ def test_3d_modules_match_torch():
         _same(make(flow.nn)(flow.tensor(x[0, 0])), make(torch.nn)(torch.tensor(x[0, 0])))
     with pytest.raises(ValueError, match=r"^MaxPool3d: return_indices=True is not supported"):
         flow.nn.MaxPool3d(2, return_indices=True)
+
+
+def test_wrong_results_fixed():
+    _same(flow.logspace(3, 7, 1), torch.logspace(3, 7, 1))
+    _same(flow.logspace(3, 7, 0), torch.logspace(3, 7, 0))
+    x = flow.ones(3)
+    assert x.flatten() is x and flow.flatten(x) is x and x.flatten(0, 0) is x
+    assert flow.ones(2, 3).flatten(1, -1).shape == (2, 3)
+    assert flow.tensor(1.0).flatten().shape == (1,)  # 0-D: a new 1-D tensor, as torch
+    w = flow.ones(2, requires_grad=True)
+    (w * 2).sum().backward()
+    assert w.grad is w.grad
+    w.grad = None
+    assert w.grad is None
+
+
+@pytest.mark.parametrize("name", ["ReLU", "ReLU6", "Hardsigmoid", "Hardswish", "SiLU", "Mish",
+                                  "SELU", "ELU", "CELU", "LeakyReLU", "Hardtanh", "Dropout"])
+def test_inplace_activations_write_their_input(name):
+    a = np.random.RandomState(2).randn(5).astype(np.float32) * 4
+    make = (lambda m: getattr(m, name)(inplace=True))
+    mod, tmod = make(flow.nn), make(torch.nn)
+    mod.eval(), tmod.eval()
+    x = flow.tensor(a, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    y, ty = x * 1.0, tx * 1.0
+    out, tout = mod(y), tmod(ty)
+    assert out is y
+    _same(y, ty, atol=1e-6)
+    (out * out).sum().backward()
+    (tout * tout).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-5)

@@ -140,7 +140,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # the exponents as linspace gives them: the second half counted back from end
     exps = [start + i * step if i < steps // 2 else end - (steps - 1 - i) * step
-            for i in range(steps)]
+            for i in range(steps)] if steps > 1 else [start] * steps  # one step: start alone
     values = [base ** e for e in exps]
     return _finish(_C.tensor(values, dtype or _C.float32, device, False), requires_grad)
 

@@ -225,6 +225,9 @@ def unsqueeze(x, dim):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    n = len(x._shape)
+    if n >= 1 and -n <= start_dim < n and -n <= end_dim < n and start_dim % n == end_dim % n:
+        return x  # nothing to merge: the input itself, as OneFlow and PyTorch return it
     return _C.flatten(x, start_dim, end_dim)
 
 

@@ -338,6 +338,26 @@ def install():
         return _RemovableHandle(self, self._register_hook(hook))
     T.register_hook = register_hook
 
+    # x.grad is the same Python object at each access while the gradient is the same tensor
+    # (OneFlow's and PyTorch's identity), so `g = x.grad; g is x.grad` holds.
+    raw_grad = T.grad
+
+    def _get_grad(self):
+        g = raw_grad.fget(self)
+        if g is None:
+            self.__dict__.pop("_grad_object", None)
+            return None
+        cached = self.__dict__.get("_grad_object")
+        if cached is not None and _C.tensor_impl_id(cached) == _C.tensor_impl_id(g):
+            return cached
+        self.__dict__["_grad_object"] = g
+        return g
+
+    def _set_grad(self, g):
+        raw_grad.fset(self, g)
+        self.__dict__.pop("_grad_object", None)
+    T.grad = property(_get_grad, _set_grad)
+
     def register_post_accumulate_grad_hook(self, hook):
         self._register_post_accumulate_grad_hook(hook)
     T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

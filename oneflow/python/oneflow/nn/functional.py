@@ -43,15 +43,16 @@ def _check_dim(op, input, expected):
 # ---- activations ----
 
 from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
+from oneflow.nn._functional_everyday import _maybe_inplace  # noqa: E402
 from oneflow.nn._functional_breadth import *  # noqa: E402,F401,F403  (1-D/3-D conv and pools, prelu)
 
 
 def relu(input, inplace=False):
-    return flow.relu(input)
+    return _maybe_inplace(input, flow.relu, inplace)
 
 
 def relu6(input, inplace=False):
-    return flow._C.relu6(input)
+    return _maybe_inplace(input, flow._C.relu6, inplace)
 
 
 def sigmoid(input):
@@ -192,7 +193,7 @@ def batch_norm(
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
-    return flow._C.dropout(input, float(p), bool(training))
+    return _maybe_inplace(input, lambda x: flow._C.dropout(x, float(p), bool(training)), inplace)
 
 
 def flatten(input, start_dim=0, end_dim=-1):

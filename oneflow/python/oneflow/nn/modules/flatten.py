@@ -27,7 +27,7 @@ class Dropout(Module):
 
     def forward(self, input):
         # Identity in eval mode; the kernel checks self.training.
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
