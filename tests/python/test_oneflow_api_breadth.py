@@ -285,3 +285,31 @@ def test_inplace_activations_write_their_input(name):
     (out * out).sum().backward()
     (tout * tout).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-5)
+
+
+CPU_BROADCAST = """
+import pickle
+import oneflow as flow
+rank = flow.env.get_rank()
+data = pickle.dumps({"from": rank, "big": list(range(1000))}) if rank == 1 else None
+got = pickle.loads(flow._oneflow_internal.cpu_broadcast(data, 1))
+assert got == {"from": 1, "big": list(range(1000))}, got
+print("ok", rank, flush=True)
+"""
+
+
+def test_cpu_broadcast(tmp_path):
+    # OneFlow's test helpers pickle Python objects through it: one rank gives the bytes
+    import pickle
+    import textwrap
+
+    from test_comm import env_with, free_port, launch
+
+    assert pickle.loads(flow._oneflow_internal.cpu_broadcast(pickle.dumps([1, "a"]), 0)) == [1, "a"]
+    with pytest.raises(Exception, match=r"cpu_broadcast: rank src \(0\) must give bytes"):
+        flow._oneflow_internal.cpu_broadcast(None, 0)
+    script = tmp_path / "b.py"
+    script.write_text(textwrap.dedent(CPU_BROADCAST))
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(), script, env=env_with())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "ok " in l) == ["ok 0", "ok 1"]
