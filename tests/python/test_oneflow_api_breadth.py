@@ -313,3 +313,26 @@ def test_cpu_broadcast(tmp_path):
     r = launch("--nproc_per_node", 2, "--master_port", free_port(), script, env=env_with())
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(l.split("] ", 1)[-1] for l in r.stdout.splitlines() if "ok " in l) == ["ok 0", "ok 1"]
+
+
+def test_as_strided_affine_grid_generator_auto():
+    x, tx = _pair((2, 3, 4), seed=8)
+    for make in (lambda t: t, lambda t: t.permute(2, 0, 1), lambda t: t[1:]):
+        for off in (None, 0, 2):
+            if off is not None and off < make(tx).storage_offset():
+                continue  # memory before the input's first element: out of reach here
+            args = ((2, 2, 3), (1, 1, 2)) + (() if off is None else (off,))
+            _same(flow.as_strided(make(x), *args), torch.as_strided(make(tx), *args))
+    flow.as_strided(x.permute(2, 0, 1), (3, 3), (2, 5), 1).sum().backward()
+    torch.as_strided(tx.permute(2, 0, 1), (3, 3), (2, 5), 1).sum().backward()
+    _same(x.grad, tx.grad)
+    with pytest.raises(RuntimeError, match=r"^as_strided: size \(30,\), stride \(1,\) and offset 0 reach memory outside"):
+        flow.as_strided(x, (30,), (1,), 0)
+    for align in (False, True):
+        th, tth = _pair((2, 2, 3), seed=9)
+        _same(flow.nn.functional.affine_grid(th, (2, 3, 4, 5), align_corners=align),
+              torch.nn.functional.affine_grid(tth, (2, 3, 4, 5), align_corners=align))
+        th, tth = _pair((2, 3, 4), seed=9)
+        _same(flow.nn.functional.affine_grid(th, (2, 1, 3, 4, 5), align_corners=align),
+              torch.nn.functional.affine_grid(tth, (2, 1, 3, 4, 5), align_corners=align))
+    assert flow.Generator(device="auto").initial_seed() == flow.Generator().initial_seed()

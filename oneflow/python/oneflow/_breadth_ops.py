@@ -21,7 +21,7 @@ __all__ = [
     "unbind", "tensordot", "broadcast_shapes", "broadcast_tensors", "atleast_1d", "atleast_2d",
     "atleast_3d", "hstack", "vstack", "dstack", "column_stack", "row_stack", "clamp_min",
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
-    "bincount", "searchsorted", "get_rng_state", "set_rng_state",
+    "bincount", "searchsorted", "get_rng_state", "set_rng_state", "as_strided", "clone",
 ]
 
 
@@ -386,6 +386,48 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     return out.to(_C.int32) if out_int32 else out
 
 
+def as_strided(input, size, stride, storage_offset=None):
+    """The elements at storage_offset + sum(i_k * stride[k]) of input's memory, as a new
+    tensor of shape size: a gather, so gradients add up where elements repeat. input may be any
+    dense layout (contiguous or permuted); its memory is read in storage order. Unlike
+    OneFlow's, the result is a copy, not a view (writes to it do not reach input), and memory
+    before input's own first element is out of reach."""
+    size, stride = list(size), list(stride)
+    base = input.storage_offset()
+    storage_offset = base if storage_offset is None else storage_offset
+    if len(size) != len(stride):
+        raise RuntimeError(f"as_strided: size {tuple(size)} and stride {tuple(stride)} need as "
+                           f"many dims")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride) or storage_offset < 0:
+        raise RuntimeError(f"as_strided: negative size, stride or storage_offset "
+                           f"({tuple(size)}, {tuple(stride)}, {storage_offset})")
+    # input's elements in memory order: its dims sorted by stride, largest first
+    order = sorted(range(len(input._shape)), key=lambda k: -input.stride()[k])
+    memory = input.permute(*order) if order else input
+    dense = memory.is_contiguous()
+    if not dense:
+        raise RuntimeError("as_strided: needs an input whose elements fill its memory without "
+                           "gaps (a contiguous or permuted tensor); call .contiguous() first")
+    first = storage_offset - base
+    last = first + builtins.sum((n - 1) * st for n, st in zip(size, stride) if n > 0)
+    if builtins.all(n > 0 for n in size) and (first < 0 or last >= input.numel()):
+        raise RuntimeError(f"as_strided: size {tuple(size)}, stride {tuple(stride)} and offset "
+                           f"{storage_offset} reach memory outside the input's {input.numel()} "
+                           f"elements (from offset {base})")
+    index = _C.full([], builtins.float(first), _C.int64, input._device)
+    for k, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[k] = n
+        step = _C.arange(0.0, builtins.float(n), 1.0, _C.int64, input._device) * st
+        index = index + step.reshape(shape)
+    flat = memory.reshape(-1)
+    return _C.index_select(flat, 0, index.reshape(-1)).reshape(size)
+
+
+def clone(input, *, memory_format=None):
+    return input.clone()
+
+
 def get_rng_state():
     from oneflow import _random
 
@@ -410,7 +452,8 @@ def _tensor_methods():
     methods = {name: globals()[name] for name in (
         "fmod", "acosh", "arccosh", "exp2", "frac", "nansum", "movedim", "moveaxis", "swapaxes",
         "swapdims", "mv", "dot", "tile", "cross", "unbind", "tensor_split", "hsplit", "vsplit",
-        "dsplit", "clamp_min", "clamp_max", "logaddexp", "bernoulli", "bincount", "not_equal")}
+        "dsplit", "clamp_min", "clamp_max", "logaddexp", "bernoulli", "bincount", "not_equal",
+        "as_strided")}
     methods["ndimension"] = lambda self: len(self._shape)
     methods["new_tensor"] = _new_tensor
     methods["equal"] = equal

@@ -7,13 +7,13 @@ Gradients, SBP rules and CUDA kernels come from the 2-D ops.
 
     F.conv3d(x, w, stride=2, padding=1)           # x (N, C, D, H, W), w (O, C/groups, kd, kh, kw)
     F.max_pool3d(x, 3, stride=2, padding=1), F.avg_pool1d(x, 2), F.adaptive_avg_pool3d(x, 1)
-    F.prelu(x, weight)
+    F.prelu(x, weight), F.affine_grid(theta, (N, C, H, W), align_corners=False)
 """
 
 import oneflow._oneflow_internal as _C
 
 __all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid"]
 
 
 def _ints(op, name, value, n):
@@ -211,3 +211,44 @@ def prelu(input, weight):
     else:
         weight = weight.reshape([])
     return _C.where(input >= 0, input, weight * input)
+
+
+def _grid_axis(n, align_corners, like):
+    """The normalised coordinates of n points along an axis, in [-1, 1]."""
+    if n == 1:
+        return _C.full([1], 0.0, like.dtype, like._device)
+    ramp = _C.arange(0.0, float(n), 1.0, like.dtype, like._device)
+    if align_corners:
+        return ramp * (2.0 / (n - 1)) - 1.0
+    return (ramp * 2.0 + 1.0) / n - 1.0
+
+
+def affine_grid(theta, size, align_corners=False):
+    """The sampling grid of affine transforms theta (N, 2, 3) or (N, 3, 4) for an output of
+    size (N, C, H, W) or (N, C, D, H, W): each output point's (x, y[, z], 1) times theta^T."""
+    size = list(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
+            raise ValueError(f"affine_grid: a 4-D size needs theta of shape (N, 2, 3), got "
+                             f"{tuple(theta.shape)}")
+        n, _, h, w = size
+        xs = _grid_axis(w, align_corners, theta).reshape(1, w).expand(h, w)
+        ys = _grid_axis(h, align_corners, theta).reshape(h, 1).expand(h, w)
+        base = _C.stack([xs, ys, _C.full([h, w], 1.0, theta.dtype, theta._device)], -1)
+        out_shape = [n, h, w, 2]
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[1:]) != (3, 4):
+            raise ValueError(f"affine_grid: a 5-D size needs theta of shape (N, 3, 4), got "
+                             f"{tuple(theta.shape)}")
+        n, _, d, h, w = size
+        xs = _grid_axis(w, align_corners, theta).reshape(1, 1, w).expand(d, h, w)
+        ys = _grid_axis(h, align_corners, theta).reshape(1, h, 1).expand(d, h, w)
+        zs = _grid_axis(d, align_corners, theta).reshape(d, 1, 1).expand(d, h, w)
+        base = _C.stack([xs, ys, zs, _C.full([d, h, w], 1.0, theta.dtype, theta._device)], -1)
+        out_shape = [n, d, h, w, 3]
+    else:
+        raise ValueError(f"affine_grid: size must have 4 or 5 elements, got {tuple(size)}")
+    if theta.shape[0] != n:
+        raise ValueError(f"affine_grid: theta holds {theta.shape[0]} transforms for a batch of {n}")
+    points = base.reshape(1, -1, base.shape[-1]).expand(n, -1, -1)
+    return _C.matmul(points, theta.transpose(1, 2)).reshape(out_shape)
