@@ -336,3 +336,31 @@ def test_as_strided_affine_grid_generator_auto():
         _same(flow.nn.functional.affine_grid(th, (2, 1, 3, 4, 5), align_corners=align),
               torch.nn.functional.affine_grid(tth, (2, 1, 3, 4, 5), align_corners=align))
     assert flow.Generator(device="auto").initial_seed() == flow.Generator().initial_seed()
+
+
+def test_mark_non_differentiable_matches_torch():
+    def make(lib):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                mul, add = x * y, x + y
+                ctx.save_for_backward(x, y)
+                ctx.mark_non_differentiable(add)
+                return mul, add
+
+            @staticmethod
+            def backward(ctx, g_mul, g_add):
+                assert float(g_add.abs().sum()) == 0.0
+                x, y = ctx.saved_tensors
+                return y * g_mul, x * g_mul
+        return F
+
+    a, ta = _pair((3, 4), seed=10)
+    b, tb = _pair((3, 4), seed=11)
+    c, d = make(flow).apply(a, b)
+    tc, td = make(torch).apply(ta, tb)
+    assert d.requires_grad is td.requires_grad is False and d.grad_fn is None
+    (c.sum() + d.sum()).backward()
+    (tc.sum() + td.sum()).backward()
+    _same(a.grad, ta.grad)
+    _same(b.grad, tb.grad)

@@ -79,12 +79,19 @@ class FunctionCtx:
     def __init__(self):
         self.saved_tensors = ()
         self.needs_input_grad = ()
+        self._non_differentiable = set()
 
     def save_for_backward(self, *tensors):
         self.saved_tensors = tensors
 
     def mark_non_differentiable(self, *tensors):
-        pass  # integer outputs never carry gradients; float ones get zeros when unused
+        """These outputs of forward get no gradient: they come back not requiring grad, and
+        backward receives zeros for them."""
+        for t in tensors:
+            if not isinstance(t, flow.Tensor):
+                raise TypeError(f"mark_non_differentiable: expected tensors, got "
+                                f"{type(t).__name__}")
+            self._non_differentiable.add(_C.tensor_impl_id(t))
 
 
 class Function:
@@ -113,9 +120,16 @@ class Function:
                             f"{[type(o).__name__ for o in outs]}")
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, flow.Tensor)]
         name = cls.__name__ + "Backward"
+        differentiable = [i for i, o in enumerate(outs)
+                          if _C.tensor_impl_id(o) not in ctx._non_differentiable]
+        if not differentiable:
+            return out
 
         def backward(*grads):
-            res = cls.backward(ctx, *grads)
+            full = [flow.zeros_like(o) for o in outs]
+            for i, g in zip(differentiable, grads):
+                full[i] = g
+            res = cls.backward(ctx, *full)
             if not isinstance(res, (tuple, list)):
                 res = (res,)
             if len(res) != len(args):
@@ -123,7 +137,10 @@ class Function:
                                    f"expected {len(args)} (one per forward argument)")
             return [res[i] for i in tensor_pos]
 
-        outs = _C._function_attach(outs, [args[i] for i in tensor_pos], backward, name)
+        attached = _C._function_attach([outs[i] for i in differentiable],
+                                       [args[i] for i in tensor_pos], backward, name)
+        for i, o in zip(differentiable, attached):
+            outs[i] = o
         return outs[0] if single else tuple(outs)
 
 
