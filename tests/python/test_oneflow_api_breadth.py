@@ -364,3 +364,24 @@ def test_mark_non_differentiable_matches_torch():
     (tc.sum() + td.sum()).backward()
     _same(a.grad, ta.grad)
     _same(b.grad, tb.grad)
+
+
+def test_bad_inputs_are_refused():
+    # exceptions/ of OneFlow's suite: each of these was accepted
+    cases = [
+        (lambda: flow.meshgrid([]), "meshgrid expects a non-empty TensorList"),
+        (lambda: flow.meshgrid(flow.ones(2), flow.ones(2, dtype=flow.float16)),
+         "meshgrid expects all tensors to have the same dtype"),
+        (lambda: flow.ones(1, 1, 1).t(), r"t\(\) expects a tensor with <= 2 dimensions"),
+        (lambda: flow.mm(flow.ones(2, 3, 3), flow.ones(3, 3)), "mm: self must be a matrix"),
+        (lambda: flow.ones(2, 3).mm(flow.ones(3, 3, 2)), "mm: mat2 must be a matrix"),
+        (lambda: flow.dot(flow.tensor([2, 3]), flow.tensor([2.0, 3.0])),
+         "dot: expected both vectors to have same dtype"),
+        (lambda: flow.nn.functional.cosine_similarity(flow.ones(2, 5).int(), flow.ones(2, 5).int()),
+         "expected common dtype to be floating point, yet common dtype is oneflow.int32"),
+    ]
+    for make, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            make()
+    assert flow.ones(3).t().shape == (3,) and flow.ones(2, 3).t().shape == (3, 2)
+    _same(flow.mm(flow.ones(2, 3), flow.ones(3, 4)), torch.mm(torch.ones(2, 3), torch.ones(3, 4)))

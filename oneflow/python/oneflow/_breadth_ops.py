@@ -17,7 +17,7 @@ Tensor = _C.Tensor
 
 __all__ = [
     "cast", "equal", "not_equal", "fmod", "acosh", "arccosh", "exp2", "frac", "nansum",
-    "movedim", "moveaxis", "swapaxes", "swapdims", "mv", "dot", "tile", "cross", "select",
+    "movedim", "moveaxis", "swapaxes", "swapdims", "mv", "dot", "mm", "tile", "cross", "select",
     "unbind", "tensordot", "broadcast_shapes", "broadcast_tensors", "atleast_1d", "atleast_2d",
     "atleast_3d", "hstack", "vstack", "dstack", "column_stack", "row_stack", "clamp_min",
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
@@ -130,7 +130,19 @@ def dot(input, other):
     if _dims(input) != 1 or _dims(other) != 1 or input._shape[0] != other._shape[0]:
         raise RuntimeError(f"dot: expected two 1-D tensors of the same size, got shapes "
                            f"{tuple(input._shape)} and {tuple(other._shape)}")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"dot: expected both vectors to have same dtype, but found "
+                           f"{input.dtype} and {other.dtype}")
     return (input * other).sum()
+
+
+def mm(input, mat2):
+    """The matrix product of two 2-D tensors (flow.mm, Tensor.mm)."""
+    if _dims(input) != 2:
+        raise RuntimeError(f"mm: self must be a matrix, got a {_dims(input)}-D tensor")
+    if _dims(mat2) != 2:
+        raise RuntimeError(f"mm: mat2 must be a matrix, got a {_dims(mat2)}-D tensor")
+    return _C.matmul(input, mat2)
 
 
 def tile(input, dims):
@@ -326,7 +338,8 @@ def dsplit(input, indices_or_sections):
 
 def t(input):
     if _dims(input) > 2:
-        raise RuntimeError(f"t: expects a tensor of at most 2 dims, got {_dims(input)}-D")
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{_dims(input)}D")
     return input if _dims(input) < 2 else input.transpose(0, 1)
 
 
@@ -453,7 +466,7 @@ def _tensor_methods():
         "fmod", "acosh", "arccosh", "exp2", "frac", "nansum", "movedim", "moveaxis", "swapaxes",
         "swapdims", "mv", "dot", "tile", "cross", "unbind", "tensor_split", "hsplit", "vsplit",
         "dsplit", "clamp_min", "clamp_max", "logaddexp", "bernoulli", "bincount", "not_equal",
-        "as_strided")}
+        "as_strided", "t", "mm")}
     methods["ndimension"] = lambda self: len(self._shape)
     methods["new_tensor"] = _new_tensor
     methods["equal"] = equal

@@ -49,6 +49,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if len({t.is_global for t in tensors}) > 1:
+        raise RuntimeError("meshgrid expects all tensors are global tensor or all are local "
+                           "tensors")
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError(f"meshgrid expects all tensors to have the same dtype, got "
+                           f"{', '.join(str(t.dtype) for t in tensors)}")
     return tuple(_C.meshgrid(list(tensors), "ij" if indexing is None else indexing))
 
 

@@ -17,7 +17,7 @@ __all__ = [
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_not", "where", "neg", "negative", "exp", "log", "sqrt",
     "rsqrt", "abs", "sign", "square", "relu", "sigmoid", "tanh", "gelu", "clamp", "clip", "sum",
-    "mean", "max", "min", "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute",
+    "mean", "max", "min", "argmax", "argmin", "matmul", "bmm", "reshape", "view", "permute",
     "transpose", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select",
     "gather", "softmax", "log_softmax", "numel", "is_tensor", "is_floating_point", "nonzero",
     "argwhere", "remainder", "masked_fill", "masked_select",
@@ -59,7 +59,7 @@ relu = _C.relu
 sigmoid = _C.sigmoid
 tanh = _C.tanh
 gelu = _C.gelu
-matmul = mm = bmm = _C.matmul
+matmul = bmm = _C.matmul
 
 
 def index_select(input, dim, index):

@@ -28,6 +28,9 @@ def _to(self, *args, **kwargs):
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, Tensor):
+            if a.is_global or self.is_global:
+                raise RuntimeError("tensor.to(other) can only be called when tensor and other are "
+                                   "local tensors (use to_global for global ones)")
             dtype, device = a.dtype, a._device
         elif a is not None:
             device = a
@@ -112,7 +115,6 @@ def install():
     T.reshape_as = lambda self, other: _C.reshape(self, list(other._shape))
     T.permute = permute
     T.transpose = transpose
-    T.t = lambda self: _C.transpose(self, 0, 1) if self.ndim == 2 else self
     T.T = property(lambda self: _C.permute(self, list(range(self.ndim - 1, -1, -1))))
     T.squeeze = squeeze
     T.unsqueeze = unsqueeze
@@ -136,7 +138,6 @@ def install():
         setattr(T, name, _method(getattr(_C, name)))
     T.add = add
     T.sub = sub
-    T.mm = _method(_C.matmul)
     T.pow = pow
     T.clamp = clamp
     T.clip = clamp

@@ -243,6 +243,10 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along dim (PyTorch 1.13's formula)."""
+    common = x2.dtype if x2.dtype.is_floating_point and not x1.dtype.is_floating_point else x1.dtype
+    if not common.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
+                           f"common dtype is {common}")
     dot = _C.sum(x1 * x2, [dim], False)
     n = _C.sum(x1 * x1, [dim], False) * _C.sum(x2 * x2, [dim], False)
     return dot / _C.sqrt(_C.clamp(n, eps * eps, None))
