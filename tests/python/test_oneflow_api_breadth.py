@@ -385,3 +385,24 @@ def test_bad_inputs_are_refused():
             make()
     assert flow.ones(3).t().shape == (3,) and flow.ones(2, 3).t().shape == (3, 2)
     _same(flow.mm(flow.ones(2, 3), flow.ones(3, 4)), torch.mm(torch.ones(2, 3), torch.ones(3, 4)))
+
+
+def test_oneflow_signatures_of_addmm_cat_gather_dropout():
+    a, b, c = (np.random.RandomState(s).randn(*sh).astype(np.float32)
+               for s, sh in ((1, (2, 2)), (2, (2, 3)), (3, (3, 2))))
+    _same(flow.addmm(flow.tensor(a), flow.tensor(b), flow.tensor(c), 0.5, 2.0),
+          torch.addmm(torch.tensor(a), torch.tensor(b), torch.tensor(c), beta=0.5, alpha=2.0))
+    _same(flow.cat([flow.ones(0), flow.ones(2, 3)], 0), torch.cat([torch.ones(0), torch.ones(2, 3)], 0))
+    x, tx = _pair((3, 4, 5), seed=12)
+    i = np.array([[[0, 2], [1, 1]]])
+    _same(flow.gather(x, 1, flow.tensor(i)), torch.gather(tx, 1, torch.tensor(i)))
+    flow.gather(x, 1, flow.tensor(i)).sum().backward()
+    torch.gather(tx, 1, torch.tensor(i)).sum().backward()
+    _same(x.grad, tx.grad)
+    g1, g2 = flow.Generator().manual_seed(5), flow.Generator().manual_seed(5)
+    ones = flow.ones(1000)
+    d1 = flow.nn.Dropout(0.5, generator=g1)(ones)
+    d2 = flow.nn.functional.dropout(ones, 0.5, generator=g2)
+    assert np.array_equal(d1.numpy(), d2.numpy()) and set(np.unique(d1.numpy())) == {0.0, 2.0}
+    out = flow.nn.Dropout(0.0)(ones, flow.full((1000,), 3.0))
+    assert np.array_equal(out.numpy(), np.full(1000, 4.0, np.float32))

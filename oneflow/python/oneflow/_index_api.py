@@ -296,7 +296,7 @@ def bmm(input, mat2):
     return _C.bmm(input, mat2)
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, beta=1, alpha=1):  # OneFlow takes beta and alpha positionally
     return _C.addmm(input, mat1, mat2, builtins.float(beta), builtins.float(alpha))
 
 

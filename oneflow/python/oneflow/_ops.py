@@ -67,6 +67,14 @@ def index_select(input, dim, index):
 
 
 def gather(input, dim, index):
+    """index may be smaller than input in the dims other than dim (OneFlow and PyTorch): input
+    is then read over index's extent there."""
+    n = len(input._shape)
+    if len(index._shape) == n and n > 0:
+        d = dim % n if -n <= dim < n else dim
+        for k in range(n):
+            if k != d and index._shape[k] < input._shape[k]:
+                input = input.narrow(k, 0, index._shape[k])
     return _C.gather(input, dim, index)
 
 
@@ -232,7 +240,12 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def cat(tensors, dim=0):
-    return _C.cat(list(tensors), dim)
+    tensors = list(tensors)
+    # OneFlow and PyTorch skip 1-D empty tensors (the legacy "no value yet") among others
+    kept = [t for t in tensors if not (len(t._shape) == 1 and t._shape[0] == 0)]
+    if kept and len(kept) < len(tensors) and builtins.any(len(t._shape) != 1 for t in kept):
+        tensors = kept
+    return _C.cat(tensors, dim)
 
 
 concat = cat

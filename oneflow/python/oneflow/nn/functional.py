@@ -190,10 +190,19 @@ def batch_norm(
     return out.reshape(*shape) if len(shape) != 4 else out
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=None):
+    """OneFlow's signature: generator= draws the mask from that stream; addend= is added to
+    the result (OneFlow's fused dropout + add)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
-    return _maybe_inplace(input, lambda x: flow._C.dropout(x, float(p), bool(training)), inplace)
+    from oneflow import _random
+
+    with _random._drawing_from(generator, "dropout"):
+        out = _maybe_inplace(input, lambda x: flow._C.dropout(x, float(p), bool(training)),
+                             inplace)
+    if addend is None:
+        return out
+    return out.add_(addend) if inplace else out + addend
 
 
 def flatten(input, start_dim=0, end_dim=-1):
