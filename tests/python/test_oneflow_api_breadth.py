@@ -406,3 +406,29 @@ def test_oneflow_signatures_of_addmm_cat_gather_dropout():
     assert np.array_equal(d1.numpy(), d2.numpy()) and set(np.unique(d1.numpy())) == {0.0, 2.0}
     out = flow.nn.Dropout(0.0)(ones, flow.full((1000,), 3.0))
     assert np.array_equal(out.numpy(), np.full(1000, 4.0, np.float32))
+
+
+def test_batch_gather_tensor_scatter_nd_update_reshape_keywords():
+    x = np.random.RandomState(13).randn(2, 5, 3).astype(np.float32)
+    idx = np.array([[4, 0, 4], [1, 2, 3]])
+    ref = np.stack([x[b][idx[b]] for b in range(2)])
+    t = flow.tensor(x, requires_grad=True)
+    out = flow.batch_gather(t, flow.tensor(idx))
+    assert np.array_equal(out.detach().numpy(), ref)
+    out.sum().backward()
+    want = np.zeros_like(x)
+    for b in range(2):
+        np.add.at(want[b], idx[b], 1.0)
+    assert np.array_equal(t.grad.numpy(), want)
+    base = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ind = np.array([[3], [1]])
+    upd = np.array([[-1, -2, -3], [-4, -5, -6]], np.float32)
+    want = base.copy()
+    want[[3, 1]] = upd
+    got = flow.tensor_scatter_nd_update(flow.tensor(base), flow.tensor(ind), flow.tensor(upd))
+    assert np.array_equal(got.numpy(), want)
+    y = flow.ones(2, 3)
+    assert y.reshape(shape=(3, 2)).shape == (3, 2) and flow.reshape(y, shape=[6]).shape == (6,)
+    assert y.view(size=(3, 2)).shape == (3, 2)
+    with pytest.raises(TypeError, match=r"^reshape: give the shape positionally or as shape="):
+        y.reshape(6, shape=(6,))

@@ -22,6 +22,7 @@ __all__ = [
     "atleast_3d", "hstack", "vstack", "dstack", "column_stack", "row_stack", "clamp_min",
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
     "bincount", "searchsorted", "get_rng_state", "set_rng_state", "as_strided", "clone",
+    "batch_gather", "tensor_scatter_nd_update",
 ]
 
 
@@ -439,6 +440,34 @@ def as_strided(input, size, stride, storage_offset=None):
 
 def clone(input, *, memory_format=None):
     return input.clone()
+
+
+def batch_gather(in_, indices):
+    """OneFlow's batch_gather: for indices of shape (B..., K) and in_ of shape (B..., N, R...),
+    out[b..., k, r...] = in_[b..., indices[b..., k], r...] (a gather along dim indices.dim()-1)."""
+    b = _dims(indices) - 1
+    if _dims(in_) <= b or tuple(in_._shape[:b]) != tuple(indices._shape[:b]):
+        raise RuntimeError(f"batch_gather: indices of shape {tuple(indices._shape)} need in_ with "
+                           f"the same {b} leading (batch) dims and one more, got "
+                           f"{tuple(in_._shape)}")
+    if _is_float(indices) or indices.dtype == _C.bool:
+        raise RuntimeError(f"batch_gather: indices must be integers, got {indices.dtype}")
+    rest = list(in_._shape[b + 1:])
+    index = indices.to(_C.int64).reshape(list(indices._shape) + [1] * len(rest))
+    index = index.expand(*(list(indices._shape) + rest))
+    return _C.gather(in_, b, index)
+
+
+def tensor_scatter_nd_update(tensor, indices, updates):
+    """tensor with the slices at indices' coordinates replaced by updates (OneFlow's and
+    TensorFlow's): updates has shape indices.shape[:-1] + tensor.shape[indices.shape[-1]:]."""
+    from oneflow import _index_api
+
+    shape = list(tensor._shape)
+    hit = _index_api.scatter_nd(indices, _C.full(list(updates._shape), 1.0, tensor.dtype,
+                                                 tensor._device), shape)
+    placed = _index_api.scatter_nd(indices, updates.to(tensor.dtype), shape)
+    return _C.where(hit > 0, placed, tensor)
 
 
 def get_rng_state():

@@ -208,12 +208,23 @@ def argmin(x, dim=None, keepdim=False):
     return _C.argmin(x, dim, keepdim)
 
 
-def reshape(x, *shape):
-    return _C.reshape(x, _size(shape, "reshape"))
+def reshape(x, *shape, **kw):
+    """x.reshape(2, 3), x.reshape((2, 3)) or x.reshape(shape=(2, 3)) (OneFlow's keyword)."""
+    return _C.reshape(x, _size(_shape_arg(shape, kw, "shape", "reshape"), "reshape"))
 
 
-def view(x, *shape):
-    return _C.view(x, _size(shape, "view"))
+def view(x, *shape, **kw):
+    """x.view(2, 3), x.view((2, 3)) or x.view(size=(2, 3))."""
+    return _C.view(x, _size(_shape_arg(shape, kw, "size", "view"), "view"))
+
+
+def _shape_arg(shape, kw, key, op):
+    if not kw:
+        return shape
+    if shape or set(kw) != {key}:
+        raise TypeError(f"{op}: give the shape positionally or as {key}=, got "
+                        f"{len(shape)} positional and keywords {sorted(kw)}")
+    return (kw[key],)
 
 
 def permute(x, *dims):
