@@ -432,3 +432,20 @@ def test_batch_gather_tensor_scatter_nd_update_reshape_keywords():
     assert y.view(size=(3, 2)).shape == (3, 2)
     with pytest.raises(TypeError, match=r"^reshape: give the shape positionally or as shape="):
         y.reshape(6, shape=(6,))
+
+
+@pytest.mark.parametrize("name", ["inv", "det"])
+def test_linalg_inv_det_match_torch(name):
+    a = np.random.RandomState(14).randn(3, 4, 4)
+    a[1] = a[1][[2, 0, 3, 1]]  # pivoting needed
+    x, t = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ours, ref = getattr(flow.linalg, name)(x), getattr(torch.linalg, name)(t)
+    _same(ours, ref, atol=1e-9)
+    (ours * ours).sum().backward()
+    (ref * ref).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-7, atol=1e-9)
+    assert float(flow.linalg.det(flow.zeros(2, 2))) == 0.0
+    with pytest.raises(RuntimeError, match=r"^linalg.inv: the input is singular"):
+        flow.linalg.inv(flow.zeros(2, 2))
+    with pytest.raises(RuntimeError, match=r"^linalg.det: A must be batches of square matrices"):
+        flow.linalg.det(flow.zeros(2, 3))
