@@ -449,3 +449,28 @@ def test_linalg_inv_det_match_torch(name):
         flow.linalg.inv(flow.zeros(2, 2))
     with pytest.raises(RuntimeError, match=r"^linalg.det: A must be batches of square matrices"):
         flow.linalg.det(flow.zeros(2, 3))
+
+
+def test_from_numpy_shares_memory_and_strides():
+    a = np.arange(12.0).reshape(3, 4)
+    t, ref = flow.from_numpy(a), torch.from_numpy(a)
+    a[0, 0] = 100.0
+    t[1, 1] = -5.0
+    assert t[0, 0].item() == 100.0 and a[1, 1] == -5.0
+    for view in (a[:, ::2], a.T, a[1:, 1:]):
+        ours, theirs = flow.from_numpy(view), torch.from_numpy(view)
+        assert ours.stride() == theirs.stride() and ours.tolist() == theirs.tolist()
+    del a, ref
+    import gc
+
+    gc.collect()
+    assert float(t.sum()) == 156.0  # the array lives as long as the tensor
+    r = np.ones(3)
+    r.setflags(write=False)
+    w = flow.from_numpy(r)
+    w += 1
+    assert r.tolist() == [1.0, 1.0, 1.0]  # read-only arrays are copied
+    assert flow.from_numpy(np.arange(5)[::-1].copy()).tolist() == [4, 3, 2, 1, 0]
+    assert flow.from_numpy(np.arange(5)[::-1]).tolist() == [4, 3, 2, 1, 0]
+    with pytest.raises(RuntimeError, match=r"^from_numpy: expected a numpy.ndarray, got list"):
+        flow.from_numpy([1, 2])

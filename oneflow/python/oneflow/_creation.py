@@ -69,7 +69,9 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    return _C.tensor(array, None, None, False)
+    """A tensor over the array's own memory and strides (writes are seen by both), as OneFlow's;
+    read-only arrays and negative strides are copied instead."""
+    return _C.from_numpy(array)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
