@@ -474,3 +474,18 @@ def test_from_numpy_shares_memory_and_strides():
     assert flow.from_numpy(np.arange(5)[::-1]).tolist() == [4, 3, 2, 1, 0]
     with pytest.raises(RuntimeError, match=r"^from_numpy: expected a numpy.ndarray, got list"):
         flow.from_numpy([1, 2])
+
+
+@pytest.mark.parametrize("make", [
+    lambda t: flow.nn.functional.pad(t, [1, 1, 2, 0]),
+    lambda t: flow.nn.functional.pad(t, [1, 2], value=3.0),
+    lambda t: flow.nn.ReflectionPad2d(1)(t),
+    lambda t: flow.nn.ReplicationPad2d(1)(t),
+    lambda t: flow.nn.Upsample(scale_factor=2)(t),
+    lambda t: flow.nn.Upsample(scale_factor=2, mode="bilinear")(t),
+], ids=["pad", "pad_value", "reflect", "replicate", "nearest", "bilinear"])
+def test_padding_and_upsample_of_global_tensors(make):
+    a = np.random.RandomState(15).randn(1, 2, 3, 3).astype(np.float32)
+    x = flow.tensor(a).to_global(placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
+    out = make(x)
+    assert out.is_global and np.array_equal(out.numpy(), make(flow.tensor(a)).numpy())

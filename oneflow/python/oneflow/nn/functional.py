@@ -506,8 +506,16 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return y.squeeze(-2)
 
 
-def _index(values, device):
-    return flow.tensor(values, dtype=flow.int64, device=device)
+def _on(x):
+    """Where tensors that combine with x go: x's device, or for a global x its placement,
+    broadcast (pad, interpolate and channel dropout build such index and fill tensors)."""
+    if x.is_global:
+        return {"placement": x.placement, "sbp": [flow.sbp.broadcast] * len(x.placement.hierarchy)}
+    return {"device": x.device}
+
+
+def _index(values, like):
+    return flow.tensor(values, dtype=flow.int64, **_on(like))
 
 
 def _narrow(x, dim, start, stop):
@@ -571,7 +579,7 @@ def pad(input, pad, mode="constant", value=None):
             else:
                 i = min(max(i, 0), n - 1)
             idx.append(i)
-        x = x.index_select(dim, _index(idx, x.device))
+        x = x.index_select(dim, _index(idx, x))
     return x
 
 
@@ -591,7 +599,7 @@ def _pad_constant(x, pad, value):
             if amount > 0:
                 fill_shape = list(x.shape)
                 fill_shape[dim] = amount
-                parts.append(flow.full(fill_shape, value, dtype=x.dtype, device=x.device))
+                parts.append(flow.full(fill_shape, value, dtype=x.dtype, **_on(x)))
             else:
                 parts.append(None)
         pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
@@ -669,10 +677,10 @@ def _linear_axis(x, dim, n_out, scale, align_corners):
     w1 = (src - i0.astype(np.float32)).astype(np.float32)
     shape = [1] * x.dim()
     shape[dim] = n_out
-    lam1 = flow.tensor(w1.reshape(shape), dtype=x.dtype, device=x.device)
-    lam0 = flow.tensor((np.float32(1) - w1).reshape(shape), dtype=x.dtype, device=x.device)
-    x0 = x.index_select(dim, _index(i0.tolist(), x.device))
-    x1 = x.index_select(dim, _index(i1.tolist(), x.device))
+    lam1 = flow.tensor(w1.reshape(shape), dtype=x.dtype, **_on(x))
+    lam0 = flow.tensor((np.float32(1) - w1).reshape(shape), dtype=x.dtype, **_on(x))
+    x0 = x.index_select(dim, _index(i0.tolist(), x))
+    x1 = x.index_select(dim, _index(i1.tolist(), x))
     return x0 * lam0 + x1 * lam1
 
 
@@ -704,7 +712,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if n_out == n_in and mode == "nearest":  # PyTorch's kernel copies, whatever the scale
                 continue
             idx = _nearest_index(n_in, n_out, scale, mode == "nearest-exact")
-            x = x.index_select(dim, _index(idx, x.device))
+            x = x.index_select(dim, _index(idx, x))
         else:
             x = _linear_axis(x, dim, n_out, scale, bool(align_corners))
     return x
@@ -726,7 +734,7 @@ def _channel_dropout(op, input, p, training, inplace, spatial):
     # One keep/drop draw per (sample, channel), scaled by 1 / (1 - p), broadcast over the rest.
     batched = input.dim() == spatial + 2
     shape = list(input.shape[: (2 if batched else 1)]) + [1] * spatial
-    mask = flow._C.dropout(flow.ones(*shape, dtype=input.dtype, device=input.device), float(p), True)
+    mask = flow._C.dropout(flow.ones(*shape, dtype=input.dtype, **_on(input)), float(p), True)
     return input * mask
 
 
