@@ -489,3 +489,13 @@ def test_padding_and_upsample_of_global_tensors(make):
     x = flow.tensor(a).to_global(placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
     out = make(x)
     assert out.is_global and np.array_equal(out.numpy(), make(flow.tensor(a)).numpy())
+
+
+def test_flow_namespace_activations_and_low_precision_acosh():
+    x, tx = _pair((3, 4), seed=16)
+    _same(flow.softsign(x), torch.nn.functional.softsign(tx))
+    _same(flow.softshrink(x, 0.7), torch.nn.functional.softshrink(tx, 0.7))
+    _same(flow.hardshrink(x), torch.nn.functional.hardshrink(tx))
+    b = flow.tensor([1.0, 1.5, 3.0, 40.0], dtype=flow.bfloat16)
+    tb = torch.tensor([1.0, 1.5, 3.0, 40.0], dtype=torch.bfloat16)
+    np.testing.assert_allclose(flow.acosh(b).float().numpy(), torch.acosh(tb).float().numpy(), rtol=1e-2)

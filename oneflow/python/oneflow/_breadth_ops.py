@@ -22,7 +22,7 @@ __all__ = [
     "atleast_3d", "hstack", "vstack", "dstack", "column_stack", "row_stack", "clamp_min",
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
     "bincount", "searchsorted", "get_rng_state", "set_rng_state", "as_strided", "clone",
-    "batch_gather", "tensor_scatter_nd_update",
+    "batch_gather", "tensor_scatter_nd_update", "softsign", "softshrink", "hardshrink",
 ]
 
 
@@ -68,6 +68,8 @@ def fmod(input, other):
 
 
 def acosh(input):
+    if input.dtype in (_C.float16, _C.bfloat16):  # x * x - 1 in float32, as a kernel would
+        return acosh(input.to(_C.float32)).to(input.dtype)
     return _C.log(input + _C.sqrt(input * input - 1))
 
 
@@ -470,6 +472,18 @@ def tensor_scatter_nd_update(tensor, indices, updates):
     return _C.where(hit > 0, placed, tensor)
 
 
+def softsign(input):
+    return _C.softsign(input)
+
+
+def softshrink(input, lambd=0.5):
+    return _C.softshrink(input, builtins.float(lambd))
+
+
+def hardshrink(input, lambd=0.5):
+    return _C.hardshrink(input, builtins.float(lambd))
+
+
 def get_rng_state():
     from oneflow import _random
 
@@ -495,7 +509,7 @@ def _tensor_methods():
         "fmod", "acosh", "arccosh", "exp2", "frac", "nansum", "movedim", "moveaxis", "swapaxes",
         "swapdims", "mv", "dot", "tile", "cross", "unbind", "tensor_split", "hsplit", "vsplit",
         "dsplit", "clamp_min", "clamp_max", "logaddexp", "bernoulli", "bincount", "not_equal",
-        "as_strided", "t", "mm")}
+        "as_strided", "t", "mm", "softsign", "softshrink", "hardshrink")}
     methods["ndimension"] = lambda self: len(self._shape)
     methods["new_tensor"] = _new_tensor
     methods["equal"] = equal
