@@ -499,3 +499,15 @@ def test_flow_namespace_activations_and_low_precision_acosh():
     b = flow.tensor([1.0, 1.5, 3.0, 40.0], dtype=flow.bfloat16)
     tb = torch.tensor([1.0, 1.5, 3.0, 40.0], dtype=torch.bfloat16)
     np.testing.assert_allclose(flow.acosh(b).float().numpy(), torch.acosh(tb).float().numpy(), rtol=1e-2)
+
+
+def test_seed_gradients_take_their_outputs_dtype():
+    x, tx = _pair((2, 3), seed=17)
+    seed = np.random.RandomState(18).rand(2, 3)  # float64 seeds for float32 outputs
+    g = flow.autograd.grad(flow.sin(x), x, flow.tensor(seed))[0]
+    tg = torch.autograd.grad(torch.sin(tx), tx, torch.tensor(seed))[0]
+    assert g.dtype == flow.float32
+    _same(g, tg)
+    flow.sin(x).backward(flow.tensor(seed))
+    torch.sin(tx).backward(torch.tensor(seed))
+    _same(x.grad, tx.grad)

@@ -41,6 +41,13 @@ def _tensors(arg, what, api, allow_none=False):
     raise TypeError(f"{api}: {what} must be a tensor or a sequence of tensors, got {type(arg).__name__}")
 
 
+def _as_output_dtypes(outs, grads):
+    """Each seed gradient in its output's dtype (OneFlow and PyTorch cast it: a float64 seed
+    for a float32 output)."""
+    return [g if g is None or len(outs) <= i or g.dtype == outs[i].dtype else g.to(outs[i].dtype)
+            for i, g in enumerate(grads)]
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False, is_grads_batched=False):
     """The gradients of outputs with respect to inputs (leaves or not), as a tuple; no .grad
@@ -55,7 +62,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         gos = [None] * len(outs)
     else:
         gos = _tensors(grad_outputs, "grad_outputs", "grad", allow_none=True)
-    return _C._grad(outs, ins, gos, retain_graph, builtins.bool(create_graph),
+    return _C._grad(outs, ins, _as_output_dtypes(outs, gos), retain_graph, builtins.bool(create_graph),
                     builtins.bool(allow_unused))
 
 
@@ -70,7 +77,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     ins = [] if inputs is None else _tensors(inputs, "inputs", "backward")
     if inputs is not None and not ins:
         raise RuntimeError("backward: inputs is an empty sequence")
-    _C._backward(ts, gs, retain_graph, builtins.bool(create_graph), ins)
+    _C._backward(ts, _as_output_dtypes(ts, gs), retain_graph, builtins.bool(create_graph), ins)
 
 
 class FunctionCtx:
