@@ -511,3 +511,26 @@ def test_seed_gradients_take_their_outputs_dtype():
     flow.sin(x).backward(flow.tensor(seed))
     torch.sin(tx).backward(torch.tensor(seed))
     _same(x.grad, tx.grad)
+
+
+SECOND_DERIVATIVE_OPS = [("sin", -3, 3), ("cos", -3, 3), ("tan", -1.2, 1.2), ("sinh", -2, 2),
+                         ("cosh", -2, 2), ("asin", -0.9, 0.9), ("acos", -0.9, 0.9),
+                         ("atan", -3, 3), ("asinh", -3, 3), ("atanh", -0.9, 0.9),
+                         ("erf", -2, 2), ("erfc", -2, 2), ("expm1", -2, 2), ("log1p", -0.9, 2),
+                         ("log2", 0.2, 3), ("log10", 0.2, 3), ("reciprocal", 0.3, 3),
+                         ("logsigmoid", -4, 4)]
+
+
+@pytest.mark.parametrize("name,lo,hi", SECOND_DERIVATIVE_OPS, ids=[c[0] for c in SECOND_DERIVATIVE_OPS])
+def test_second_derivatives_of_unary_ops_match_torch(name, lo, hi):
+    a = np.random.RandomState(19).uniform(lo, hi, (3, 4))
+    seed = np.random.RandomState(20).rand(3, 4)
+    x, tx = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    f = getattr(flow.nn.functional, name) if name == "logsigmoid" else getattr(flow, name)
+    tf = getattr(torch.nn.functional, name) if name == "logsigmoid" else getattr(torch, name)
+    (g,) = flow.autograd.grad(f(x), x, flow.tensor(seed), create_graph=True)
+    (tg,) = torch.autograd.grad(tf(tx), tx, torch.tensor(seed), create_graph=True)
+    _same(g, tg, atol=1e-9)
+    (gg,) = flow.autograd.grad(g, x, flow.tensor(seed))
+    (tgg,) = torch.autograd.grad(tg, tx, torch.tensor(seed))
+    np.testing.assert_allclose(gg.numpy(), tgg.numpy(), rtol=1e-7, atol=1e-9)

@@ -216,7 +216,10 @@ void BindTensor(py::module_& m) {
               }
             }
             bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-            Backward({t}, {OptTensor(gradient)}, retain, create_graph, in);
+            // The seed in t's dtype, as OneFlow and PyTorch cast it (a float64 seed, float32 t).
+            Tensor seed = OptTensor(gradient);
+            if (seed.defined() && seed.dtype() != t.dtype()) seed = fn::to_dtype(seed, t.dtype());
+            Backward({t}, {seed}, retain, create_graph, in);
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
           py::arg("create_graph") = false, py::arg("inputs") = py::none())
