@@ -534,3 +534,25 @@ def test_second_derivatives_of_unary_ops_match_torch(name, lo, hi):
     (gg,) = flow.autograd.grad(g, x, flow.tensor(seed))
     (tgg,) = torch.autograd.grad(tg, tx, torch.tensor(seed))
     np.testing.assert_allclose(gg.numpy(), tgg.numpy(), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "conv2d"])
+def test_second_derivatives_of_pool_and_conv_grads_match_torch(name):
+    a = np.random.RandomState(21).randn(2, 3, 6, 7)
+    w = np.random.RandomState(22).randn(4, 3, 3, 2)
+    calls = {"max_pool2d": lambda F, x, w: F.max_pool2d(x, 3, 2, 1),
+             "avg_pool2d": lambda F, x, w: F.avg_pool2d(x, 3, 2, 1),
+             "adaptive_avg_pool2d": lambda F, x, w: F.adaptive_avg_pool2d(x, (4, 3)),
+             "conv2d": lambda F, x, w: F.conv2d(x, w, stride=2, padding=1)}
+
+    def second(lib, F):
+        x, ww = lib.tensor(a, requires_grad=True), lib.tensor(w, requires_grad=True)
+        y = calls[name](F, x, ww)
+        seed = lib.tensor(np.random.RandomState(23).rand(*y.shape), requires_grad=True)
+        wanted = [x, ww] if name == "conv2d" else [x]
+        grads = lib.autograd.grad(y, wanted, seed, create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        return [t.detach().numpy() for t in lib.autograd.grad(total, wanted[1:] + [seed])]
+
+    for ours, ref in zip(second(flow, flow.nn.functional), second(torch, torch.nn.functional)):
+        np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-9)
