@@ -70,18 +70,29 @@ def fetch(src, commit, dest):
     try:
         if os.path.isdir(os.path.join(src, "python", "oneflow", "test")) and not commit:
             for p in paths:
-                shutil.copytree(os.path.join(src, p), os.path.join(tmp, p))
+                if os.path.isdir(os.path.join(src, p)):
+                    shutil.copytree(os.path.join(src, p), os.path.join(tmp, p))
             got = "working tree of " + src
         else:
             commit = commit or COMMIT
-            archive = subprocess.run(["git", "-C", src, "archive", commit] + paths,
+            present = [p for p in paths if subprocess.run(
+                ["git", "-C", src, "cat-file", "-e", f"{commit}:{p}"],
+                capture_output=True).returncode == 0]
+            if paths[-1] not in present:
+                sys.exit(f"oneflow_suite fetch: {src} has no {paths[-1]} at {commit} (expected "
+                         f"a OneFlow checkout or git dir, and a commit it holds)")
+            archive = subprocess.run(["git", "-C", src, "archive", commit] + present,
                                      check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
             got = f"{src} at {commit}"
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(os.path.join(dest, "support"))
         for f in FOLDERS:
-            shutil.move(os.path.join(tmp, "python/oneflow/test", f), os.path.join(dest, f))
+            there = os.path.join(tmp, "python/oneflow/test", f)
+            if os.path.isdir(there):
+                shutil.move(there, os.path.join(dest, f))
+            else:
+                os.makedirs(os.path.join(dest, f))  # not in that commit: an empty folder
         shutil.move(os.path.join(tmp, "python/oneflow/test_utils"),
                     os.path.join(dest, "support", "test_utils"))
         with open(os.path.join(dest, "SOURCE"), "w") as f:
