@@ -556,3 +556,16 @@ def test_second_derivatives_of_pool_and_conv_grads_match_torch(name):
 
     for ours, ref in zip(second(flow, flow.nn.functional), second(torch, torch.nn.functional)):
         np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("args", [(1, 3, 2), (1, 7, 1), (-1, 2, 1), (0, 1, 2)])
+def test_tensor_unfold_matches_torch(args):
+    x, tx = _pair((3, 7, 4), seed=24)
+    ours, ref = x.unfold(*args), tx.unfold(*args)
+    _same(ours, ref)
+    (ours * ours).sum().backward()
+    (ref * ref).sum().backward()
+    _same(x.grad, tx.grad)
+    from oneflow._oneflow_internal import TensorTuple
+
+    assert isinstance((flow.ones(1),), TensorTuple)

@@ -103,6 +103,10 @@ py::object ToNumpy(const Tensor& t) {
 }  // namespace
 
 void BindTensor(py::module_& m) {
+  // OneFlow's TensorTuple, the sequence of tensors its hooks and autograd functions pass around:
+  // a Python tuple here (module hooks receive tuples), so isinstance(x, TensorTuple) holds.
+  m.attr("TensorTuple") =
+      py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyTuple_Type));
   py::class_<HostCopy>(m, "_HostCopy", py::buffer_protocol()).def_buffer([](HostCopy& h) {
     std::vector<py::ssize_t> strides(h.shape.size());
     py::ssize_t stride = static_cast<py::ssize_t>(h.itemsize);

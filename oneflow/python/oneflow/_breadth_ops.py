@@ -484,6 +484,27 @@ def hardshrink(input, lambd=0.5):
     return _C.hardshrink(input, builtins.float(lambd))
 
 
+def _unfold(input, dimension, size, step):
+    """Tensor.unfold: the windows of `size` elements, `step` apart, along dimension, as a new
+    last dim (a copy gathered by index_select, not a view)."""
+    n_dims = _dims(input)
+    dim = _wrap(dimension, n_dims, "unfold")
+    length = input._shape[dim] if n_dims else 1
+    if size < 0 or size > length or step <= 0:
+        raise RuntimeError(f"unfold: size {size} must be in [0, {length}] (the size of dim "
+                           f"{dim}) and step {step} > 0")
+    x = input.reshape(1) if n_dims == 0 else input
+    n = (length - size) // step + 1
+    starts = _C.arange(0.0, builtins.float(n), 1.0, _C.int64, input._device) * step
+    offsets = _C.arange(0.0, builtins.float(size), 1.0, _C.int64, input._device)
+    index = (starts.reshape(n, 1) + offsets.reshape(1, size)).reshape(-1)
+    picked = _C.index_select(x, dim, index)
+    shape = list(x._shape)
+    shape[dim:dim + 1] = [n, size]
+    out = movedim(picked.reshape(shape), dim + 1, -1)
+    return out.reshape(size) if n_dims == 0 else out
+
+
 def get_rng_state():
     from oneflow import _random
 
@@ -511,6 +532,7 @@ def _tensor_methods():
         "dsplit", "clamp_min", "clamp_max", "logaddexp", "bernoulli", "bincount", "not_equal",
         "as_strided", "t", "mm", "softsign", "softshrink", "hardshrink")}
     methods["ndimension"] = lambda self: len(self._shape)
+    methods["unfold"] = _unfold
     methods["new_tensor"] = _new_tensor
     methods["equal"] = equal
     methods["cast"] = cast
