@@ -375,6 +375,8 @@ def test_bad_inputs_are_refused():
         (lambda: flow.ones(1, 1, 1).t(), r"t\(\) expects a tensor with <= 2 dimensions"),
         (lambda: flow.mm(flow.ones(2, 3, 3), flow.ones(3, 3)), "mm: self must be a matrix"),
         (lambda: flow.ones(2, 3).mm(flow.ones(3, 3, 2)), "mm: mat2 must be a matrix"),
+        (lambda: flow.repeat_interleave(flow.tensor([[1, 2], [3, 4]]), flow.tensor([1]), dim=1),
+         "repeat_interleave: repeats must have the same size as input along dim"),
         (lambda: flow.dot(flow.tensor([2, 3]), flow.tensor([2.0, 3.0])),
          "dot: expected both vectors to have same dtype"),
         (lambda: flow.nn.functional.cosine_similarity(flow.ones(2, 5).int(), flow.ones(2, 5).int()),

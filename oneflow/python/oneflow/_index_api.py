@@ -111,6 +111,11 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
         input = arange(repeats.shape[0], dtype=repeats.dtype, device=repeats.device)
     if not isinstance(repeats, Tensor):
         repeats = _int(repeats, "repeat_interleave", "repeats")
+    elif repeats.ndim == 1 and repeats.shape[0] == 1 and dim is not None and input.ndim > 0 \
+            and input.shape[dim] != 1:
+        # OneFlow: a 1-D repeats tensor has one element per slice (PyTorch broadcasts one)
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along "
+                           f"dim: repeats has 1 element, dim {dim} has size {input.shape[dim]}")
     out = _C.repeat_interleave(input, repeats, dim)
     if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
         raise ValueError(f"repeat_interleave: output_size={output_size} does not match the "
