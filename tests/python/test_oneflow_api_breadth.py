@@ -571,3 +571,12 @@ def test_tensor_unfold_matches_torch(args):
     from oneflow._oneflow_internal import TensorTuple
 
     assert isinstance((flow.ones(1),), TensorTuple)
+
+
+def test_module_to_its_class_and_bernoulli_dtype():
+    conv = flow.nn.Conv2d(2, 3, 3)
+    assert conv.to(flow.nn.Module) is conv and conv.to(flow.nn.Conv2d) is conv
+    with pytest.raises(TypeError, match=r"^Conv2d.to: expected a device, a dtype or a tensor"):
+        conv.to(flow.nn.Linear)
+    out = flow.bernoulli(flow.full((4,), 0.5), dtype=flow.float64)
+    assert out.dtype == flow.float64

@@ -346,8 +346,8 @@ def t(input):
     return input if _dims(input) < 2 else input.transpose(0, 1)
 
 
-def bernoulli(input, p=None, *, generator=None):
-    """1 with probability input (or p), else 0, in input's dtype."""
+def bernoulli(input, p=None, *, generator=None, dtype=None):
+    """1 with probability input (or p), else 0, in input's dtype (or dtype=, OneFlow's)."""
     from oneflow import _random
 
     probs = input if p is None else _C.full(list(input._shape), builtins.float(p), input.dtype,
@@ -355,7 +355,7 @@ def bernoulli(input, p=None, *, generator=None):
     with _random._drawing_from(generator, "bernoulli"):
         draw = _C.rand(list(input._shape), input.dtype if _is_float(input) else _C.float32,
                        input._device)
-    return (draw < probs).to(input.dtype)
+    return (draw < probs).to(input.dtype if dtype is None else dtype)
 
 
 def bincount(input, weights=None, minlength=0):

@@ -466,6 +466,11 @@ class Module:
             from oneflow.nn.graph_module import GraphModule
 
             return GraphModule(self)
+        if len(args) == 1 and not kwargs and isinstance(args[0], type) and \
+                issubclass(args[0], Module) and isinstance(self, args[0]):
+            # OneFlow's graph code reads `self.m.to(nn.Module)` for the module behind its proxy;
+            # outside a proxy that is the module itself
+            return self
         device, dtype = _parse_to_args(self._get_name(), args, kwargs)
 
         def convert(t):
