@@ -580,3 +580,13 @@ def test_module_to_its_class_and_bernoulli_dtype():
         conv.to(flow.nn.Linear)
     out = flow.bernoulli(flow.full((4,), 0.5), dtype=flow.float64)
     assert out.dtype == flow.float64
+
+
+def test_broadcast_like():
+    cases = [((3, 1, 1), (3, 3, 3), (1, 2), (3, 1, 1)), ((1, 1), (1, 2, 3), None, (1, 1, 1)),
+             ((3, 1), (2, 3, 4), None, (1, 3, 1)), ((1, 5, 6), (1, 5, 6, 1, 6), (3, 4), (1, 5, 6, 1, 1))]
+    for shape, like, axes, inserted in cases:
+        a = np.random.RandomState(25).randn(*shape).astype(np.float32)
+        out = flow.broadcast_like(flow.tensor(a), flow.ones(*like), broadcast_axes=axes)
+        assert out.shape == like
+        assert np.array_equal(out.numpy(), np.broadcast_to(a.reshape(inserted), like))

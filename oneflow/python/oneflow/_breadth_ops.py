@@ -23,6 +23,7 @@ __all__ = [
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
     "bincount", "searchsorted", "get_rng_state", "set_rng_state", "as_strided", "clone",
     "batch_gather", "tensor_scatter_nd_update", "softsign", "softshrink", "hardshrink",
+    "broadcast_like",
 ]
 
 
@@ -228,6 +229,25 @@ def broadcast_tensors(*tensors):
         tensors = tuple(tensors[0])
     shape = broadcast_shapes(*(tuple(t._shape) for t in tensors))
     return tuple(t.expand(*shape) for t in tensors)
+
+
+def broadcast_like(input, like, broadcast_axes=None):
+    """input expanded to like's shape (OneFlow's): missing dims are inserted at broadcast_axes
+    (the axes of like input is broadcast along), or in front when none are given."""
+    n, target = _dims(input), list(like._shape)
+    if n < len(target):
+        shape = list(input._shape)
+        if broadcast_axes is not None:
+            axes = sorted(a % len(target) for a in broadcast_axes)
+            if len(axes) != len(target) - n:
+                raise RuntimeError(f"broadcast_like: {len(axes)} broadcast_axes for a {n}-D input "
+                                   f"and a {len(target)}-D like need {len(target) - n}")
+            for a in axes:
+                shape.insert(a, 1)
+        else:
+            shape = [1] * (len(target) - n) + shape
+        input = input.reshape(shape)
+    return input.expand(*target)
 
 
 def _atleast(n, tensors):
