@@ -46,9 +46,17 @@ def _no_stride(stride):
     return stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    from oneflow.nn import functional as F
+def _zero_pad(x, dim, left, right):
+    """x with left and right zeros along dim."""
+    parts = []
+    for n in (left, right):
+        shape = list(x.shape)
+        shape[dim] = n
+        parts.append(_C.full(shape, 0.0, x.dtype, x._device) if n else None)
+    return _C.cat([p for p in (parts[0], x, parts[1]) if p is not None], dim)
 
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _dims("conv3d", input, (4, 5))
     if weight.dim() != 5:
         raise ValueError(f"conv3d: expected weight of shape (out_channels, in_channels / groups, "
@@ -64,11 +72,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             if stride != [1, 1, 1]:
                 raise ValueError("conv3d: padding='same' is not supported for strided "
                                  "convolutions")
-            totals = [d * (kk - 1) for d, kk in zip(dilation, k)]
-            pads = []
-            for t in reversed(totals):  # F.pad lists the last dim first; odd: one more right
-                pads += [t // 2, t - t // 2]
-            x = F.pad(x, pads)
+            for i, (d, kk) in enumerate(zip(dilation, k)):  # odd totals: one more on the right
+                total = d * (kk - 1)
+                x = _zero_pad(x, 2 + i, total // 2, total - total // 2)
         padding = [0, 0, 0]
     else:
         padding = _ints("conv3d", "padding", padding, 3)
@@ -77,7 +83,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise ValueError(f"conv3d: input has {c} channels, the weight expects "
                          f"{weight.shape[1] * groups} ({weight.shape[1]} x groups={groups})")
     if padding[0]:
-        x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
+        x = _zero_pad(x, 2, padding[0], padding[0])
         d += 2 * padding[0]
     d_out = (d - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
     if d_out <= 0:
