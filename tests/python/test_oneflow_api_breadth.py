@@ -590,3 +590,30 @@ def test_broadcast_like():
         out = flow.broadcast_like(flow.tensor(a), flow.ones(*like), broadcast_axes=axes)
         assert out.shape == like
         assert np.array_equal(out.numpy(), np.broadcast_to(a.reshape(inserted), like))
+
+
+@pytest.mark.parametrize("dims,kw", [(1, {}), (2, {"affine": True}),
+                                     (3, {"track_running_stats": True, "affine": True})])
+def test_instance_norm_matches_torch(dims, kw):
+    shape = (2, 3) + (4, 5, 3)[:dims]
+    a = np.random.RandomState(26).randn(*shape)
+    name = f"InstanceNorm{dims}d"
+    ours, ref = getattr(flow.nn, name)(3, **kw).double(), getattr(torch.nn, name)(3, **kw).double()
+    if kw.get("affine"):
+        ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()
+                              if k in ("weight", "bias")}, strict=False)
+        with torch.no_grad():
+            ref.weight.uniform_(0.5, 1.5)
+            ref.bias.uniform_(-1, 1)
+        ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    x, tx = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = ours(x), ref(tx)
+    _same(out, tout, atol=1e-9)
+    (out * out).sum().backward()
+    (tout * tout).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-9)
+    if kw.get("track_running_stats"):
+        _same(ours.running_mean, ref.running_mean, atol=1e-9)
+        _same(ours.running_var, ref.running_var, atol=1e-9)
+        ours.eval(), ref.eval()
+        _same(ours(x), ref(tx), atol=1e-9)

@@ -15,7 +15,8 @@ from oneflow.nn.modules.activation import (CELU, ELU, GLU, SELU, Hardshrink, Har
                                            Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU,
                                            PReLU, Softplus, Softshrink, Softsign, Tanhshrink,
                                            Threshold)
-from oneflow.nn.modules.normalization import Embedding, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from oneflow.nn.modules.normalization import (Embedding, GroupNorm, InstanceNorm1d,  # noqa: F401
+                                              InstanceNorm2d, InstanceNorm3d, LayerNorm, RMSNorm)
 from oneflow.nn.modules.transformer import (MultiheadAttention, TransformerEncoder,  # noqa: F401
                                             TransformerEncoderLayer)
 from oneflow.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
@@ -85,7 +86,7 @@ __all__ += [
     "Dropout1d", "Dropout2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
     "Conv3d", "BatchNorm3d", "PReLU", "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
 ]
 # ---- end conv/padding/upsampling/rnn block
 

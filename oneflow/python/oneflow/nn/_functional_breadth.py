@@ -13,7 +13,7 @@ Gradients, SBP rules and CUDA kernels come from the 2-D ops.
 import oneflow._oneflow_internal as _C
 
 __all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid", "instance_norm"]
 
 
 def _ints(op, name, value, n):
@@ -258,3 +258,42 @@ def affine_grid(theta, size, align_corners=False):
         raise ValueError(f"affine_grid: theta holds {theta.shape[0]} transforms for a batch of {n}")
     points = base.reshape(1, -1, base.shape[-1]).expand(n, -1, -1)
     return _C.matmul(points, theta.transpose(1, 2)).reshape(out_shape)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Each (sample, channel) normalised over its own spatial values (biased variance); with
+    use_input_stats the running statistics (when given) move toward the batch's average of the
+    instance statistics (unbiased variance), otherwise they normalise."""
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm: expected an input of at least 3 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    c = input.shape[1]
+    dims = list(range(2, input.dim()))
+    bshape = [1, c] + [1] * len(dims)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        dev = input - mean
+        var = (dev * dev).mean(dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            count = 1
+            for d in dims:
+                count *= input.shape[d]
+            from oneflow import _grad_mode
+
+            with _grad_mode.no_grad():
+                batch_mean = mean.detach().mean(0).reshape(c)
+                unbiased = var.detach().mean(0).reshape(c) * (count / max(count - 1, 1))
+                running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
+                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+        out = dev / _C.sqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and "
+                             "running_var")
+        out = (input - running_mean.reshape(bshape)) / _C.sqrt(running_var.reshape(bshape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(bshape)
+    if bias is not None:
+        out = out + bias.reshape(bshape)
+    return out
