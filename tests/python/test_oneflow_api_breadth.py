@@ -617,3 +617,22 @@ def test_instance_norm_matches_torch(dims, kw):
         _same(ours.running_var, ref.running_var, atol=1e-9)
         ours.eval(), ref.eval()
         _same(ours(x), ref(tx), atol=1e-9)
+
+
+def test_index_add_and_inplace_comparisons_match_torch():
+    x, tx = _pair((4, 3), seed=27)
+    src, tsrc = _pair((4, 2), seed=28)
+    idx = np.array([2, 0])
+    out = x.index_add(1, flow.tensor(idx), src, alpha=2.0)
+    ref = tx.index_add(1, torch.tensor(idx), tsrc, alpha=2.0)
+    _same(out, ref)
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    _same(x.grad, tx.grad)
+    _same(src.grad, tsrc.grad)
+    for name in ("gt_", "ge_", "lt_", "le_", "eq_", "ne_"):
+        a = flow.tensor([1.0, 2.0, 3.0])
+        ta = torch.tensor([1.0, 2.0, 3.0])
+        assert getattr(a, name)(2.0) is a
+        getattr(ta, name)(2.0)
+        _same(a, ta)

@@ -11,7 +11,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow._api_util import Size
+from oneflow._api_util import Size, _inplace
 
 Tensor = _C.Tensor
 
@@ -23,7 +23,7 @@ __all__ = [
     "clamp_max", "logaddexp", "tensor_split", "hsplit", "vsplit", "dsplit", "t", "bernoulli",
     "bincount", "searchsorted", "get_rng_state", "set_rng_state", "as_strided", "clone",
     "batch_gather", "tensor_scatter_nd_update", "softsign", "softshrink", "hardshrink",
-    "broadcast_like",
+    "broadcast_like", "index_add",
 ]
 
 
@@ -248,6 +248,27 @@ def broadcast_like(input, like, broadcast_axes=None):
             shape = [1] * (len(target) - n) + shape
         input = input.reshape(shape)
     return input.expand(*target)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with alpha * source's slices added at index along dim (repeated indices add up)."""
+    dim = _wrap(dim, _dims(input), "index_add")
+    if _dims(index) > 1 or (_dims(source) and source._shape[dim] != index.numel()):
+        raise RuntimeError(f"index_add: index of shape {tuple(index._shape)} needs one entry "
+                           f"per slice of source along dim {dim} (shape {tuple(source._shape)})")
+    shape = [1] * _dims(source)
+    if shape:
+        shape[dim] = index.numel()
+    spread = index.to(_C.int64).reshape(shape).expand(*source._shape)
+    added = _C.scatter_add(_C.full(list(input._shape), 0.0, source.dtype, input._device), dim,
+                           spread, source)
+    return input + (added if alpha == 1 else added * alpha)
+
+
+def _compare_into(op):
+    def compare(self, other):
+        return op(self, other).to(self.dtype)
+    return compare
 
 
 def _atleast(n, tensors):
@@ -553,6 +574,13 @@ def _tensor_methods():
         "as_strided", "t", "mm", "softsign", "softshrink", "hardshrink")}
     methods["ndimension"] = lambda self: len(self._shape)
     methods["unfold"] = _unfold
+    methods["index_add"] = index_add
+    methods["index_add_"] = _inplace("index_add_", index_add)
+    # x.gt_(y) & co.: the comparison written into x, in x's dtype (1 or 0)
+    for name, op in (("gt", lambda a, b: a > b), ("ge", lambda a, b: a >= b),
+                     ("lt", lambda a, b: a < b), ("le", lambda a, b: a <= b),
+                     ("eq", lambda a, b: a == b), ("ne", lambda a, b: a != b)):
+        methods[name + "_"] = _inplace(name + "_", _compare_into(op))
     methods["new_tensor"] = _new_tensor
     methods["equal"] = equal
     methods["cast"] = cast
