@@ -636,3 +636,13 @@ def test_index_add_and_inplace_comparisons_match_torch():
         assert getattr(a, name)(2.0) is a
         getattr(ta, name)(2.0)
         _same(a, ta)
+
+
+def test_tensor_new_and_init_eye():
+    x = flow.ones(2, dtype=flow.float64)
+    assert x.new().shape == (0,) and x.new().dtype == flow.float64
+    assert x.new(2, 3).shape == (2, 3) and x.new((4,)).shape == (4,)
+    assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype == flow.float64
+    w = flow.nn.Parameter(flow.zeros(3, 4))
+    assert flow.nn.init.eye_(w) is w
+    _same(w.detach(), torch.nn.init.eye_(torch.zeros(3, 4)))

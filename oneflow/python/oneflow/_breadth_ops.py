@@ -566,6 +566,21 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
                             requires_grad=requires_grad)
 
 
+def _new(self, *args, **kwargs):
+    """x.new(): an empty tensor of x's dtype and device; x.new(2, 3) uninitialised of that
+    size; x.new(data) a tensor of data in x's dtype (OneFlow's and PyTorch's legacy new)."""
+    from oneflow import _creation
+
+    if kwargs:
+        raise TypeError(f"new: takes sizes or data only, got keywords {sorted(kwargs)}")
+    if len(args) == 1 and not isinstance(args[0], builtins.int):
+        if isinstance(args[0], (Size, tuple)) and builtins.all(
+                isinstance(v, builtins.int) for v in args[0]):
+            return _C.empty(list(args[0]), self.dtype, self._device)
+        return _creation.tensor(args[0], dtype=self.dtype, device=self._device)
+    return _C.empty([builtins.int(a) for a in args] if args else [0], self.dtype, self._device)
+
+
 def _tensor_methods():
     methods = {name: globals()[name] for name in (
         "fmod", "acosh", "arccosh", "exp2", "frac", "nansum", "movedim", "moveaxis", "swapaxes",
@@ -582,6 +597,7 @@ def _tensor_methods():
                      ("eq", lambda a, b: a == b), ("ne", lambda a, b: a != b)):
         methods[name + "_"] = _inplace(name + "_", _compare_into(op))
     methods["new_tensor"] = _new_tensor
+    methods["new"] = _new
     methods["equal"] = equal
     methods["cast"] = cast
     return methods
