@@ -506,10 +506,13 @@ def tensor_scatter_nd_update(tensor, indices, updates):
     TensorFlow's): updates has shape indices.shape[:-1] + tensor.shape[indices.shape[-1]:]."""
     from oneflow import _index_api
 
+    if tensor.dtype != updates.dtype:
+        raise RuntimeError(f"tensor_scatter_nd_update: The dtype of tensor and updates must be "
+                           f"same, got {tensor.dtype} and {updates.dtype}")
     shape = list(tensor._shape)
     hit = _index_api.scatter_nd(indices, _C.full(list(updates._shape), 1.0, tensor.dtype,
                                                  tensor._device), shape)
-    placed = _index_api.scatter_nd(indices, updates.to(tensor.dtype), shape)
+    placed = _index_api.scatter_nd(indices, updates, shape)
     return _C.where(hit > 0, placed, tensor)
 
 
