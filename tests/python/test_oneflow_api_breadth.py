@@ -649,3 +649,16 @@ def test_tensor_new_and_init_eye():
     w = flow.nn.Parameter(flow.zeros(3, 4))
     assert flow.nn.init.eye_(w) is w
     _same(w.detach(), torch.nn.init.eye_(torch.zeros(3, 4)))
+
+
+def test_indexing_with_python_bools_and_numpy_indices_matches_torch():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x, t = flow.tensor(a), torch.tensor(a)
+    for idx in [(True,), (False,), (np.int64(1),), (np.array([0, 1], dtype=np.int32),),
+                (slice(None), np.array([2, 0])), (None, True, 1), (np.array([True, False]),),
+                (Ellipsis, np.uint8(3))]:
+        _same(x[idx], t[idx])
+    s, ts = flow.tensor(5.0), torch.tensor(5.0)
+    s[True] = 3.0
+    ts[True] = 3.0
+    _same(s, ts)
