@@ -662,3 +662,10 @@ def test_indexing_with_python_bools_and_numpy_indices_matches_torch():
     s[True] = 3.0
     ts[True] = 3.0
     _same(s, ts)
+
+
+def test_masked_select_takes_numeric_masks_as_oneflow():
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for dtype in (flow.int8, flow.float32):
+        m = flow.tensor([[1, 0], [0, 2]], dtype=dtype)
+        assert flow.masked_select(x, m).tolist() == [1.0, 4.0]

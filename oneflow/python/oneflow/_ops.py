@@ -129,7 +129,10 @@ def masked_fill(input, mask, value):
 
 
 def masked_select(input, mask):
-    """The elements of input where mask is True (both broadcast to one shape), as a 1-d tensor."""
+    """The elements of input where mask is True (both broadcast to one shape), as a 1-d tensor.
+    As OneFlow, an integer or floating mask selects where it is non-zero."""
+    if isinstance(mask, Tensor) and mask.dtype != _C.bool:
+        mask = mask != 0
     _check_mask(mask, "masked_select")
     a, b = list(input._shape), list(mask._shape)
     n = builtins.max(len(a), len(b))
