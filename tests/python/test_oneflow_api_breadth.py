@@ -87,6 +87,8 @@ UNARY_CASES = [
     ("tensordot", lambda m, x: m.tensordot(x.reshape(2, 3, 4), x.reshape(3, 4, 2), dims=2)),
     ("tensordot_lists", lambda m, x: m.tensordot(x.reshape(2, 3, 4), x.reshape(4, 2, 3),
                                                  dims=([1, 0], [2, 1]))),
+    ("tensordot_broadcast", lambda m, x: m.tensordot(x[:1].reshape(1, 2, 3), x.reshape(4, 3, 2),
+                                                     dims=([1, 2, 0], [2, 1, 0]))),
     ("broadcast_tensors", lambda m, x: m.broadcast_tensors(x[:1], x[:, :1])),
     ("atleast_3d", lambda m, x: m.atleast_3d(x[0], x, x[0, 0])),
     ("hstack", lambda m, x: m.hstack([x, x])),

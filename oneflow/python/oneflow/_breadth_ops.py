@@ -200,6 +200,11 @@ def tensordot(a, b, dims=2):
         da, db = (_dim_list(d) for d in dims)
     da = [_wrap(d, _dims(a), "tensordot") for d in da]
     db = [_wrap(d, _dims(b), "tensordot") for d in db]
+    for i, j in zip(da, db):  # a contracted dim of size 1 broadcasts against the other's
+        if a._shape[i] == 1 and b._shape[j] != 1:
+            b = b.sum(j, keepdim=True)
+        elif b._shape[j] == 1 and a._shape[i] != 1:
+            a = a.sum(i, keepdim=True)
     if len(da) != len(db) or any(a._shape[i] != b._shape[j] for i, j in zip(da, db)):
         raise RuntimeError(f"tensordot: contracted dims {da} of {tuple(a._shape)} and {db} of "
                            f"{tuple(b._shape)} must pair up with equal sizes")
