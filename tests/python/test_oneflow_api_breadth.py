@@ -671,3 +671,25 @@ def test_masked_select_takes_numeric_masks_as_oneflow():
     for dtype in (flow.int8, flow.float32):
         m = flow.tensor([[1, 0], [0, 2]], dtype=dtype)
         assert flow.masked_select(x, m).tolist() == [1.0, 4.0]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_max_pool_indices_and_unpool_match_torch(n):
+    shape = (2, 3, 7) if n == 1 else (2, 3, 6, 7)
+    x, tx = _pair(shape, seed=29)
+    pool = getattr(flow.nn, f"MaxPool{n}d")(3, stride=2, padding=1, return_indices=True)
+    tpool = getattr(torch.nn, f"MaxPool{n}d")(3, stride=2, padding=1, return_indices=True)
+    (y, i), (ty, ti) = pool(x), tpool(tx)
+    _same(y, ty)
+    _same(i, ti)
+    unpool = getattr(flow.nn, f"MaxUnpool{n}d")(3, stride=2, padding=1)
+    tunpool = getattr(torch.nn, f"MaxUnpool{n}d")(3, stride=2, padding=1)
+    out, tout = unpool(y, i, output_size=shape[2:]), tunpool(ty, ti, output_size=shape[2:])
+    _same(out, tout)
+    (out * out).sum().backward()
+    (tout * tout).sum().backward()
+    _same(x.grad, tx.grad)
+    with pytest.raises(ValueError, match=r"^MaxPool3d: return_indices=True is not supported"):
+        flow.nn.MaxPool3d(2, return_indices=True)
+    if n == 2:  # one (C, H, W) sample
+        _same(pool(x[0].detach())[1], tpool(tx[0].detach())[1])

@@ -13,7 +13,8 @@ Gradients, SBP rules and CUDA kernels come from the 2-D ops.
 import oneflow._oneflow_internal as _C
 
 __all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid", "instance_norm"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid", "instance_norm",
+           "max_unpool1d", "max_unpool2d"]
 
 
 def _ints(op, name, value, n):
@@ -152,7 +153,16 @@ def _no_divisor(op, divisor_override):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    _no_indices("max_pool1d", return_indices)
+    if return_indices:  # a plane of height 1: the flat positions are the positions along L
+        _dims("max_pool1d", input, (2, 3))
+        x, unbatched = _batched(input, 1)
+        k = _ints("max_pool1d", "kernel_size", kernel_size, 1)
+        s = k if _no_stride(stride) else _ints("max_pool1d", "stride", stride, 1)
+        y, idx = _C.max_pool2d_with_indices(
+            x.unsqueeze(2), [1] + k, [1] + s, [0] + _ints("max_pool1d", "padding", padding, 1),
+            [1] + _ints("max_pool1d", "dilation", dilation, 1), bool(ceil_mode))
+        y, idx = y.squeeze(2), idx.squeeze(2)
+        return (y.squeeze(0), idx.squeeze(0)) if unbatched else (y, idx)
     return _pool1d("max", "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode,
                    True)
 
@@ -297,3 +307,36 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if bias is not None:
         out = out + bias.reshape(bshape)
     return out
+
+
+def _max_unpool(op, n, input, indices, kernel_size, stride, padding, output_size):
+    _dims(op, input, (n + 1, n + 2))
+    x, unbatched = _batched(input, n)
+    idx = indices.unsqueeze(0) if unbatched else indices
+    k = _ints(op, "kernel_size", kernel_size, n)
+    s = k if _no_stride(stride) else _ints(op, "stride", stride, n)
+    p = _ints(op, "padding", padding, n)
+    spatial = [(x.shape[2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n)]
+    if output_size is not None:
+        spatial = list(output_size)[-n:]
+    if tuple(idx.shape) != tuple(x.shape):
+        raise ValueError(f"{op}: indices of shape {tuple(idx.shape)} must match the input's "
+                         f"{tuple(x.shape)}")
+    plane = 1
+    for v in spatial:
+        plane *= v
+    nb, c = x.shape[0], x.shape[1]
+    flat = _C.full([nb, c, plane], 0.0, x.dtype, x._device)
+    out = _C.scatter(flat, 2, idx.reshape(nb, c, -1).to(_C.int64), x.reshape(nb, c, -1))
+    out = out.reshape([nb, c] + spatial)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool1d(return_indices=True): each value at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d(return_indices=True): each value at its flat (H, W) index."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)

@@ -123,11 +123,17 @@ def _no_stride(stride):
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    if return_indices:
-        raise ValueError("max_pool2d: return_indices=True is not supported")
-    _check_dim("max_pool2d", input, (4,))
+    _check_dim("max_pool2d", input, (3, 4))
+    if input.dim() == 3:  # (C, H, W): one sample
+        out = max_pool2d(input.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+        return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     kernel = _pair("max_pool2d", "kernel_size", kernel_size)
     stride = kernel if _no_stride(stride) else _pair("max_pool2d", "stride", stride)
+    if return_indices:  # each maximum's flat position in its (H, W) plane, as PyTorch's
+        return flow._C.max_pool2d_with_indices(
+            input, kernel, stride, _pair("max_pool2d", "padding", padding),
+            _pair("max_pool2d", "dilation", dilation), bool(ceil_mode))
     return flow._C.max_pool2d(
         input,
         kernel,

@@ -1,15 +1,16 @@
-"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, MaxUnpool1d/2d."""
 
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
 
 
 class MaxPool2d(Module):
+    _indices = True  # return_indices=True gives (values, flat positions in each plane)
     def __init__(
         self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
     ):
         super().__init__()
-        if return_indices:
+        if return_indices and not self._indices:
             raise ValueError(f"{type(self).__name__}: return_indices=True is not supported")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -19,7 +20,8 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return (
@@ -74,11 +76,13 @@ class MaxPool1d(MaxPool2d):
 
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+                            self.ceil_mode, self.return_indices)
 
 
 class MaxPool3d(MaxPool2d):
     """Over (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    _indices = False
 
     def forward(self, input):
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -105,3 +109,24 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class MaxUnpool1d(Module):
+    """The inverse of MaxPool1d(return_indices=True): forward(input, indices, output_size=None)."""
+
+    _fn = "max_unpool1d"
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding,
+                                    output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(MaxUnpool1d):
+    _fn = "max_unpool2d"
