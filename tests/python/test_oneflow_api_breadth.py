@@ -693,3 +693,10 @@ def test_max_pool_indices_and_unpool_match_torch(n):
         flow.nn.MaxPool3d(2, return_indices=True)
     if n == 2:  # one (C, H, W) sample
         _same(pool(x[0].detach())[1], tpool(tx[0].detach())[1])
+
+
+def test_max_unpool3d_matches_torch():
+    x = np.random.RandomState(30).randn(2, 3, 4, 4, 6).astype(np.float32)
+    ty, ti = torch.nn.functional.max_pool3d(torch.tensor(x), 2, return_indices=True)
+    out = flow.nn.MaxUnpool3d(2)(flow.tensor(ty.numpy()), flow.tensor(ti.numpy()))
+    _same(out, torch.nn.functional.max_unpool3d(ty, ti, 2))

@@ -21,7 +21,8 @@ from oneflow.nn.modules.transformer import (MultiheadAttention, TransformerEncod
                                             TransformerEncoderLayer)
 from oneflow.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
                                         AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
-                                        MaxPool3d, MaxUnpool1d, MaxUnpool2d)
+                                        MaxPool3d, MaxUnpool1d, MaxUnpool2d,
+                                        MaxUnpool3d)
 from oneflow.nn.modules.flatten import Dropout, Flatten
 from oneflow.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from oneflow.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss,  # noqa: F401
@@ -86,7 +87,8 @@ __all__ += [
     "Dropout1d", "Dropout2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
     "Conv3d", "BatchNorm3d", "PReLU", "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "InstanceNorm1d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "InstanceNorm1d",
     "InstanceNorm2d", "InstanceNorm3d",
 ]
 # ---- end conv/padding/upsampling/rnn block

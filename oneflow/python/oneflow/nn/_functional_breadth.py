@@ -14,7 +14,7 @@ import oneflow._oneflow_internal as _C
 
 __all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid", "instance_norm",
-           "max_unpool1d", "max_unpool2d"]
+           "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
 def _ints(op, name, value, n):
@@ -340,3 +340,9 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool2d(return_indices=True): each value at its flat (H, W) index."""
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Each value at its flat (D, H, W) index, zeros elsewhere (indices as PyTorch's
+    max_pool3d gives them)."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)

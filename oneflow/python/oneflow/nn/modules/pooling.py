@@ -1,4 +1,4 @@
-"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, MaxUnpool1d/2d."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, MaxUnpool1d/2d/3d."""
 
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
@@ -130,3 +130,7 @@ class MaxUnpool1d(Module):
 
 class MaxUnpool2d(MaxUnpool1d):
     _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(MaxUnpool1d):
+    _fn = "max_unpool3d"
