@@ -700,3 +700,13 @@ def test_max_unpool3d_matches_torch():
     ty, ti = torch.nn.functional.max_pool3d(torch.tensor(x), 2, return_indices=True)
     out = flow.nn.MaxUnpool3d(2)(flow.tensor(ty.numpy()), flow.tensor(ti.numpy()))
     _same(out, torch.nn.functional.max_unpool3d(ty, ti, 2))
+
+
+def test_searchsorted_follows_the_binary_search_on_any_row():
+    # OneFlow's and PyTorch's kernels binary-search; an unsorted row gives their answer too
+    r = np.random.RandomState(31)
+    for _ in range(30):
+        seq, v = r.randn(2, r.randint(0, 6)), r.randn(2, 3)
+        for right in (False, True):
+            _same(flow.searchsorted(flow.tensor(seq), flow.tensor(v), right=right),
+                  torch.searchsorted(torch.tensor(seq), torch.tensor(v), right=right))

@@ -422,8 +422,9 @@ def bincount(input, weights=None, minlength=0):
 
 def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None,
                  sorter=None):
-    """Indices where values go to keep each innermost row sorted: counts of the row's elements
-    < value (left) or <= value (right)."""
+    """Indices where values go to keep each innermost row sorted: a binary search per value
+    (the first position whose element is >= value, or > value with right=True), the same
+    steps as OneFlow's and PyTorch's kernels, so an unsorted row gives their answer too."""
     if side is not None:
         if side not in ("left", "right"):
             raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -435,19 +436,26 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
         seq = _C.take_along_dim(seq, sorter.to(_C.int64), -1)
     scalar = not isinstance(values, Tensor)
     v = _C.full([], builtins.float(values), seq.dtype, seq._device) if scalar else values
-    if _dims(seq) == 1:
-        below = seq.reshape([1] * _dims(v) + [-1])
-        cmp = below <= v.unsqueeze(-1) if right else below < v.unsqueeze(-1)
-    else:
-        if tuple(seq._shape[:-1]) != tuple(v._shape[:-1]):
-            raise RuntimeError(f"searchsorted: leading dims of sorted_sequence "
-                               f"{tuple(seq._shape)} and values {tuple(v._shape)} must match")
-        a, b = seq.unsqueeze(-2), v.unsqueeze(-1)
-        cmp = a <= b if right else a < b
-    out = cmp.to(_C.int64).sum(-1)
+    zero_dim = _dims(v) == 0
+    if zero_dim:
+        v = v.reshape(1)
+    if _dims(seq) > 1 and tuple(seq._shape[:-1]) != tuple(v._shape[:-1]):
+        raise RuntimeError(f"searchsorted: leading dims of sorted_sequence "
+                           f"{tuple(seq._shape)} and values {tuple(v._shape)} must match")
+    m = seq._shape[-1]
+    lead = list(v._shape[:-1])
+    rows = seq.reshape([1] * len(lead) + [m]).expand(*(lead + [m])) if _dims(seq) == 1 else seq
+    start = (v != v).to(_C.int64) * 0  # zeros laid out as v (local or global)
+    end = start + m
+    for _ in range(builtins.max(m, 1).bit_length() + 1):
+        active = start < end
+        mid = start + (end - start) // 2
+        mid_val = rows.gather(-1, mid.clamp(0, builtins.max(m - 1, 0))) if m else v
+        go_right = active & ((mid_val <= v) if right else (mid_val < v))
+        start = _C.where(go_right, mid + 1, start)
+        end = _C.where(active & ~go_right, mid, end)
+    out = start.reshape([]) if zero_dim else start
     return out.to(_C.int32) if out_int32 else out
-
-
 def as_strided(input, size, stride, storage_offset=None):
     """The elements at storage_offset + sum(i_k * stride[k]) of input's memory, as a new
     tensor of shape size: a gather, so gradients add up where elements repeat. input may be any
