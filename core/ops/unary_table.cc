@@ -2,6 +2,9 @@
 // `name` and its gradient op `name_grad(dy, x) = dy * f'(x)`, with their inference and CPU
 // kernels; the CUDA kernels are in core/kernels/cuda/unary_table.cu, the SBP rules in
 // sbp/rules/pointwise.cc, all from the same table.
+#include <map>
+#include <string>
+
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
 #include "core/ops/unary_functors.h"
@@ -48,6 +51,94 @@ std::vector<TensorMeta> InferTableGrad(const std::vector<TensorMeta>& in, const 
   return {in[1]};
 }
 
+// f''(x) of the table ops whose gradient op has a gradient of its own (second derivatives,
+// create_graph=True), composed from existing ops. name_grad(dy, x) = dy * f'(x) has the gradient
+// (name_grad(g, x), g * dy * f''(x)) for its inputs (dy, x); ops missing here keep
+// NoDoubleBackward.
+using SecondDerivative = Tensor (*)(const Tensor& x);
+const std::map<std::string, SecondDerivative>& SecondDerivatives() {
+  using namespace fn;  // NOLINT: the formulas read as math
+  static const std::map<std::string, SecondDerivative> table = {
+      {"sin", [](const Tensor& x) { return neg(sin(x)); }},
+      {"cos", [](const Tensor& x) { return neg(cos(x)); }},
+      // tan'' = 2 tan (1 + tan^2)
+      {"tan",
+       [](const Tensor& x) {
+         Tensor t = tan(x);
+         return mul_scalar(mul(t, add_scalar(square(t), 1.0)), 2.0);
+       }},
+      {"sinh", [](const Tensor& x) { return sinh(x); }},
+      {"cosh", [](const Tensor& x) { return cosh(x); }},
+      // asin'' = x (1 - x^2)^(-3/2), acos'' = -asin''
+      {"asin",
+       [](const Tensor& x) {
+         Tensor r = rsqrt(add_scalar(neg(square(x)), 1.0));
+         return mul(x, mul(r, square(r)));
+       }},
+      {"acos",
+       [](const Tensor& x) {
+         Tensor r = rsqrt(add_scalar(neg(square(x)), 1.0));
+         return neg(mul(x, mul(r, square(r))));
+       }},
+      // atan'' = -2x / (1 + x^2)^2
+      {"atan",
+       [](const Tensor& x) {
+         return div(mul_scalar(x, -2.0), square(add_scalar(square(x), 1.0)));
+       }},
+      // asinh'' = -x (1 + x^2)^(-3/2)
+      {"asinh",
+       [](const Tensor& x) {
+         Tensor r = rsqrt(add_scalar(square(x), 1.0));
+         return neg(mul(x, mul(r, square(r))));
+       }},
+      // atanh'' = 2x / (1 - x^2)^2
+      {"atanh",
+       [](const Tensor& x) {
+         return div(mul_scalar(x, 2.0), square(add_scalar(neg(square(x)), 1.0)));
+       }},
+      // erf'' = -2x * 2/sqrt(pi) e^(-x^2); erfc'' = -erf''
+      {"erf",
+       [](const Tensor& x) {
+         return mul(mul_scalar(x, -2.0 * 1.1283791670955126), exp(neg(square(x))));
+       }},
+      {"erfc",
+       [](const Tensor& x) {
+         return mul(mul_scalar(x, 2.0 * 1.1283791670955126), exp(neg(square(x))));
+       }},
+      {"expm1", [](const Tensor& x) { return exp(x); }},
+      // log1p'' = -1 / (1 + x)^2; log2'' = -1 / (x^2 ln 2); log10'' = -1 / (x^2 ln 10)
+      {"log1p", [](const Tensor& x) { return neg(reciprocal(square(add_scalar(x, 1.0)))); }},
+      {"log2",
+       [](const Tensor& x) {
+         return mul_scalar(reciprocal(square(x)), -1.0 / 0.6931471805599453);
+       }},
+      {"log10",
+       [](const Tensor& x) { return mul_scalar(reciprocal(square(x)), -1.0 / 2.302585092994046); }},
+      // reciprocal'' = 2 / x^3
+      {"reciprocal",
+       [](const Tensor& x) { return mul_scalar(reciprocal(mul(square(x), x)), 2.0); }},
+      // logsigmoid' = 1 - sigmoid(x); logsigmoid'' = -sigmoid(x) (1 - sigmoid(x))
+      {"logsigmoid",
+       [](const Tensor& x) {
+         Tensor s = sigmoid(x);
+         return neg(mul(s, add_scalar(neg(s), 1.0)));
+       }},
+  };
+  return table;
+}
+
+std::vector<Tensor> TableGradGrad(const std::string& name, const GradCtx& c) {
+  auto found = SecondDerivatives().find(name);
+  if (found == SecondDerivatives().end()) return NoDoubleBackward(c);
+  const Tensor& g = c.grad_outputs[0];
+  const Tensor &dy = c.inputs[0], &x = c.inputs[1];
+  Tensor grad_dy = c.needs_input_grad[0]
+                       ? CallOp1(OpRegistry::Global().Get(name + "_grad"), {g, x}, c.attrs)
+                       : Tensor();
+  Tensor grad_x = c.needs_input_grad[1] ? fn::mul(fn::mul(g, dy), found->second(x)) : Tensor();
+  return {grad_dy, grad_x};
+}
+
 }  // namespace
 
 #define ONEFLOW_REGISTER_TABLE_OP(name, F, lo, hi)                                \
@@ -62,7 +153,7 @@ std::vector<TensorMeta> InferTableGrad(const std::vector<TensorMeta>& in, const 
   ONEFLOW_REGISTER_OP(name##_grad)                                                \
       .Inputs(2)                                                                  \
       .Infer(InferTableGrad)                                                      \
-      .Grad(NoDoubleBackward)                                                     \
+      .Grad(+[](const GradCtx& c) { return TableGradGrad(#name, c); })            \
       .Kernel(DeviceType::kCPU, TableGradCpu<functors::F>);
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_OP)
 #undef ONEFLOW_REGISTER_TABLE_OP

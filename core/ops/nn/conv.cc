@@ -186,6 +186,23 @@ std::vector<Tensor> Conv2dGradWeightCpu(const std::vector<Tensor>& in, const Att
   return {dw};
 }
 
+// conv2d_grad_weight is linear in dy and in x: dw = J_w(x)^T dy. Its own gradient (second
+// derivatives), for an incoming g shaped like the weight: wrt dy the forward convolution
+// conv2d(x, g), wrt x the input gradient of <conv2d(x, g), dy>, conv2d_grad_input(dy, g).
+std::vector<Tensor> Conv2dGradWeightGrad(const GradCtx& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& x = ctx.inputs[1];
+  const Tensor& g = ctx.grad_outputs[0];
+  std::vector<Tensor> grads(2);
+  Attrs conv = ConvOnlyAttrs(ctx.attrs);
+  if (ctx.needs_input_grad[0]) grads[0] = CallOp1(OP(conv2d), {x, g}, conv);
+  if (ctx.needs_input_grad[1]) {
+    conv.Set("input_shape", x.shape().dims());
+    grads[1] = CallOp1(OP(conv2d_grad_input), {dy, g}, conv);
+  }
+  return grads;
+}
+
 }  // namespace
 
 // The CPU kernels take bfloat16 on oneDNN (and hand float16 and the rest to float32 themselves).
@@ -200,7 +217,7 @@ ONEFLOW_REGISTER_KERNEL(conv2d_grad_input, kCPU, Conv2dGradInputCpu);
 ONEFLOW_REGISTER_OP(conv2d_grad_weight)
     .Inputs(2)
     .Infer(InferConv2dGradWeight)
-    .Grad(NoDoubleBackward)
+    .Grad(Conv2dGradWeightGrad)
     .CpuHalf();
 ONEFLOW_REGISTER_KERNEL(conv2d_grad_weight, kCPU, Conv2dGradWeightCpu);
 

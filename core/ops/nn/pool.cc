@@ -329,6 +329,28 @@ std::vector<Tensor> AdaptiveAvgPool2dGradCpu(const std::vector<Tensor>& in, cons
   return {dx};
 }
 
+// The pooling gradient ops are linear in dy (max pooling's routes through fixed indices), so
+// their own gradient (second derivatives) is, for an incoming g shaped like x, the forward
+// pooling of g: g at each window's argmax, the average of g's window, its adaptive average.
+std::vector<Tensor> MaxPool2dGradGrad(const GradCtx& ctx) {
+  const Tensor& g = ctx.grad_outputs[0];
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& indices = ctx.inputs[1];
+  const Shape& xs = g.shape();
+  const int64_t planes = xs[0] * xs[1];
+  Tensor flat = fn::reshape(g, {planes, xs[2] * xs[3]});
+  Tensor picked = fn::gather(flat, 1, fn::reshape(indices, {planes, dy.numel() / planes}));
+  return {fn::reshape(picked, dy.shape().dims()), Tensor()};
+}
+
+std::vector<Tensor> AvgPool2dGradGrad(const GradCtx& ctx) {
+  return {CallOp1(OP(avg_pool2d), {ctx.grad_outputs[0]}, ctx.attrs)};
+}
+
+std::vector<Tensor> AdaptiveAvgPool2dGradGrad(const GradCtx& ctx) {
+  return {CallOp1(OP(adaptive_avg_pool2d), {ctx.grad_outputs[0]}, ctx.attrs)};
+}
+
 // Pooling arguments as attributes; an empty stride means the kernel size, as in PyTorch.
 Attrs WindowAttrs(const char* op, const fn::IntList& kernel, const fn::IntList& stride,
                   const fn::IntList& padding, bool ceil_mode) {
@@ -348,12 +370,12 @@ ONEFLOW_REGISTER_OP(max_pool2d_grad)
     .Inputs(2)
     .Infer(InferMaxPool2dGrad)
     .NonDiffInputs({1})
-    .Grad(NoDoubleBackward);
+    .Grad(MaxPool2dGradGrad);
 ONEFLOW_REGISTER_KERNEL(max_pool2d_grad, kCPU, MaxPool2dGradCpu);
 
 ONEFLOW_REGISTER_OP(avg_pool2d).Inputs(1).Infer(InferAvgPool2d).Grad(AvgPool2dGrad);
 ONEFLOW_REGISTER_KERNEL(avg_pool2d, kCPU, AvgPool2dCpu);
-ONEFLOW_REGISTER_OP(avg_pool2d_grad).Inputs(1).Infer(InferAvgPool2dGrad).Grad(NoDoubleBackward);
+ONEFLOW_REGISTER_OP(avg_pool2d_grad).Inputs(1).Infer(InferAvgPool2dGrad).Grad(AvgPool2dGradGrad);
 ONEFLOW_REGISTER_KERNEL(avg_pool2d_grad, kCPU, AvgPool2dGradCpu);
 
 ONEFLOW_REGISTER_OP(adaptive_avg_pool2d)
@@ -364,7 +386,7 @@ ONEFLOW_REGISTER_KERNEL(adaptive_avg_pool2d, kCPU, AdaptiveAvgPool2dCpu);
 ONEFLOW_REGISTER_OP(adaptive_avg_pool2d_grad)
     .Inputs(1)
     .Infer(InferAdaptiveAvgPool2dGrad)
-    .Grad(NoDoubleBackward);
+    .Grad(AdaptiveAvgPool2dGradGrad);
 ONEFLOW_REGISTER_KERNEL(adaptive_avg_pool2d_grad, kCPU, AdaptiveAvgPool2dGradCpu);
 
 namespace fn {

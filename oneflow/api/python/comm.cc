@@ -85,6 +85,37 @@ void BindComm(py::module_& m) {
            })
       .def("is_completed", &Work::IsCompleted);
 
+  // OneFlow's cpu_broadcast(bytes or None, src): rank src's bytes on every rank of the world
+  // (OneFlow's test helpers pickle Python objects through it); in a one-rank world the bytes
+  // themselves. Collective: every rank calls it.
+  m.def(
+      "cpu_broadcast",
+      [](const py::object& data, int src) -> py::bytes {
+        runtime::WorldInfo w = runtime::WorldFromEnv();
+        ONEFLOW_CHECK(src >= 0 && src < w.world_size, "cpu_broadcast: src ", src,
+                      " is not a rank of this world of ", w.world_size);
+        const bool mine = w.rank == src;
+        ONEFLOW_CHECK(!mine || py::isinstance<py::bytes>(data), "cpu_broadcast: rank src (", src,
+                      ") must give bytes, got ", py::str(data.get_type()).cast<std::string>());
+        if (w.world_size == 1) return data.cast<py::bytes>();
+        std::string bytes = mine ? data.cast<std::string>() : std::string();
+        int64_t n = static_cast<int64_t>(bytes.size());
+        Tensor size = fn::from_blob_copy(&n, Shape({1}), DType::kInt64);
+        {
+          py::gil_scoped_release release;
+          Env::Get().WorldComm().Broadcast(size, src);
+        }
+        n = *static_cast<const int64_t*>(size.raw_data());
+        if (!mine) bytes.assign(static_cast<size_t>(n), '\0');
+        Tensor payload = fn::from_blob_copy(bytes.data(), Shape({n}), DType::kUInt8);
+        {
+          py::gil_scoped_release release;
+          Env::Get().WorldComm().Broadcast(payload, src);
+        }
+        return py::bytes(static_cast<const char*>(payload.raw_data()), static_cast<size_t>(n));
+      },
+      py::arg("data"), py::arg("src") = 0);
+
   const auto ranks = py::arg("ranks") = py::none();
   const auto async_op = py::arg("async_op") = false;
   m.def(

@@ -231,6 +231,41 @@ Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& devic
   return fn::to_device(t, device);
 }
 
+Tensor TensorSharingNumpy(py::handle data) {
+  ONEFLOW_CHECK(IsNumpyArray(data) && !py::isinstance(data, ImportedNumpy().attr("generic")),
+                "from_numpy: expected a numpy.ndarray, got ",
+                py::str(py::type::of(data).attr("__name__")).cast<std::string>());
+  py::object arr = py::reinterpret_borrow<py::object>(data);
+  DType dt = FromNumpyKind(arr.attr("dtype"));
+  py::buffer_info buf = py::reinterpret_borrow<py::buffer>(arr).request();
+  const int64_t item = buf.itemsize;
+  std::vector<int64_t> shape(buf.shape.begin(), buf.shape.end());
+  std::vector<int64_t> strides;
+  bool shareable = arr.attr("flags").attr("writeable").cast<bool>() && item > 0;
+  int64_t extent = 1;  // elements from the first to the last one, both included
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t st = buf.strides[i];
+    if (st < 0 || st % item != 0) shareable = false;
+    strides.push_back(item > 0 ? st / item : 0);
+    if (shape[i] == 0) extent = 0;
+  }
+  for (size_t i = 0; i < shape.size() && extent > 0; ++i) extent += (shape[i] - 1) * strides[i];
+  if (!shareable || extent == 0) return TensorFromData(data, py::none(), Device::CPU());
+  // The array is released under the GIL, whichever thread drops the tensor's last reference.
+  std::shared_ptr<void> owner(new py::object(arr), [](void* p) {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage =
+      Storage::Borrow(buf.ptr, static_cast<size_t>(extent * item), Device::CPU(), std::move(owner));
+  impl->shape = Shape(shape);
+  impl->strides = std::move(strides);
+  impl->dtype = dt;
+  return Tensor(std::move(impl));
+}
+
 namespace {
 
 py::object ElementAt(const Tensor& c, int64_t i) {

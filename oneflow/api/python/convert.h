@@ -31,6 +31,10 @@ std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);
 Tensor ScalarOrTensor(py::handle other, const Tensor& x);
 // A tensor from nested sequences / numbers / numpy arrays / tensors (copy).
 Tensor TensorFromData(py::handle data, py::handle dtype, const Device& device);
+// flow.from_numpy: a CPU tensor over the numpy array's own memory, with its strides (writes are
+// seen by both; the tensor keeps the array alive). A read-only array, one with negative strides
+// or strides that are not whole elements is copied instead (contiguous).
+Tensor TensorSharingNumpy(py::handle array);
 py::object ToList(const Tensor& t);
 py::object Item(const Tensor& t);
 

@@ -52,6 +52,7 @@ void BindFunctional(py::module_& m) {
       },
       py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false);
+  m.def("from_numpy", &TensorSharingNumpy);
   m.def("from_bytes", [](py::bytes b, py::handle shape, py::handle dtype) {
     std::string_view v = b;
     Shape s(ToIntList(shape, "from_bytes"));

@@ -44,7 +44,17 @@ std::vector<py::object> IndexItems(py::handle index) {
   for (py::handle h : items) {
     ellipses += py::isinstance<py::ellipsis>(h) ? 1 : 0;
     if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')");
-    if (py::isinstance<py::list>(h)) {
+    const bool numpy = !py::isinstance<Tensor>(h) && py::hasattr(h, "dtype") &&
+                       py::hasattr(h, "ndim") && py::hasattr(h, "__array__");
+    if (numpy && h.attr("ndim").cast<int64_t>() == 0) {
+      // numpy integer scalars (and numpy bools, as PyTorch reads them) are Python ints
+      const std::string kind = h.attr("dtype").attr("kind").cast<std::string>();
+      if (kind == "b" || kind == "i" || kind == "u") {
+        out.push_back(py::int_(h.attr("item")().cast<int64_t>()));
+        continue;
+      }
+    }
+    if (py::isinstance<py::list>(h) || numpy) {  // lists and numpy arrays: index tensors
       out.push_back(py::cast(TensorFromData(h, py::none(), Device::CPU())));
     } else if (py::isinstance<Tensor>(h)) {
       Tensor t = h.cast<Tensor>();
@@ -148,7 +158,7 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
   for (const py::object& h : items) {
     if (IsTensorIndex(h) && h.cast<Tensor>().dtype() == DType::kBool) {
       consumed += h.cast<Tensor>().ndim();
-    } else if (!h.is_none() && !py::isinstance<py::ellipsis>(h)) {
+    } else if (!h.is_none() && !py::isinstance<py::ellipsis>(h) && !py::isinstance<py::bool_>(h)) {
       ++consumed;
     }
   }
@@ -166,7 +176,10 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
     } else if (h.is_none()) {
       y = fn::unsqueeze(y, dim++);
     } else if (py::isinstance<py::bool_>(h)) {
-      throw IndexError("indexing with a Python bool is not supported");
+      // x[True] adds a dim of size 1, x[False] one of size 0 (PyTorch's and OneFlow's)
+      y = fn::unsqueeze(y, dim);
+      if (!h.cast<bool>()) y = fn::slice(y, dim, 0, 0, 1);
+      ++dim;
     } else if (py::isinstance<py::int_>(h)) {
       int64_t i = h.cast<int64_t>(), n = y.shape()[dim];
       if (i < -n || i >= n) {  // name the dim of x, as PyTorch does

@@ -103,6 +103,10 @@ py::object ToNumpy(const Tensor& t) {
 }  // namespace
 
 void BindTensor(py::module_& m) {
+  // OneFlow's TensorTuple, the sequence of tensors its hooks and autograd functions pass around:
+  // a Python tuple here (module hooks receive tuples), so isinstance(x, TensorTuple) holds.
+  m.attr("TensorTuple") =
+      py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyTuple_Type));
   py::class_<HostCopy>(m, "_HostCopy", py::buffer_protocol()).def_buffer([](HostCopy& h) {
     std::vector<py::ssize_t> strides(h.shape.size());
     py::ssize_t stride = static_cast<py::ssize_t>(h.itemsize);
@@ -216,7 +220,10 @@ void BindTensor(py::module_& m) {
               }
             }
             bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-            Backward({t}, {OptTensor(gradient)}, retain, create_graph, in);
+            // The seed in t's dtype, as OneFlow and PyTorch cast it (a float64 seed, float32 t).
+            Tensor seed = OptTensor(gradient);
+            if (seed.defined() && seed.dtype() != t.dtype()) seed = fn::to_dtype(seed, t.dtype());
+            Backward({t}, {seed}, retain, create_graph, in);
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
           py::arg("create_graph") = false, py::arg("inputs") = py::none())

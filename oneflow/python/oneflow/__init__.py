@@ -41,6 +41,7 @@ from oneflow._tensor_types import *  # noqa: E402,F401,F403  (FloatTensor, LongT
 from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, set_default_dtype,  # noqa: E402,F401
                            set_printoptions)
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
+from oneflow._breadth_ops import *  # noqa: E402,F401,F403  (fmod, tile, movedim, ... issue 38)
 from oneflow import _global, _ops, _tensor_methods  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401
 
@@ -69,6 +70,7 @@ def get_autocast_cpu_dtype():
 from oneflow.serialization import save, load  # noqa: E402,F401
 _global._install_functions()  # flow.zeros(..., placement=, sbp=) and friends
 from oneflow import linalg  # noqa: E402,F401
+from oneflow import special  # noqa: E402,F401
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
 

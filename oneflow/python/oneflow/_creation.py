@@ -37,7 +37,15 @@ def _plain(data):
     return data
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+def _no_pinning(op, pin_memory):
+    if pin_memory:
+        raise ValueError(f"{op}: pin_memory=True needs page-locked host memory for CUDA copies, "
+                         f"which this build does not provide; pass pin_memory=False")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None,
+           pin_memory=False):
+    _no_pinning("flow.tensor", pin_memory)
     try:
         t = _C.tensor(data, dtype, device, False)
     except Exception:
@@ -61,7 +69,9 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    return _C.tensor(array, None, None, False)
+    """A tensor over the array's own memory and strides (writes are seen by both), as OneFlow's;
+    read-only arrays and negative strides are copied instead."""
+    return _C.from_numpy(array)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -132,7 +142,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # the exponents as linspace gives them: the second half counted back from end
     exps = [start + i * step if i < steps // 2 else end - (steps - 1 - i) * step
-            for i in range(steps)]
+            for i in range(steps)] if steps > 1 else [start] * steps  # one step: start alone
     values = [base ** e for e in exps]
     return _finish(_C.tensor(values, dtype or _C.float32, device, False), requires_grad)
 

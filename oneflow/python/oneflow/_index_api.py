@@ -49,6 +49,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if len({t.is_global for t in tensors}) > 1:
+        raise RuntimeError("meshgrid expects all tensors are global tensor or all are local "
+                           "tensors")
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError(f"meshgrid expects all tensors to have the same dtype, got "
+                           f"{', '.join(str(t.dtype) for t in tensors)}")
     return tuple(_C.meshgrid(list(tensors), "ij" if indexing is None else indexing))
 
 
@@ -103,6 +111,11 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
         input = arange(repeats.shape[0], dtype=repeats.dtype, device=repeats.device)
     if not isinstance(repeats, Tensor):
         repeats = _int(repeats, "repeat_interleave", "repeats")
+    elif repeats.ndim == 1 and repeats.shape[0] == 1 and dim is not None and input.ndim > 0 \
+            and input.shape[dim] != 1:
+        # OneFlow: a 1-D repeats tensor has one element per slice (PyTorch broadcasts one)
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along "
+                           f"dim: repeats has 1 element, dim {dim} has size {input.shape[dim]}")
     out = _C.repeat_interleave(input, repeats, dim)
     if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
         raise ValueError(f"repeat_interleave: output_size={output_size} does not match the "
@@ -288,7 +301,7 @@ def bmm(input, mat2):
     return _C.bmm(input, mat2)
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, beta=1, alpha=1):  # OneFlow takes beta and alpha positionally
     return _C.addmm(input, mat1, mat2, builtins.float(beta), builtins.float(alpha))
 
 

@@ -5,6 +5,7 @@
 """
 
 import builtins
+import warnings
 
 import oneflow._oneflow_internal as _C
 from oneflow._api_util import _MinMax, _size
@@ -16,7 +17,7 @@ __all__ = [
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_not", "where", "neg", "negative", "exp", "log", "sqrt",
     "rsqrt", "abs", "sign", "square", "relu", "sigmoid", "tanh", "gelu", "clamp", "clip", "sum",
-    "mean", "max", "min", "argmax", "argmin", "matmul", "mm", "bmm", "reshape", "view", "permute",
+    "mean", "max", "min", "argmax", "argmin", "matmul", "bmm", "reshape", "view", "permute",
     "transpose", "squeeze", "unsqueeze", "flatten", "cat", "concat", "stack", "index_select",
     "gather", "softmax", "log_softmax", "numel", "is_tensor", "is_floating_point", "nonzero",
     "argwhere", "remainder", "masked_fill", "masked_select",
@@ -58,7 +59,7 @@ relu = _C.relu
 sigmoid = _C.sigmoid
 tanh = _C.tanh
 gelu = _C.gelu
-matmul = mm = bmm = _C.matmul
+matmul = bmm = _C.matmul
 
 
 def index_select(input, dim, index):
@@ -66,6 +67,14 @@ def index_select(input, dim, index):
 
 
 def gather(input, dim, index):
+    """index may be smaller than input in the dims other than dim (OneFlow and PyTorch): input
+    is then read over index's extent there."""
+    n = len(input._shape)
+    if len(index._shape) == n and n > 0:
+        d = dim % n if -n <= dim < n else dim
+        for k in range(n):
+            if k != d and index._shape[k] < input._shape[k]:
+                input = input.narrow(k, 0, index._shape[k])
     return _C.gather(input, dim, index)
 
 
@@ -120,7 +129,10 @@ def masked_fill(input, mask, value):
 
 
 def masked_select(input, mask):
-    """The elements of input where mask is True (both broadcast to one shape), as a 1-d tensor."""
+    """The elements of input where mask is True (both broadcast to one shape), as a 1-d tensor.
+    As OneFlow, an integer or floating mask selects where it is non-zero."""
+    if isinstance(mask, Tensor) and mask.dtype != _C.bool:
+        mask = mask != 0
     _check_mask(mask, "masked_select")
     a, b = list(input._shape), list(mask._shape)
     n = builtins.max(len(a), len(b))
@@ -199,12 +211,23 @@ def argmin(x, dim=None, keepdim=False):
     return _C.argmin(x, dim, keepdim)
 
 
-def reshape(x, *shape):
-    return _C.reshape(x, _size(shape, "reshape"))
+def reshape(x, *shape, **kw):
+    """x.reshape(2, 3), x.reshape((2, 3)) or x.reshape(shape=(2, 3)) (OneFlow's keyword)."""
+    return _C.reshape(x, _size(_shape_arg(shape, kw, "shape", "reshape"), "reshape"))
 
 
-def view(x, *shape):
-    return _C.view(x, _size(shape, "view"))
+def view(x, *shape, **kw):
+    """x.view(2, 3), x.view((2, 3)) or x.view(size=(2, 3))."""
+    return _C.view(x, _size(_shape_arg(shape, kw, "size", "view"), "view"))
+
+
+def _shape_arg(shape, kw, key, op):
+    if not kw:
+        return shape
+    if shape or set(kw) != {key}:
+        raise TypeError(f"{op}: give the shape positionally or as {key}=, got "
+                        f"{len(shape)} positional and keywords {sorted(kw)}")
+    return (kw[key],)
 
 
 def permute(x, *dims):
@@ -224,11 +247,19 @@ def unsqueeze(x, dim):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    n = len(x._shape)
+    if n >= 1 and -n <= start_dim < n and -n <= end_dim < n and start_dim % n == end_dim % n:
+        return x  # nothing to merge: the input itself, as OneFlow and PyTorch return it
     return _C.flatten(x, start_dim, end_dim)
 
 
 def cat(tensors, dim=0):
-    return _C.cat(list(tensors), dim)
+    tensors = list(tensors)
+    # OneFlow and PyTorch skip 1-D empty tensors (the legacy "no value yet") among others
+    kept = [t for t in tensors if not (len(t._shape) == 1 and t._shape[0] == 0)]
+    if kept and len(kept) < len(tensors) and builtins.any(len(t._shape) != 1 for t in kept):
+        tensors = kept
+    return _C.cat(tensors, dim)
 
 
 concat = cat
@@ -251,12 +282,33 @@ def stack(tensors, dim=0):
     return _C.stack(list(tensors), dim)
 
 
-def softmax(x, dim=None, dtype=None):
-    return _C.softmax(x, -1 if dim is None else dim)
+def _softmax_dim(op, ndim):
+    # PyTorch's and OneFlow's legacy choice when no dim is given.
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
 
 
-def log_softmax(x, dim=None, dtype=None):
-    return _C.log_softmax(x, -1 if dim is None else dim)
+def softmax(input, dim=None, dtype=None):
+    """flow.softmax, Tensor.softmax and nn.functional.softmax (one function): dtype= casts the
+    input first."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """flow.log_softmax, Tensor.log_softmax and nn.functional.log_softmax (one function)."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return _C.log_softmax(input, dim)
 
 
 def numel(x):

@@ -32,6 +32,10 @@ class Generator:
     _DEFAULT_SEED = 67280421310721  # OneFlow's and PyTorch's default seed
 
     def __init__(self, device="cpu"):
+        # "auto" (OneFlow): one generator for whichever device draws from it; every stream here
+        # is device-independent already, so it is the CPU one.
+        if device == "auto":
+            device = "cpu"
         self.device = device if isinstance(device, _C.device) else _C.device(device)
         if self.device.type != "cpu":
             raise NotImplementedError(f"Generator: only CPU generators are supported, got device "

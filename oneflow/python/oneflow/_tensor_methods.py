@@ -8,7 +8,7 @@ import sys
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
-from oneflow import _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types
+from oneflow import _breadth_ops, _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types
 from oneflow._api_util import Size, _floating_default, _inplace, _method, _size
 from oneflow._creation import tensor, zeros
 from oneflow._ops import (_floor_div, add, argmax, argmin, argwhere, clamp, flatten, gather,
@@ -31,6 +31,9 @@ def _to(self, *args, **kwargs):
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, Tensor):
+            if a.is_global or self.is_global:
+                raise RuntimeError("tensor.to(other) can only be called when tensor and other are "
+                                   "local tensors (use to_global for global ones)")
             dtype, device = a.dtype, a._device
         elif a is not None:
             device = a
@@ -115,7 +118,6 @@ def install():
     T.reshape_as = lambda self, other: _C.reshape(self, list(other._shape))
     T.permute = permute
     T.transpose = transpose
-    T.t = lambda self: _C.transpose(self, 0, 1) if self.ndim == 2 else self
     T.T = property(lambda self: _C.permute(self, list(range(self.ndim - 1, -1, -1))))
     T.squeeze = squeeze
     T.unsqueeze = unsqueeze
@@ -139,7 +141,6 @@ def install():
         setattr(T, name, _method(getattr(_C, name)))
     T.add = add
     T.sub = sub
-    T.mm = _method(_C.matmul)
     T.pow = pow
     T.clamp = clamp
     T.clip = clamp
@@ -341,6 +342,26 @@ def install():
         return _RemovableHandle(self, self._register_hook(hook))
     T.register_hook = register_hook
 
+    # x.grad is the same Python object at each access while the gradient is the same tensor
+    # (OneFlow's and PyTorch's identity), so `g = x.grad; g is x.grad` holds.
+    raw_grad = T.grad
+
+    def _get_grad(self):
+        g = raw_grad.fget(self)
+        if g is None:
+            self.__dict__.pop("_grad_object", None)
+            return None
+        cached = self.__dict__.get("_grad_object")
+        if cached is not None and _C.tensor_impl_id(cached) == _C.tensor_impl_id(g):
+            return cached
+        self.__dict__["_grad_object"] = g
+        return g
+
+    def _set_grad(self, g):
+        raw_grad.fset(self, g)
+        self.__dict__.pop("_grad_object", None)
+    T.grad = property(_get_grad, _set_grad)
+
     def register_post_accumulate_grad_hook(self, hook):
         self._register_post_accumulate_grad_hook(hook)
     T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
@@ -358,7 +379,7 @@ def install():
     T.check_meta_consistency = _global._check_meta_consistency
     T._tensor_buffer_shapes_and_dtypes = property(_global._tensor_buffer_meta)
     # The other API modules' methods, in the order that settles names defined twice.
-    for module in (_index_api, _misc, _math_api):
+    for module in (_index_api, _misc, _math_api, _breadth_ops):
         for name, method in module._tensor_methods().items():
             setattr(T, name, method)
     _install_numpy_operands(T)

@@ -41,6 +41,13 @@ def _tensors(arg, what, api, allow_none=False):
     raise TypeError(f"{api}: {what} must be a tensor or a sequence of tensors, got {type(arg).__name__}")
 
 
+def _as_output_dtypes(outs, grads):
+    """Each seed gradient in its output's dtype (OneFlow and PyTorch cast it: a float64 seed
+    for a float32 output)."""
+    return [g if g is None or len(outs) <= i or g.dtype == outs[i].dtype else g.to(outs[i].dtype)
+            for i, g in enumerate(grads)]
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False, is_grads_batched=False):
     """The gradients of outputs with respect to inputs (leaves or not), as a tuple; no .grad
@@ -55,7 +62,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         gos = [None] * len(outs)
     else:
         gos = _tensors(grad_outputs, "grad_outputs", "grad", allow_none=True)
-    return _C._grad(outs, ins, gos, retain_graph, builtins.bool(create_graph),
+    return _C._grad(outs, ins, _as_output_dtypes(outs, gos), retain_graph, builtins.bool(create_graph),
                     builtins.bool(allow_unused))
 
 
@@ -70,7 +77,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     ins = [] if inputs is None else _tensors(inputs, "inputs", "backward")
     if inputs is not None and not ins:
         raise RuntimeError("backward: inputs is an empty sequence")
-    _C._backward(ts, gs, retain_graph, builtins.bool(create_graph), ins)
+    _C._backward(ts, _as_output_dtypes(ts, gs), retain_graph, builtins.bool(create_graph), ins)
 
 
 class FunctionCtx:
@@ -79,12 +86,19 @@ class FunctionCtx:
     def __init__(self):
         self.saved_tensors = ()
         self.needs_input_grad = ()
+        self._non_differentiable = set()
 
     def save_for_backward(self, *tensors):
         self.saved_tensors = tensors
 
     def mark_non_differentiable(self, *tensors):
-        pass  # integer outputs never carry gradients; float ones get zeros when unused
+        """These outputs of forward get no gradient: they come back not requiring grad, and
+        backward receives zeros for them."""
+        for t in tensors:
+            if not isinstance(t, flow.Tensor):
+                raise TypeError(f"mark_non_differentiable: expected tensors, got "
+                                f"{type(t).__name__}")
+            self._non_differentiable.add(_C.tensor_impl_id(t))
 
 
 class Function:
@@ -113,9 +127,16 @@ class Function:
                             f"{[type(o).__name__ for o in outs]}")
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, flow.Tensor)]
         name = cls.__name__ + "Backward"
+        differentiable = [i for i, o in enumerate(outs)
+                          if _C.tensor_impl_id(o) not in ctx._non_differentiable]
+        if not differentiable:
+            return out
 
         def backward(*grads):
-            res = cls.backward(ctx, *grads)
+            full = [flow.zeros_like(o) for o in outs]
+            for i, g in zip(differentiable, grads):
+                full[i] = g
+            res = cls.backward(ctx, *full)
             if not isinstance(res, (tuple, list)):
                 res = (res,)
             if len(res) != len(args):
@@ -123,7 +144,10 @@ class Function:
                                    f"expected {len(args)} (one per forward argument)")
             return [res[i] for i in tensor_pos]
 
-        outs = _C._function_attach(outs, [args[i] for i in tensor_pos], backward, name)
+        attached = _C._function_attach([outs[i] for i in differentiable],
+                                       [args[i] for i in tensor_pos], backward, name)
+        for i, o in zip(differentiable, attached):
+            outs[i] = o
         return outs[0] if single else tuple(outs)
 
 

@@ -1,11 +1,12 @@
-"""oneflow.linalg: vector and matrix norms (torch.linalg's names)."""
+"""oneflow.linalg: vector and matrix norms, inv and det (torch.linalg's names)."""
 
 import math
 
 import oneflow._oneflow_internal as _C
 from oneflow._math_api import vector_norm
+from oneflow.linalg._elimination import det, inv
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):

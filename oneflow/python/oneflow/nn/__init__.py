@@ -9,15 +9,20 @@ from oneflow.nn import functional, init
 from oneflow.nn.modules.module import Module
 from oneflow.nn.modules.linear import Identity, Linear
 from oneflow.nn.modules.conv import Conv2d
-from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
+from oneflow.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from oneflow.nn.modules.activation import GELU, LogSoftmax, ReLU, ReLU6, Sigmoid, Softmax, Tanh
 from oneflow.nn.modules.activation import (CELU, ELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
                                            Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, SiLU,
-                                           Softplus, Softshrink, Softsign, Tanhshrink, Threshold)
-from oneflow.nn.modules.normalization import Embedding, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+                                           PReLU, Softplus, Softshrink, Softsign, Tanhshrink,
+                                           Threshold)
+from oneflow.nn.modules.normalization import (Embedding, GroupNorm, InstanceNorm1d,  # noqa: F401
+                                              InstanceNorm2d, InstanceNorm3d, LayerNorm, RMSNorm)
 from oneflow.nn.modules.transformer import (MultiheadAttention, TransformerEncoder,  # noqa: F401
                                             TransformerEncoderLayer)
-from oneflow.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from oneflow.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
+                                        AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
+                                        MaxPool3d, MaxUnpool1d, MaxUnpool2d,
+                                        MaxUnpool3d)
 from oneflow.nn.modules.flatten import Dropout, Flatten
 from oneflow.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from oneflow.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss,  # noqa: F401
@@ -65,7 +70,7 @@ __all__ = [
 ]
 
 # ---- conv1d / transposed convolutions, padding, upsampling, channel dropout, recurrent layers
-from oneflow.nn.modules.conv_extra import Conv1d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from oneflow.nn.modules.conv_extra import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
 from oneflow.nn.modules.padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: E402
                                         ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                                         ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
@@ -81,6 +86,10 @@ __all__ += [
     "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad2d",
     "Dropout1d", "Dropout2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
+    "Conv3d", "BatchNorm3d", "PReLU", "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d",
 ]
 # ---- end conv/padding/upsampling/rnn block
 

@@ -15,20 +15,30 @@ __all__ = [
 ]
 
 
+def _maybe_inplace(input, fn, inplace):
+    """fn(input), or with inplace=True fn's result written into input and input returned (the
+    same object), as OneFlow and PyTorch do. fn then reads a copy: its gradient may need the
+    values the write replaces. Autograd records the write (a leaf that requires grad refuses
+    it)."""
+    if not inplace:
+        return fn(input)
+    return input.copy_(fn(input.clone()))
+
+
 def silu(input, inplace=False):
-    return _C.silu(input)
+    return _maybe_inplace(input, _C.silu, inplace)
 
 
 def mish(input, inplace=False):
-    return _C.mish(input)
+    return _maybe_inplace(input, _C.mish, inplace)
 
 
 def hardswish(input, inplace=False):
-    return _C.hardswish(input)
+    return _maybe_inplace(input, _C.hardswish, inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    return _C.hardsigmoid(input)
+    return _maybe_inplace(input, _C.hardsigmoid, inplace)
 
 
 def logsigmoid(input):
@@ -40,19 +50,19 @@ def softsign(input):
 
 
 def selu(input, inplace=False):
-    return _C.selu(input)
+    return _maybe_inplace(input, _C.selu, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return _C.celu(input, float(alpha))
+    return _maybe_inplace(input, lambda x: _C.celu(x, float(alpha)), inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _C.elu(input, float(alpha))
+    return _maybe_inplace(input, lambda x: _C.elu(x, float(alpha)), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _C.leaky_relu(input, float(negative_slope))
+    return _maybe_inplace(input, lambda x: _C.leaky_relu(x, float(negative_slope)), inplace)
 
 
 def softplus(input, beta=1, threshold=20):
@@ -72,13 +82,13 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _C.threshold(input, float(threshold), float(value))
+    return _maybe_inplace(input, lambda x: _C.threshold(x, float(threshold), float(value)), inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} must not exceed max_val {max_val}")
-    return _C.clamp(input, float(min_val), float(max_val))
+    return _maybe_inplace(input, lambda x: _C.clamp(x, float(min_val), float(max_val)), inplace)
 
 
 def relu_(input):
@@ -233,6 +243,10 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along dim (PyTorch 1.13's formula)."""
+    common = x2.dtype if x2.dtype.is_floating_point and not x1.dtype.is_floating_point else x1.dtype
+    if not common.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
+                           f"common dtype is {common}")
     dot = _C.sum(x1 * x2, [dim], False)
     n = _C.sum(x1 * x1, [dim], False) * _C.sum(x2 * x2, [dim], False)
     return dot / _C.sqrt(_C.clamp(n, eps * eps, None))

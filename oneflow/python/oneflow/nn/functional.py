@@ -43,14 +43,16 @@ def _check_dim(op, input, expected):
 # ---- activations ----
 
 from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
+from oneflow.nn._functional_everyday import _maybe_inplace  # noqa: E402
+from oneflow.nn._functional_breadth import *  # noqa: E402,F401,F403  (1-D/3-D conv and pools, prelu)
 
 
 def relu(input, inplace=False):
-    return flow.relu(input)
+    return _maybe_inplace(input, flow.relu, inplace)
 
 
 def relu6(input, inplace=False):
-    return flow._C.relu6(input)
+    return _maybe_inplace(input, flow._C.relu6, inplace)
 
 
 def sigmoid(input):
@@ -69,30 +71,7 @@ def gelu(input, approximate="none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def _softmax_dim(op, ndim):
-    # PyTorch's legacy choice when no dim is given.
-    warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. "
-        "Change the call to include dim=X as an argument.",
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input, dim=None, dtype=None):
-    if dim is None:
-        dim = _softmax_dim("softmax", input.dim())
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.softmax(input, dim)
-
-
-def log_softmax(input, dim=None, dtype=None):
-    if dim is None:
-        dim = _softmax_dim("log_softmax", input.dim())
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.log_softmax(input, dim)
+from oneflow._ops import log_softmax, softmax  # noqa: E402,F401  (one function each)
 
 
 # ---- layers ----
@@ -144,11 +123,17 @@ def _no_stride(stride):
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    if return_indices:
-        raise ValueError("max_pool2d: return_indices=True is not supported")
-    _check_dim("max_pool2d", input, (4,))
+    _check_dim("max_pool2d", input, (3, 4))
+    if input.dim() == 3:  # (C, H, W): one sample
+        out = max_pool2d(input.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode,
+                         return_indices)
+        return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     kernel = _pair("max_pool2d", "kernel_size", kernel_size)
     stride = kernel if _no_stride(stride) else _pair("max_pool2d", "stride", stride)
+    if return_indices:  # each maximum's flat position in its (H, W) plane, as PyTorch's
+        return flow._C.max_pool2d_with_indices(
+            input, kernel, stride, _pair("max_pool2d", "padding", padding),
+            _pair("max_pool2d", "dilation", dilation), bool(ceil_mode))
     return flow._C.max_pool2d(
         input,
         kernel,
@@ -189,7 +174,7 @@ def adaptive_avg_pool2d(input, output_size):
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
-    _check_dim("batch_norm", input, (2, 3, 4))
+    _check_dim("batch_norm", input, (2, 3, 4, 5))
     if training:
         values_per_channel = input.numel() // input.size(1)
         if values_per_channel == 1:
@@ -203,16 +188,27 @@ def batch_norm(
         input = input.reshape(shape[0], shape[1], 1, 1)
     elif input.dim() == 3:
         input = input.reshape(shape[0], shape[1], shape[2], 1)
+    elif input.dim() == 5:
+        input = input.reshape(shape[0], shape[1], shape[2], shape[3] * shape[4])
     out = flow._C.batch_norm(
         input, running_mean, running_var, weight, bias, bool(training), float(momentum), float(eps)
     )
     return out.reshape(*shape) if len(shape) != 4 else out
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input, p=0.5, training=True, inplace=False, generator=None, addend=None):
+    """OneFlow's signature: generator= draws the mask from that stream; addend= is added to
+    the result (OneFlow's fused dropout + add)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
-    return flow._C.dropout(input, float(p), bool(training))
+    from oneflow import _random
+
+    with _random._drawing_from(generator, "dropout"):
+        out = _maybe_inplace(input, lambda x: flow._C.dropout(x, float(p), bool(training)),
+                             inplace)
+    if addend is None:
+        return out
+    return out.add_(addend) if inplace else out + addend
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -516,8 +512,16 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return y.squeeze(-2)
 
 
-def _index(values, device):
-    return flow.tensor(values, dtype=flow.int64, device=device)
+def _on(x):
+    """Where tensors that combine with x go: x's device, or for a global x its placement,
+    broadcast (pad, interpolate and channel dropout build such index and fill tensors)."""
+    if x.is_global:
+        return {"placement": x.placement, "sbp": [flow.sbp.broadcast] * len(x.placement.hierarchy)}
+    return {"device": x.device}
+
+
+def _index(values, like):
+    return flow.tensor(values, dtype=flow.int64, **_on(like))
 
 
 def _narrow(x, dim, start, stop):
@@ -581,7 +585,7 @@ def pad(input, pad, mode="constant", value=None):
             else:
                 i = min(max(i, 0), n - 1)
             idx.append(i)
-        x = x.index_select(dim, _index(idx, x.device))
+        x = x.index_select(dim, _index(idx, x))
     return x
 
 
@@ -601,7 +605,7 @@ def _pad_constant(x, pad, value):
             if amount > 0:
                 fill_shape = list(x.shape)
                 fill_shape[dim] = amount
-                parts.append(flow.full(fill_shape, value, dtype=x.dtype, device=x.device))
+                parts.append(flow.full(fill_shape, value, dtype=x.dtype, **_on(x)))
             else:
                 parts.append(None)
         pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
@@ -679,10 +683,10 @@ def _linear_axis(x, dim, n_out, scale, align_corners):
     w1 = (src - i0.astype(np.float32)).astype(np.float32)
     shape = [1] * x.dim()
     shape[dim] = n_out
-    lam1 = flow.tensor(w1.reshape(shape), dtype=x.dtype, device=x.device)
-    lam0 = flow.tensor((np.float32(1) - w1).reshape(shape), dtype=x.dtype, device=x.device)
-    x0 = x.index_select(dim, _index(i0.tolist(), x.device))
-    x1 = x.index_select(dim, _index(i1.tolist(), x.device))
+    lam1 = flow.tensor(w1.reshape(shape), dtype=x.dtype, **_on(x))
+    lam0 = flow.tensor((np.float32(1) - w1).reshape(shape), dtype=x.dtype, **_on(x))
+    x0 = x.index_select(dim, _index(i0.tolist(), x))
+    x1 = x.index_select(dim, _index(i1.tolist(), x))
     return x0 * lam0 + x1 * lam1
 
 
@@ -714,7 +718,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if n_out == n_in and mode == "nearest":  # PyTorch's kernel copies, whatever the scale
                 continue
             idx = _nearest_index(n_in, n_out, scale, mode == "nearest-exact")
-            x = x.index_select(dim, _index(idx, x.device))
+            x = x.index_select(dim, _index(idx, x))
         else:
             x = _linear_axis(x, dim, n_out, scale, bool(align_corners))
     return x
@@ -736,7 +740,7 @@ def _channel_dropout(op, input, p, training, inplace, spatial):
     # One keep/drop draw per (sample, channel), scaled by 1 / (1 - p), broadcast over the rest.
     batched = input.dim() == spatial + 2
     shape = list(input.shape[: (2 if batched else 1)]) + [1] * spatial
-    mask = flow._C.dropout(flow.ones(*shape, dtype=input.dtype, device=input.device), float(p), True)
+    mask = flow._C.dropout(flow.ones(*shape, dtype=input.dtype, **_on(input)), float(p), True)
     return input * mask
 
 

@@ -95,6 +95,15 @@ def ones_(tensor):
     return tensor
 
 
+def eye_(tensor):
+    """Fills a 2-D tensor with the identity (ones on the diagonal), in place."""
+    if tensor.dim() != 2:
+        raise ValueError(f"eye_: only 2-D tensors are supported, got shape {tuple(tensor.shape)}")
+    with flow.no_grad():
+        tensor.copy_(flow.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+    return tensor
+
+
 def _has_zero_dim(tensor):
     return any(tensor.size(i) == 0 for i in range(tensor.dim()))
 

@@ -1,17 +1,18 @@
-"""Activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU, Softmax, LogSoftmax."""
+"""Activation layers: ReLU, ReLU6, Sigmoid, Tanh, GELU, Softmax, LogSoftmax, PReLU, ..."""
 
+from oneflow import _creation
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
+from oneflow.nn.parameter import Parameter
 
 
 class ReLU(Module):
     def __init__(self, inplace=False):
         super().__init__()
-        # Kept for the repr and PyTorch compatibility; the result is computed out of place.
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input)
+        return F.relu(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -19,7 +20,7 @@ class ReLU(Module):
 
 class ReLU6(ReLU):
     def forward(self, input):
-        return F.relu6(input)
+        return F.relu6(input, self.inplace)
 
 
 class Sigmoid(Module):
@@ -68,11 +69,11 @@ class LogSoftmax(Softmax):
 
 def _simple(name, fn_name, doc):
     def forward(self, input):
-        return getattr(F, fn_name)(input)
+        return getattr(F, fn_name)(input, inplace=self.inplace)
 
     def __init__(self, inplace=False):
         Module.__init__(self)
-        self.inplace = inplace  # computed out of place; kept for the repr, as ReLU does
+        self.inplace = inplace
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -109,7 +110,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -121,7 +122,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -129,7 +130,7 @@ class ELU(Module):
 
 class CELU(ELU):
     def forward(self, input):
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
 
 class Softplus(Module):
@@ -167,7 +168,7 @@ class Threshold(Module):
         self.threshold, self.value, self.inplace = threshold, value, inplace
 
     def forward(self, input):
-        return F.threshold(input, self.threshold, self.value)
+        return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self):
         return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
@@ -181,7 +182,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
@@ -197,3 +198,22 @@ class GLU(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x), with num_parameters weights (1, or one per channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_creation.full((num_parameters,), float(init), dtype=dtype,
+                                               device=device))
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

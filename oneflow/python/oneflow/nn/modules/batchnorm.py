@@ -137,6 +137,12 @@ class BatchNorm2d(_BatchNorm):
     _expected_dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Over (N, C, D, H, W) inputs."""
+
+    _expected_dims = (5,)
+
+
 class _AllReduceSum(flow.autograd.Function):
     """Sum over the ranks of `group`; its gradient is the sum of the ranks' gradients."""
 

@@ -1,4 +1,4 @@
-"""Conv1d, ConvTranspose1d and ConvTranspose2d, with PyTorch's parameter shapes and defaults.
+"""Conv1d, Conv3d, ConvTranspose1d and ConvTranspose2d, with PyTorch's parameter shapes and defaults.
 
     conv = nn.Conv1d(4, 8, kernel_size=3, padding="same")      # (N, 4, L) -> (N, 8, L)
     up = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)      # (N, 8, H, W) -> (N, 4, 2H, 2W)
@@ -109,6 +109,34 @@ class Conv1d(_ConvNd):
             input = F.pad(input, [p, p], mode=self.padding_mode)
             return F.conv1d(input, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """Over (N, C, D, H, W) or (C, D, H, W) inputs (F.conv3d)."""
+
+    _name = "Conv3d"
+    _dims = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input):
+        padding = self.padding
+        if self.padding_mode != "zeros" and padding not in ("valid", (0, 0, 0)):
+            if padding == "same":
+                totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+                pads = [t // 2 for t in totals], [t - t // 2 for t in totals]
+            else:
+                pads = list(padding), list(padding)
+            flat = []
+            for i in reversed(range(3)):
+                flat += [pads[0][i], pads[1][i]]
+            input = F.pad(input, flat, mode=self.padding_mode)
+            padding = 0
+        return F.conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
 
 def _output_padding(name, input, output_size, stride, padding, kernel_size, dilation, n):

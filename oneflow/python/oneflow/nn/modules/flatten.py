@@ -18,16 +18,17 @@ class Flatten(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p=0.5, inplace=False):
+    def __init__(self, p=0.5, inplace=False, generator=None):
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"Dropout: probability has to be between 0 and 1, but got {p}")
         self.p = p
         self.inplace = inplace
+        self.generator = generator
 
-    def forward(self, input):
-        # Identity in eval mode; the kernel checks self.training.
-        return F.dropout(input, self.p, self.training)
+    def forward(self, input, addend=None):
+        # Identity in eval mode; the kernel checks self.training. addend: OneFlow's fused add.
+        return F.dropout(input, self.p, self.training, self.inplace, self.generator, addend)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"

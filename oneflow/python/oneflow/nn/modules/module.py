@@ -343,9 +343,13 @@ class Module:
             # A LazyTensor of a sharded checkpoint (oneflow.load of a directory in a job of
             # several ranks) is read when copied, in the layout of param.
             lazy = getattr(input_param, "_is_lazy_checkpoint_tensor", False)
-            if not isinstance(input_param, flow.Tensor) and not lazy:
+            if type(input_param).__module__ == "numpy" and hasattr(input_param, "shape"):
+                # numpy arrays are accepted, as in OneFlow (converted to the parameter's dtype)
+                input_param = flow.tensor(input_param, dtype=param.dtype)
+            elif not isinstance(input_param, flow.Tensor) and not lazy:
                 error_msgs.append(
-                    f"expected a oneflow.Tensor for {key}, got {type(input_param).__name__}"
+                    f"expected a oneflow.Tensor or numpy array for {key}, "
+                    f"got {type(input_param).__name__}"
                 )
                 continue
             if tuple(input_param.shape) != tuple(param.shape):
@@ -462,6 +466,11 @@ class Module:
             from oneflow.nn.graph_module import GraphModule
 
             return GraphModule(self)
+        if len(args) == 1 and not kwargs and isinstance(args[0], type) and \
+                issubclass(args[0], Module) and isinstance(self, args[0]):
+            # OneFlow's graph code reads `self.m.to(nn.Module)` for the module behind its proxy;
+            # outside a proxy that is the module itself
+            return self
         device, dtype = _parse_to_args(self._get_name(), args, kwargs)
 
         def convert(t):

@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm, RMSNorm and Embedding (PyTorch's parameters, names and defaults).
+"""LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, RMSNorm and Embedding (PyTorch's parameters, names and defaults).
 
     ln = nn.LayerNorm(768)                # weight ones, bias zeros
     emb = nn.Embedding(50257, 768)        # weight ~ N(0, 1)
@@ -90,6 +90,62 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    _dims = 3
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(flow.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(flow.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", flow.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", flow.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", flow.tensor(0, dtype=flow.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        if input.dim() not in (self._dims, self._dims - 1):
+            raise ValueError(f"{type(self).__name__}: expected a {self._dims - 1}-D or "
+                             f"{self._dims}-D input, got shape {tuple(input.shape)}")
+        unbatched = input.dim() == self._dims - 1
+        x = input.unsqueeze(0) if unbatched else input
+        momentum = self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if momentum is None:  # a cumulative average, as BatchNorm's
+                momentum = 1.0 / float(self.num_batches_tracked)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.1 if momentum is None else momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _dims = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _dims = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _dims = 5
 
 
 class Embedding(Module):

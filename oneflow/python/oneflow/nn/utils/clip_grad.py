@@ -57,10 +57,11 @@ def _contribution(g, norm_type):
     return _whole(r)
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, fused=False, error_if_nonfinite=False):
     """Scales the gradients in place so that their joint norm is at most max_norm; returns the
     joint norm before clipping (a 0-dim float32 tensor; global and broadcast when every gradient
-    is global on one placement)."""
+    is global on one placement). OneFlow's signature: `fused` picks OneFlow's fused CUDA kernel
+    there, with the same result; here the one path computes it either way."""
     name = "clip_grad_norm_"
     grads = _grads(name, parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
@@ -76,7 +77,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             total = stacked.max()
         elif norm_type == -math.inf:
             total = stacked.min()
-        elif norm_type in (0, 1):
+        elif norm_type == 0:
+            # the 0-"norm" of the per-tensor 0-norms: how many gradients have a non-zero
+            # element (OneFlow's and PyTorch's definition)
+            total = (stacked != 0).to(dtype).sum()
+        elif norm_type == 1:
             total = stacked.sum()
         elif norm_type == 2:
             total = stacked.sum().sqrt()
