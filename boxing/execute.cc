@@ -37,8 +37,10 @@ std::vector<std::vector<std::pair<int64_t, int64_t>>> MemberRanges(const Placeme
   return out;
 }
 
-// x with axis moved to the front, contiguous; and back.
+// x with axis moved to the front, contiguous; and back. Axis 0 of a contiguous x is x itself:
+// no copy of a (possibly whole-sized, under P) shard.
 Tensor AxisFirst(const Tensor& x, int axis) {
+  if (axis == 0 && x.is_contiguous()) return x;
   std::vector<int64_t> perm{axis};
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (i != axis) perm.push_back(i);
@@ -46,6 +48,7 @@ Tensor AxisFirst(const Tensor& x, int axis) {
   return fn::contiguous_copy(fn::permute(x, perm));
 }
 Tensor AxisBack(const Tensor& x, int axis) {
+  if (axis == 0) return x;  // x is the collective's fresh, contiguous output
   std::vector<int64_t> perm;
   for (int64_t i = 1; i <= axis; ++i) perm.push_back(i);
   perm.push_back(0);

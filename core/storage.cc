@@ -152,9 +152,17 @@ class FakeCudaAllocator : public Allocator {
   std::unordered_map<int, MemoryStats> stats_;
 };
 
+// Meta tensors' storage: a size and no memory.
+class MetaAllocator : public Allocator {
+ public:
+  void* Allocate(size_t, const Device&) override { return nullptr; }
+  void Deallocate(void*, size_t, const Device&) override {}
+};
+
 Allocator*& Slot(DeviceType type) {
   static CpuAllocator cpu;
-  static Allocator* slots[kNumDeviceTypes] = {&cpu, nullptr};
+  static MetaAllocator meta;
+  static Allocator* slots[kNumDeviceTypes] = {&cpu, nullptr, &meta};
   return slots[static_cast<int>(type)];
 }
 

@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/shard_window.h"
 #include "core/trace.h"
 #include "oneflow/global/shard.h"
 #include "runtime/env.h"
@@ -386,6 +387,42 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
                                             : fn::to_device(x, ShardDevice(placement));
   if (!KeepsPartial(placement, nd_sbp, rank)) fn::fill_(x, 0.0);
   return MakeGlobal(x, whole.shape(), placement, nd_sbp);
+}
+
+Tensor BuildGlobal(const std::function<Tensor()>& build, const Placement& placement,
+                   const NdSbp& nd_sbp) {
+  if (CurrentTracer()) return FromWhole(build(), placement, nd_sbp);  // nn.Graph replays steps
+  CheckRanksInWorld(placement, "to_global");
+  const int rank = MyRank();
+  const bool member = placement.Contains(rank);
+  Shape window;
+  ShardWindowScope scope([&](const Shape& logical) {
+    sbp::CheckNdSbp(nd_sbp, placement, logical.ndim(), "to_global");
+    ShardWindow w;
+    w.start.assign(logical.ndim(), 0);
+    if (!member) {
+      w.local = Shape(std::vector<int64_t>(logical.ndim(), 0));
+    } else {
+      auto ranges = sbp::LocalRanges(logical, placement.hierarchy(), nd_sbp, placement.Coord(rank));
+      std::vector<int64_t> dims;
+      for (size_t a = 0; a < ranges.size(); ++a) {
+        w.start[a] = ranges[a].first;
+        dims.push_back(ranges[a].second - ranges[a].first);
+      }
+      w.local = Shape(dims);
+    }
+    window = w.local;
+    return w;
+  });
+  Tensor out = build();
+  if (!scope.taken()) return FromWhole(out, placement, nd_sbp);
+  ONEFLOW_CHECK(out.shape() == window, "to_global: a creation under a placement built a shard of ",
+                "shape ", out.shape(), " but its window of ", scope.logical(), " is ", window);
+  if (member && out.device() != ShardDevice(placement)) {
+    out = fn::to_device(out, ShardDevice(placement));
+  }
+  if (member && !KeepsPartial(placement, nd_sbp, rank)) fn::fill_(out, 0.0);
+  return MakeGlobal(out.detach(), scope.logical(), placement, nd_sbp);
 }
 
 std::string Describe(const Tensor& t) {
