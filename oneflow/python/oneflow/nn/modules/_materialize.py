@@ -8,7 +8,8 @@ building the module locally (random creation is layout-invariant).
     model.to_global(placement, sbp=lambda name: S(0) if "c_fc" in name else B)
 """
 
-from oneflow import _creation, _global
+import oneflow._oneflow_internal as _C
+from oneflow import _global
 from oneflow._grad_mode import no_grad
 
 
@@ -66,8 +67,8 @@ def to_global(module, placement, sbp, init):
                 if p.is_global:
                     p.data = p.data.to_global(placement=pl, sbp=s)
                 elif p.is_meta:
-                    p.data = _global._build_global(_creation.empty, tuple(p.shape),
-                                                   {"dtype": p.dtype, "device": "cpu"}, (pl, s))
+                    p.data = _global._build_global(_C.empty, (list(p.shape), p.dtype, "cpu"), {},
+                                                   (pl, s))
                 else:
                     p.data = _whole_to_global(p.data, pl, s)
                 done.add(id(p))
@@ -99,5 +100,5 @@ def to_global(module, placement, sbp, init):
 def to_empty(module, device):
     """Every parameter and buffer as uninitialised memory of its shape and dtype on device."""
     def empty(t):
-        return _creation.empty(*t.shape, dtype=t.dtype, device=device)
+        return _C.empty(list(t.shape), t.dtype, device)
     return module._apply(empty)
