@@ -637,11 +637,11 @@ def report_creation(args, model, base):
     shard = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
     whole = sum(p.numel() * p.element_size() for p in model.parameters())
     peak = flow.cpu.max_memory_allocated() - base
-    bound = 1.3 * shard + 50 * mb
+    bound = 1.3 * shard + 50e6
     print(f"rank {flow.env.get_rank()}: --create {args.create} --parallel {args.parallel}: "
-          f"weights {whole / mb:.1f} MB, this rank's shard {shard / mb:.1f} MB, creation peak "
-          f"{peak / mb:.1f} MB ({peak / max(shard, 1):.2f} x shard; bound 1.3 x shard + 50 MB = "
-          f"{bound / mb:.1f} MB: {'within' if peak <= bound else 'ABOVE'})", flush=True)
+          f"weights {whole / mb:.1f} MiB, this rank's shard {shard / mb:.1f} MiB, creation peak "
+          f"{peak / mb:.1f} MiB ({peak / max(shard, 1):.2f} x shard; bound 1.3 x shard + 50 MB = "
+          f"{bound / mb:.1f} MiB: {'within' if peak <= bound else 'ABOVE'})", flush=True)
 
 
 def parser():

@@ -126,12 +126,12 @@ def test_gpt_created_shard_by_shard_on_four_ranks():
                os.path.join(DIST, "gpt_creation.py"), "--n_embd", "768", "--n_layer", "3",
                "--n_head", "12", timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    lines = re.findall(r"rank (\d): --create (\w+) --parallel (\w+): weights ([\d.]+) MB, this "
-                       r"rank's shard ([\d.]+) MB, creation peak ([\d.]+) MB", r.stdout)
+    lines = re.findall(r"rank (\d): --create (\w+) --parallel (\w+): weights ([\d.]+) MiB, this "
+                       r"rank's shard ([\d.]+) MiB, creation peak ([\d.]+) MiB", r.stdout)
     assert len(lines) == 4 * 6, r.stdout[-3000:]
     for rank, create, parallel, whole, shard, peak in lines:
         whole, shard, peak = float(whole), float(shard), float(peak)
-        assert whole > 80
+        assert whole > 75
         if parallel != "zero":  # zero keeps the weights broadcast (its optimizer state is split)
             assert shard < whole / 1.9, (rank, create, parallel, shard, whole)
-        assert peak <= 1.3 * shard + 50, (rank, create, parallel, peak, shard)
+        assert peak <= 1.3 * shard + 50e6 / 2**20, (rank, create, parallel, peak, shard)
