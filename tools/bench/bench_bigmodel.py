@@ -1,6 +1,6 @@
 """Large tensors on 4 ranks: each rank's peak memory against its shard, and the time, for
 creation (randn with a placement), a sharded-checkpoint load into another layout, and the
-layout changes B -> S(0), S(0) -> B and P -> S(0) of one tensor.
+layout changes B -> S(0), S(0) -> B, S(0) -> S(1) and P -> S(0) of one tensor.
 
     tools/python tools/bench/bench_bigmodel.py [--mb 1024] [--nproc 4]
 
@@ -60,6 +60,8 @@ def worker(args):
     b = step("S(0) -> B", lambda: x.to_global(sbp=B))
     s = step("B -> S(0)", lambda: b.to_global(sbp=S(0)))
     del b, s
+    s = step("S(0) -> S(1)", lambda: x.to_global(sbp=S(1)))
+    del s
     part = step("create zeros P", lambda: flow.zeros(n, n, placement=pl, sbp=P))
     step("P -> S(0)", lambda: part.to_global(sbp=S(0)))
     del part
