@@ -12,6 +12,9 @@ ShardWindowScope::ShardWindowScope(ShardWindowFn fn) : fn_(std::move(fn)), outer
 
 ShardWindowScope::~ShardWindowScope() { t_scope = outer_; }
 
+ShardWindowPause::ShardWindowPause() : saved_(t_scope) { t_scope = nullptr; }
+ShardWindowPause::~ShardWindowPause() { t_scope = saved_; }
+
 std::optional<ShardWindow> TakeShardWindow(const Shape& logical) {
   ShardWindowScope* s = t_scope;
   if (s == nullptr || s->taken_) return std::nullopt;

@@ -45,6 +45,20 @@ class ShardWindowScope {
   Shape logical_;
 };
 
+// Global work inside a scope (an op on global tensors, a layout change, reading a global
+// value: flow.full(shape, global_scalar)) builds what it builds whole: the window waits for the
+// creation op the scope is for.
+class ShardWindowPause {
+ public:
+  ShardWindowPause();
+  ~ShardWindowPause();
+  ShardWindowPause(const ShardWindowPause&) = delete;
+  ShardWindowPause& operator=(const ShardWindowPause&) = delete;
+
+ private:
+  ShardWindowScope* saved_;
+};
+
 // The innermost open scope's window for `logical`, once per scope (nullopt after, or with no
 // scope): what a creation op builds instead of the whole of `logical`.
 std::optional<ShardWindow> TakeShardWindow(const Shape& logical);

@@ -323,7 +323,8 @@ Tensor ChangeLayout(const Tensor& global, const Placement& placement, const NdSb
 
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                      bool check_meta, const Shape* global_shape) {
-  if (CurrentTracer()) {  // a layout change is no op call: nn.Graph's replay redoes it as a step
+  ShardWindowPause pause;  // a layout change inside a creation under a placement
+  if (CurrentTracer()) {   // a layout change is no op call: nn.Graph's replay redoes it as a step
     const bool known = global_shape != nullptr;
     const Shape shape = known ? *global_shape : Shape();
     return TracedStep("to_global", {local}, [=](const std::vector<Tensor>& in) {
@@ -357,6 +358,7 @@ Tensor ToLocal(const Tensor& global) {
 
 Tensor Whole(const Tensor& t) {
   if (!t.is_global()) return t;
+  ShardWindowPause pause;  // reading a global value inside a creation under a placement
   std::vector<int> world(runtime::WorldFromEnv().world_size);
   for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
   Placement everywhere(Meta(t).placement.device(), world);
