@@ -38,8 +38,10 @@ std::vector<std::vector<std::pair<int64_t, int64_t>>> MemberRanges(const Placeme
   return out;
 }
 
-// x with axis moved to the front, contiguous; and back.
+// x with axis moved to the front, contiguous; and back. Axis 0 of a contiguous x is x itself:
+// no copy of a (possibly whole-sized, under P) shard.
 Tensor AxisFirst(const Tensor& x, int axis) {
+  if (axis == 0 && x.is_contiguous()) return x;
   std::vector<int64_t> perm{axis};
   for (int64_t i = 0; i < x.ndim(); ++i) {
     if (i != axis) perm.push_back(i);
@@ -47,6 +49,7 @@ Tensor AxisFirst(const Tensor& x, int axis) {
   return fn::contiguous_copy(fn::permute(x, perm));
 }
 Tensor AxisBack(const Tensor& x, int axis) {
+  if (axis == 0) return x;  // x is the collective's fresh, contiguous output
   std::vector<int64_t> perm;
   for (int64_t i = 1; i <= axis; ++i) perm.push_back(i);
   perm.push_back(0);
@@ -102,16 +105,23 @@ Tensor ReduceScatter(const DimStep& d, const Tensor& x) {
                    [&](const Tensor& in, Tensor& out) { d.comm->ReduceScatterV(in, out, counts); });
 }
 
+// Two buffers of this rank's shard size at most: the send buffer (x itself when the pieces are
+// its rows) and the receive buffer (the result itself when the pieces stack along axis 0).
 Tensor AllToAll(const DimStep& d, const Tensor& x) {
   const int i = d.s.from.axis(), j = d.s.to.axis();
   const int64_t j0 = d.before[d.me][j].first;  // where my current piece starts along j
-  std::vector<Tensor> pieces;
+  const bool rows = j == 0 && x.is_contiguous();
+  Tensor in =
+      rows ? fn::reshape(x, {x.numel()}) : fn::empty(Shape({x.numel()}), x.dtype(), x.device());
   std::vector<int64_t> in_counts, out_counts;
+  int64_t at = 0;
   for (size_t m = 0; m < d.after.size(); ++m) {
-    Tensor piece =
-        fn::contiguous_copy(fn::slice(x, j, d.after[m][j].first - j0, d.after[m][j].second - j0));
-    in_counts.push_back(piece.numel());
-    pieces.push_back(fn::reshape(piece, {piece.numel()}));
+    Tensor piece = fn::slice(x, j, d.after[m][j].first - j0, d.after[m][j].second - j0);
+    const int64_t n = piece.numel();
+    if (!rows && n > 0)
+      fn::copy_(fn::reshape(fn::slice(in, 0, at, at + n), piece.shape().dims()), piece);
+    in_counts.push_back(n);
+    at += n;
   }
   std::vector<std::vector<int64_t>> recv_dims;
   for (size_t k = 0; k < d.before.size(); ++k) {
@@ -123,10 +133,14 @@ Tensor AllToAll(const DimStep& d, const Tensor& x) {
     out_counts.push_back(n);
     recv_dims.push_back(dims);
   }
-  Tensor in = fn::cat(pieces, 0);
   Tensor out = fn::empty(Shape({std::accumulate(out_counts.begin(), out_counts.end(), int64_t{0})}),
                          x.dtype(), x.device());
   d.comm->AllToAllV(in, out, in_counts, out_counts);
+  std::vector<int64_t> result = x.shape().dims();
+  result[i] = 0;
+  for (const auto& r : d.before) result[i] += r[i].second - r[i].first;
+  result[j] = d.after[d.me][j].second - d.after[d.me][j].first;
+  if (i == 0) return fn::reshape(out, result);  // the received pieces stack along axis 0
   std::vector<Tensor> parts;
   int64_t off = 0;
   for (size_t k = 0; k < recv_dims.size(); ++k) {

@@ -7,7 +7,9 @@
 
 namespace oneflow {
 
-const char* DeviceTypeName(DeviceType t) { return t == DeviceType::kCPU ? "cpu" : "cuda"; }
+const char* DeviceTypeName(DeviceType t) {
+  return t == DeviceType::kCPU ? "cpu" : t == DeviceType::kCUDA ? "cuda" : "meta";
+}
 
 namespace {
 int g_current_cuda_index = 0;
@@ -47,8 +49,10 @@ Device Device::Parse(const std::string& s) {
   } else if (type == "cuda" || type == "gpu") {
     d.type = DeviceType::kCUDA;
     d.index = CurrentCudaIndex();
+  } else if (s == "meta") {
+    return Device::Meta();
   } else {
-    throw Error(StrCat("device: expected 'cpu' or 'cuda[:index]', got '", s, "'"));
+    throw Error(StrCat("device: expected 'cpu', 'cuda[:index]' or 'meta', got '", s, "'"));
   }
   if (s.find(':') != std::string::npos) {
     int index = 0;
@@ -66,6 +70,7 @@ Device Device::Parse(const std::string& s) {
 
 std::string Device::ToString() const {
   if (type == DeviceType::kCPU) return "cpu";
+  if (type == DeviceType::kMeta) return "meta";
   return "cuda:" + std::to_string(index);
 }
 

@@ -1,4 +1,5 @@
-// Device: where a tensor's storage lives ("cpu", "cuda:0").
+// Device: where a tensor's storage lives ("cpu", "cuda:0"), or "meta": shapes and dtypes only,
+// no memory (ops on meta tensors infer their outputs and run no kernel).
 //
 //   Device d = Device::Parse("cuda:1");  // {kCUDA, 1}
 //   d.ToString();                       // "cuda:1"
@@ -8,8 +9,8 @@
 
 namespace oneflow {
 
-enum class DeviceType : int8_t { kCPU = 0, kCUDA = 1 };
-constexpr int kNumDeviceTypes = 2;
+enum class DeviceType : int8_t { kCPU = 0, kCUDA = 1, kMeta = 2 };
+constexpr int kNumDeviceTypes = 3;
 
 struct Device {
   DeviceType type = DeviceType::kCPU;
@@ -17,7 +18,8 @@ struct Device {
 
   static Device CPU() { return Device{}; }
   static Device CUDA(int index) { return Device{DeviceType::kCUDA, index}; }
-  // Accepts "cpu", "cpu:N" (the same), "cuda", "cuda:N", "gpu" (OneFlow's old name).
+  static Device Meta() { return Device{DeviceType::kMeta, 0}; }
+  // Accepts "cpu", "cpu:N" (the same), "cuda", "cuda:N", "gpu" (OneFlow's old name), "meta".
   static Device Parse(const std::string& s);
 
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }

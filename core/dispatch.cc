@@ -296,6 +296,11 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
   std::vector<TensorMeta> out = op.infer(metas, attrs);
   if (inputs.empty() && attrs.Has("device"))
     device = Device::Parse(attrs.Get<std::string>("device"));
+  if (device.type == DeviceType::kMeta) {  // shapes and dtypes only: no kernel, no memory
+    std::vector<Tensor> empty;
+    for (const TensorMeta& m : out) empty.push_back(Tensor::Empty(m.shape, m.dtype, device));
+    return empty;
+  }
   // The stand-in CUDA device runs the CPU kernels on its host memory.
   const DeviceType kernel_type = OnHost(device) ? DeviceType::kCPU : device.type;
   KernelFn kernel = op.kernels[static_cast<int>(kernel_type)];

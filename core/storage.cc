@@ -16,6 +16,8 @@ namespace {
 // 64-byte aligned so vectorised kernels and BLAS get aligned rows. Freed blocks are kept in
 // exact-size free lists: a training loop allocates the same sizes every step, and reusing a
 // block avoids the page faults a fresh large allocation costs (glibc maps each one anew).
+// Statistics as the CUDA allocator keeps them (oneflow.cpu.memory_stats): allocated_bytes
+// counts the blocks tensors hold, reserved_bytes those and the cached free ones.
 class CpuAllocator : public Allocator {
  public:
   void* Allocate(size_t nbytes, const Device&) override {
@@ -28,6 +30,7 @@ class CpuAllocator : public Allocator {
         void* p = it->second.back();
         it->second.pop_back();
         cached_bytes_ -= size;
+        CountHeld(size);
         return p;
       }
     }
@@ -36,21 +39,39 @@ class CpuAllocator : public Allocator {
       ReleaseCache();
       p = std::aligned_alloc(64, size);
     }
-    if (!p) throw Error(StrCat("cpu allocator: out of memory allocating ", nbytes, " bytes"));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!p) {
+      ++stats_.num_ooms;
+      throw Error(StrCat("cpu allocator: out of memory allocating ", nbytes, " bytes"));
+    }
+    stats_.reserved_bytes.Add(static_cast<int64_t>(size));
+    stats_.segment.Add(1);
+    CountHeld(size);
     return p;
   }
 
   void Deallocate(void* ptr, size_t nbytes, const Device&) override {
     size_t size = Round(nbytes);
-    if (size >= kMinCached && size <= kMaxCachedBlock) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cached_bytes_ + size <= kMaxCachedTotal) {
-        free_[size].push_back(ptr);
-        cached_bytes_ += size;
-        return;
-      }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.allocated_bytes.Sub(static_cast<int64_t>(size));
+    stats_.allocation.Sub(1);
+    if (size >= kMinCached && size <= kMaxCachedBlock && cached_bytes_ + size <= kMaxCachedTotal) {
+      free_[size].push_back(ptr);
+      cached_bytes_ += size;
+      return;
     }
+    stats_.reserved_bytes.Sub(static_cast<int64_t>(size));
+    stats_.segment.Sub(1);
     std::free(ptr);
+  }
+
+  MemoryStats Stats(int) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  void ResetPeakStats(int) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.ResetPeak();
   }
 
  private:
@@ -61,10 +82,18 @@ class CpuAllocator : public Allocator {
 
   static size_t Round(size_t n) { return (n + 63) / 64 * 64; }
 
+  // REQUIRES: mu_ held.
+  void CountHeld(size_t size) {
+    stats_.allocated_bytes.Add(static_cast<int64_t>(size));
+    stats_.allocation.Add(1);
+  }
+
   void ReleaseCache() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [size, blocks] : free_) {
       for (void* p : blocks) std::free(p);
+      stats_.reserved_bytes.Sub(static_cast<int64_t>(size * blocks.size()));
+      stats_.segment.Sub(static_cast<int64_t>(blocks.size()));
     }
     free_.clear();
     cached_bytes_ = 0;
@@ -73,6 +102,7 @@ class CpuAllocator : public Allocator {
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_bytes_ = 0;
+  MemoryStats stats_;
 };
 
 // The stand-in CUDA device's memory: host blocks (64-byte aligned), each its own segment, with
@@ -123,9 +153,17 @@ class FakeCudaAllocator : public Allocator {
   std::unordered_map<int, MemoryStats> stats_;
 };
 
+// Meta tensors' storage: a size and no memory.
+class MetaAllocator : public Allocator {
+ public:
+  void* Allocate(size_t, const Device&) override { return nullptr; }
+  void Deallocate(void*, size_t, const Device&) override {}
+};
+
 Allocator*& Slot(DeviceType type) {
   static CpuAllocator cpu;
-  static Allocator* slots[kNumDeviceTypes] = {&cpu, nullptr};
+  static MetaAllocator meta;
+  static Allocator* slots[kNumDeviceTypes] = {&cpu, nullptr, &meta};
   return slots[static_cast<int>(type)];
 }
 

@@ -54,6 +54,11 @@ void Tensor::ThrowGlobalData() const {
                      "to_local() (this rank's shard)"));
 }
 
+void Tensor::ThrowMetaData() const {
+  throw Error(StrCat("a meta tensor of shape ", shape(), " has no data to read; materialise it ",
+                     "first (module.to_empty(device=...), or to_global of a meta module)"));
+}
+
 bool Tensor::is_contiguous() const {
   if (numel() == 0) return true;  // as PyTorch: no element is out of place (a 0-size shard)
   int64_t expected = 1;

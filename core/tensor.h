@@ -106,6 +106,7 @@ class Tensor {
   bool is_cpu() const { return device().type == DeviceType::kCPU; }
   bool is_global() const { return impl_->extension != nullptr; }
   [[noreturn]] void ThrowGlobalData() const;
+  [[noreturn]] void ThrowMetaData() const;
   // While nn.Graph traces (core/trace.h), host code touching a tensor's memory outside a kernel
   // is reported: a replay could not redo it.
   static thread_local bool t_trace_host_access;
@@ -115,6 +116,7 @@ class Tensor {
   // does): asking for it is an error, not a read of nothing.
   void* raw_data() const {
     if (impl_->extension) ThrowGlobalData();
+    if (impl_->storage->device().type == DeviceType::kMeta) ThrowMetaData();
     if (t_trace_host_access) NoteHostAccess();
     return static_cast<char*>(impl_->storage->data()) + impl_->offset * SizeOf(dtype());
   }

@@ -126,7 +126,8 @@ class CausalSelfAttention(nn.Module):
         self.value = nn.Linear(n_embd, n_embd)
         self.c_proj = nn.Linear(n_embd, n_embd)
         self.n_head = n_head
-        self.register_buffer("bias", flow.tril(flow.ones(block_size, block_size))
+        # Buffers are small constants: real memory also when the model is built on meta.
+        self.register_buffer("bias", flow.tril(flow.ones(block_size, block_size, device="cpu"))
                              .view(1, 1, block_size, block_size), persistent=False)
 
     def forward(self, x):
@@ -180,7 +181,7 @@ class Embeddings(nn.Module):
         # rows it holds and leaves zeros for the others: the embedding is a partial sum.
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
-        self.register_buffer("pos", flow.arange(block_size), persistent=False)
+        self.register_buffer("pos", flow.arange(block_size, device="cpu"), persistent=False)
 
     def forward(self, idx):
         return self.wte(idx) + self.wpe(self.pos[:idx.size(1)])
@@ -215,7 +216,7 @@ class Head(nn.Module):
         super().__init__()
         self.ln_f = nn.LayerNorm(n_embd)
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
-        self.register_buffer("ids", flow.arange(vocab_size), persistent=False)
+        self.register_buffer("ids", flow.arange(vocab_size, device="cpu"), persistent=False)
 
     def forward(self, x):
         return self.lm_head(self.ln_f(x))
@@ -271,6 +272,21 @@ def init_weights(model, seed=1234):
                 std = 0.02 / math.sqrt(2 * len(model.h)) if name.endswith("c_proj.weight") else 0.02
                 value = rs.normal(0.0, std, tuple(p.shape)).astype(np.float32)
             p.copy_(flow.tensor(value))
+
+
+def init_weights_sharded(model, seed=1234):
+    """GPT-2's scheme from flow's counter-based generator: on global parameters each rank draws
+    only its shard, and the values are the same for every layout (not numpy's: init_weights)."""
+    flow.manual_seed(seed)
+    with flow.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                nn.init.zeros_(p)
+            elif ".ln_" in name:
+                nn.init.ones_(p)
+            else:
+                std = 0.02 / math.sqrt(2 * len(model.h)) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +395,9 @@ class Layout:
                         continue
                     seen.add(id(p))
                     name = f"{prefix}.{key}" if prefix else key
+                    if p.is_global:  # created with its layout (--create direct / meta)
+                        p.data = p.data.to_global(placement=self.placement, sbp=self.sbp_of(name))
+                        continue
                     p.data = p.data.to_global(placement=self.placement, sbp=whole).to_global(
                         sbp=self.sbp_of(name))
                 for key, b in list(mod._buffers.items()):
@@ -584,11 +603,46 @@ def build(args, vocab_size, world):
     layout = Layout(args.parallel, world, args.n_head, vocab_size, tp=args.tp,
                     micro_batches=args.micro_batches, schedule=args.schedule,
                     tied=not args.untied, device=args.device)
+    if args.create != "local" and layout.kind in ("none", "pp"):
+        raise ValueError(f"gpt.py: --create {args.create} places each parameter on one "
+                         f"placement (--parallel dp, tp, dp_tp, zero), got --parallel "
+                         f"{args.parallel}")
+    flow.cpu.reset_peak_memory_stats()
+    base = flow.cpu.memory_allocated()
     # Under --graph, --checkpoint is the graph's switch on each block (use_graph).
-    model = GPT(vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
-                tied=not args.untied, recompute=args.checkpoint and not args.graph)
-    init_weights(model, args.seed)
+    make = lambda: GPT(vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd,
+                       tied=not args.untied, recompute=args.checkpoint and not args.graph)
+    if args.create == "local":
+        model = make()
+        init_weights(model, args.seed)
+        return model, layout
+    with flow.device("meta"):  # shapes only: no rank holds the whole model
+        model = make()
+    pl = layout.placement
+    if args.create == "direct":
+        with flow.no_grad():
+            for name, p in model.named_parameters():
+                p.data = flow.empty(*p.shape, placement=pl, sbp=layout.sbp_of(name))
+        init_weights_sharded(model, args.seed)
+    else:  # meta: placed by Module.to_global, initialised by each module's reset_parameters()
+        flow.manual_seed(args.seed)
+        model.to_global(pl, sbp=layout.sbp_of)
+    report_creation(args, model, base)
     return model, layout
+
+
+def report_creation(args, model, base):
+    """Each rank's peak memory while the model was created against its shard of the weights
+    (the bound: 1.3 x shard + 50 MB)."""
+    mb = 1 << 20
+    shard = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
+    whole = sum(p.numel() * p.element_size() for p in model.parameters())
+    peak = flow.cpu.max_memory_allocated() - base
+    bound = 1.3 * shard + 50e6
+    print(f"rank {flow.env.get_rank()}: --create {args.create} --parallel {args.parallel}: "
+          f"weights {whole / mb:.1f} MiB, this rank's shard {shard / mb:.1f} MiB, creation peak "
+          f"{peak / mb:.1f} MiB ({peak / max(shard, 1):.2f} x shard; bound 1.3 x shard + 50 MB = "
+          f"{bound / mb:.1f} MiB: {'within' if peak <= bound else 'ABOVE'})", flush=True)
 
 
 def parser():
@@ -609,6 +663,14 @@ def parser():
                     "--micro_batches)")
     ap.add_argument("--checkpoint", action="store_true",
                     help="activation checkpointing: recompute each block in backward")
+    ap.add_argument("--create", default="local", choices=("local", "direct", "meta"),
+                    help="local: the whole model on every rank, then placed (numpy init); "
+                    "direct: each parameter created with its placement and sbp (GPT-2 init "
+                    "drawn shard by shard); meta: built on the meta device, then Module."
+                    "to_global (each module's reset_parameters). direct and meta print each "
+                    "rank's peak memory during creation against its shard")
+    ap.add_argument("--creation_only", action="store_true",
+                    help="stop after creating (and placing) the model")
     ap.add_argument("--n_layer", type=int, default=2)
     ap.add_argument("--n_head", type=int, default=4)
     ap.add_argument("--n_embd", type=int, default=64)
@@ -686,6 +748,9 @@ def main(argv=None):
             (args.accumulate > 1 and layout.kind == "pp"):
         raise SystemExit(f"gpt: --accumulate must be >= 1 and divide --batch_size "
                          f"{args.batch_size} (pp uses --micro_batches), got {args.accumulate}")
+    if args.creation_only:
+        layout.place(model)
+        return
     trainer = Trainer(model, layout, lr=args.lr, graph=args.graph, accumulate=args.accumulate)
     if args.graph:
         trainer.use_graph(zero_stage=args.zero_stage, checkpointing=args.checkpoint)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/ops/op_util.h"
+#include "core/shard_window.h"
 
 namespace oneflow {
 
@@ -33,18 +34,22 @@ int64_t ArangeLength(const Attrs& a) {
   return static_cast<int64_t>(std::ceil((end - start) / step));
 }
 
+// Under a shard window (attrs "shape", "shard_start"): the window's part of the range.
 std::vector<TensorMeta> InferArange(const std::vector<TensorMeta>&, const Attrs& a) {
-  return {{Shape({ArangeLength(a)}), a.Get<DType>("dtype"), AttrDevice(a)}};
+  const int64_t n = ArangeLength(a);
+  return {
+      {a.Has("shape") ? AttrShape(a, "shape") : Shape({n}), a.Get<DType>("dtype"), AttrDevice(a)}};
 }
 
 std::vector<Tensor> ArangeCpu(const std::vector<Tensor>&, const Attrs& a,
                               const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
   double start = a.Get<double>("start"), step = a.Get<double>("step");
+  const int64_t first = a.Has("shard_start") ? a.Get<std::vector<int64_t>>("shard_start")[0] : 0;
   DispatchAll(t.dtype(), "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(start + i * step);
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(start + (first + i) * step);
   });
   return {t};
 }
@@ -67,9 +72,13 @@ std::vector<Tensor> EyeCpu(const std::vector<Tensor>&, const Attrs&,
   return {t};
 }
 
+// Under a shard window scope (core/shard_window.h) the window's shape.
 Attrs CreationAttrs(const Shape& shape, DType dtype, const Device& device) {
   Attrs a;
-  a.Set("shape", shape.dims()).Set("dtype", dtype).Set("device", device.ToString());
+  std::optional<ShardWindow> w = TakeShardWindow(shape);
+  a.Set("shape", (w ? w->local : shape).dims())
+      .Set("dtype", dtype)
+      .Set("device", device.ToString());
   return a;
 }
 
@@ -88,7 +97,8 @@ ONEFLOW_REGISTER_OP(eye).Inputs(0).Infer(InferEye).NonDifferentiable().Kernel(De
 namespace fn {
 
 Tensor empty(const Shape& shape, DType dtype, const Device& device) {
-  return Tensor::Empty(shape, dtype, device);
+  std::optional<ShardWindow> w = TakeShardWindow(shape);
+  return Tensor::Empty(w ? w->local : shape, dtype, device);
 }
 
 Tensor full(const Shape& shape, double value, DType dtype, const Device& device) {
@@ -138,6 +148,12 @@ Tensor arange(double start, double end, double step, DType dtype, const Device& 
   Attrs a;
   a.Set("start", start).Set("end", end).Set("step", step).Set("dtype", dtype);
   a.Set("device", device.ToString());
+  if (step != 0 && ((step > 0 && end >= start) || (step < 0 && end <= start))) {
+    const Shape whole({static_cast<int64_t>(std::ceil((end - start) / step))});
+    if (std::optional<ShardWindow> w = TakeShardWindow(whole)) {
+      a.Set("shape", w->local.dims()).Set("shard_start", w->start);
+    }
+  }
   return CallOp1(OP(arange), {}, a);
 }
 

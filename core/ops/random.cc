@@ -1,11 +1,14 @@
 // Random ops on a counter-based generator: element i of a draw at counter offset o is a hash
-// of (seed, o + i). The same seed gives the same numbers on every run, thread and process, and
-// a global tensor can draw its logical values on every rank and keep its own slice.
+// of (seed, o + i), i its row-major index in the logical tensor. The same seed gives the same
+// numbers on every run, thread and process, and a rank drawing only its shard of a global
+// tensor (a shard window, core/shard_window.h: attrs "logical_shape" and "shard_start") draws
+// the numbers one process drawing the whole tensor holds there.
 #include <algorithm>
 #include <cmath>
 #include <mutex>
 
 #include "core/ops/op_util.h"
+#include "core/shard_window.h"
 
 namespace oneflow {
 
@@ -39,6 +42,26 @@ std::vector<TensorMeta> InferRandom(const std::vector<TensorMeta>&, const Attrs&
   return {{AttrShape(a, "shape"), a.Get<DType>("dtype"), AttrDevice(a)}};
 }
 
+// Calls f(i, g) for each element i of t, g its index in the logical tensor (t's own index
+// unless the draw is a shard window's).
+template <typename F>
+void ForEachDraw(const Tensor& t, const Attrs& a, F f) {
+  if (!a.Has("shard_start")) {
+    for (int64_t i = 0; i < t.numel(); ++i) f(i, i);
+    return;
+  }
+  ForEachLogicalIndex(AttrShape(a, "logical_shape"), a.Get<std::vector<int64_t>>("shard_start"),
+                      t.shape(), f);
+}
+
+// The window a draw of `logical` takes under a shard window scope, as attrs of its op.
+void SetWindow(Attrs* a, const Shape& logical, const std::optional<ShardWindow>& w) {
+  if (!w) return;
+  a->Set("shape", w->local.dims())
+      .Set("logical_shape", logical.dims())
+      .Set("shard_start", w->start);
+}
+
 uint64_t Seed(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("seed")); }
 uint64_t Offset(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("offset")); }
 
@@ -50,9 +73,9 @@ std::vector<Tensor> UniformCpu(const std::vector<Tensor>&, const Attrs& a,
   DispatchFloating(t.dtype(), "uniform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = static_cast<T>(low + (high - low) * Uniform01(seed, off + i));
-    }
+    ForEachDraw(t, a, [&](int64_t i, int64_t g) {
+      p[i] = static_cast<T>(low + (high - low) * Uniform01(seed, off + g));
+    });
   });
   return {t};
 }
@@ -65,12 +88,12 @@ std::vector<Tensor> NormalCpu(const std::vector<Tensor>&, const Attrs& a,
   DispatchFloating(t.dtype(), "normal", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
+    ForEachDraw(t, a, [&](int64_t i, int64_t g) {
       // Box-Muller on two counters per element.
-      double u1 = 1.0 - Uniform01(seed, 2 * (off + i));
-      double u2 = Uniform01(seed, 2 * (off + i) + 1);
+      double u1 = 1.0 - Uniform01(seed, 2 * (off + g));
+      double u2 = Uniform01(seed, 2 * (off + g) + 1);
       p[i] = static_cast<T>(mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
-    }
+    });
   });
   return {t};
 }
@@ -89,9 +112,9 @@ std::vector<Tensor> RandintCpu(const std::vector<Tensor>&, const Attrs& a,
   DispatchAll(t.dtype(), "randint", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = static_cast<T>(low + static_cast<int64_t>(Uniform01(seed, off + i) * (high - low)));
-    }
+    ForEachDraw(t, a, [&](int64_t i, int64_t g) {
+      p[i] = static_cast<T>(low + static_cast<int64_t>(Uniform01(seed, off + g) * (high - low)));
+    });
   });
   return {t};
 }
@@ -131,18 +154,23 @@ std::vector<Tensor> DropoutMaskCpu(const std::vector<Tensor>&, const Attrs& a,
   DispatchFloating(t.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* q = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      q[i] = Uniform01(seed, off + i) >= p ? static_cast<T>(scale) : T(0);
-    }
+    ForEachDraw(t, a, [&](int64_t i, int64_t g) {
+      q[i] = Uniform01(seed, off + g) >= p ? static_cast<T>(scale) : T(0);
+    });
   });
   return {t};
 }
 
+// The generator advances by the logical tensor's draws, also where a shard window builds less.
 Attrs RandomAttrs(const Shape& shape, DType dtype, const Device& device, uint64_t draws) {
   Attrs a;
   a.Set("shape", shape.dims()).Set("dtype", dtype).Set("device", device.ToString());
   a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
-  a.Set("offset", static_cast<int64_t>(fn::generator_advance(draws)));
+  // A meta draw makes no numbers: a module built on meta and materialised later draws then
+  // what it would have drawn at construction.
+  a.Set("offset",
+        static_cast<int64_t>(device.type == DeviceType::kMeta ? 0 : fn::generator_advance(draws)));
+  SetWindow(&a, shape, TakeShardWindow(shape));
   return a;
 }
 

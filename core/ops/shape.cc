@@ -513,6 +513,15 @@ Tensor to_device(const Tensor& x, const Device& device) {
   ONEFLOW_CHECK(!x.is_global(), "to: a global tensor moves between devices with to_global ",
                 "and a placement of the other device type, got ", x.ToString(), " to ",
                 device.ToString());
+  ONEFLOW_CHECK(x.device().type != DeviceType::kMeta, "to: a meta tensor of shape ", x.shape(),
+                " has no data to move to ", device.ToString(),
+                "; use module.to_empty(device=...) or to_global of a meta module");
+  if (device.type == DeviceType::kMeta) {  // the shape and dtype, no data: nothing to copy
+    Tensor out = Tensor::Empty(x.shape(), x.dtype(), device);
+    if (x.requires_grad() && IsFloating(x.dtype()))
+      out.impl()->mutable_autograd().requires_grad = true;
+    return out;
+  }
   const DeviceHooks& hooks = GetDeviceHooks();
   if (!hooks.copy_to) {
     throw Error(StrCat("to: cannot move a tensor from ", x.device().ToString(), " to ",
@@ -548,6 +557,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
   Shape s = BroadcastShapes(dst.shape(), src.shape(), "copy_");
   ONEFLOW_CHECK(s == dst.shape(), "copy_: cannot broadcast source of shape ", src.shape(),
                 " into destination of shape ", dst.shape());
+  if (dst.device().type == DeviceType::kMeta) return;  // a meta tensor holds no values
   if (!OnHost(dst.device())) {
     Tensor from = to_device(src.detach(), dst.device());
     dst.storage()->bump_version();
@@ -591,6 +601,7 @@ void fill_(const Tensor& dst, double value) {
     return;
   }
   if (dst.is_global() && GetGlobalHooks().fill) return GetGlobalHooks().fill(dst, value);
+  if (dst.device().type == DeviceType::kMeta) return;  // a meta tensor holds no values
   if (!OnHost(dst.device())) {
     Tensor v = Full(TensorMeta{Shape({}), dst.dtype(), dst.device()}, value);
     dst.storage()->bump_version();

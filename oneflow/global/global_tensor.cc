@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/shard_window.h"
 #include "core/trace.h"
 #include "oneflow/global/shard.h"
 #include "runtime/env.h"
@@ -322,7 +323,8 @@ Tensor ChangeLayout(const Tensor& global, const Placement& placement, const NdSb
 
 Tensor LocalToGlobal(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                      bool check_meta, const Shape* global_shape) {
-  if (CurrentTracer()) {  // a layout change is no op call: nn.Graph's replay redoes it as a step
+  ShardWindowPause pause;  // a layout change inside a creation under a placement
+  if (CurrentTracer()) {   // a layout change is no op call: nn.Graph's replay redoes it as a step
     const bool known = global_shape != nullptr;
     const Shape shape = known ? *global_shape : Shape();
     return TracedStep("to_global", {local}, [=](const std::vector<Tensor>& in) {
@@ -356,6 +358,7 @@ Tensor ToLocal(const Tensor& global) {
 
 Tensor Whole(const Tensor& t) {
   if (!t.is_global()) return t;
+  ShardWindowPause pause;  // reading a global value inside a creation under a placement
   std::vector<int> world(runtime::WorldFromEnv().world_size);
   for (size_t r = 0; r < world.size(); ++r) world[r] = static_cast<int>(r);
   Placement everywhere(Meta(t).placement.device(), world);
@@ -386,6 +389,42 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
                                             : fn::to_device(x, ShardDevice(placement));
   if (!KeepsPartial(placement, nd_sbp, rank)) fn::fill_(x, 0.0);
   return MakeGlobal(x, whole.shape(), placement, nd_sbp);
+}
+
+Tensor BuildGlobal(const std::function<Tensor()>& build, const Placement& placement,
+                   const NdSbp& nd_sbp) {
+  if (CurrentTracer()) return FromWhole(build(), placement, nd_sbp);  // nn.Graph replays steps
+  CheckRanksInWorld(placement, "to_global");
+  const int rank = MyRank();
+  const bool member = placement.Contains(rank);
+  Shape window;
+  ShardWindowScope scope([&](const Shape& logical) {
+    sbp::CheckNdSbp(nd_sbp, placement, logical.ndim(), "to_global");
+    ShardWindow w;
+    w.start.assign(logical.ndim(), 0);
+    if (!member) {
+      w.local = Shape(std::vector<int64_t>(logical.ndim(), 0));
+    } else {
+      auto ranges = sbp::LocalRanges(logical, placement.hierarchy(), nd_sbp, placement.Coord(rank));
+      std::vector<int64_t> dims;
+      for (size_t a = 0; a < ranges.size(); ++a) {
+        w.start[a] = ranges[a].first;
+        dims.push_back(ranges[a].second - ranges[a].first);
+      }
+      w.local = Shape(dims);
+    }
+    window = w.local;
+    return w;
+  });
+  Tensor out = build();
+  if (!scope.taken()) return FromWhole(out, placement, nd_sbp);
+  ONEFLOW_CHECK(out.shape() == window, "to_global: a creation under a placement built a shard of ",
+                "shape ", out.shape(), " but its window of ", scope.logical(), " is ", window);
+  if (member && out.device() != ShardDevice(placement)) {
+    out = fn::to_device(out, ShardDevice(placement));
+  }
+  if (member && !KeepsPartial(placement, nd_sbp, rank)) fn::fill_(out, 0.0);
+  return MakeGlobal(out.detach(), scope.logical(), placement, nd_sbp);
 }
 
 std::string Describe(const Tensor& t) {

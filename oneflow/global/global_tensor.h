@@ -14,6 +14,8 @@
 //   Tensor full = global::ToGlobal(y, placement, {Sbp::Broadcast()});   // all-gather
 #pragma once
 
+#include <functional>
+
 #include "core/tensor.h"
 #include "oneflow/global/layout.h"
 #include "sbp/sbp.h"
@@ -52,6 +54,15 @@ Tensor ToLocal(const Tensor& global);
 // A global tensor built whole on every rank (same values everywhere, e.g. from the same seed)
 // and laid out as nd_sbp: each rank keeps its slice (P: the first rank keeps it).
 Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& nd_sbp);
+// A global tensor created by build() (which asks creation ops for the logical tensor) with each
+// rank building only its shard: the first creation op under build takes this rank's window of
+// it (core/shard_window.h; the random ones draw from each element's logical position, so the
+// logical tensor is the same for every layout), ranks outside the placement allocate nothing
+// and, under P, the ranks that do not keep the value hold zeros. A build that creates no
+// windowed op (flow.tensor(data), eye, randperm) is built whole and sliced (FromWhole).
+//   Tensor w = BuildGlobal([] { return fn::randn({8192, 8192}); }, placement, {Sbp::Split(0)});
+Tensor BuildGlobal(const std::function<Tensor()>& build, const Placement& placement,
+                   const NdSbp& nd_sbp);
 // The whole value of t as a local tensor on every rank of the job, also outside t's placement
 // (collective: every rank calls it); a local t as it is.
 Tensor Whole(const Tensor& t);

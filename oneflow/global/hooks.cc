@@ -5,6 +5,7 @@
 #include "boxing/execute.h"
 #include "core/dispatch.h"
 #include "core/functional.h"
+#include "core/shard_window.h"
 #include "core/trace.h"
 #include "oneflow/global/interpret.h"
 #include "oneflow/global/shard.h"
@@ -40,6 +41,7 @@ class ProcessWorld : public World {
 std::vector<Tensor> InterpretHere(const OpDef& op, const std::vector<Tensor>& inputs,
                                   const Attrs& attrs) {
   static ProcessWorld world;
+  ShardWindowPause pause;  // a global op builds its outputs, not a creation's shard
   return Interpret(world, op, inputs, attrs);
 }
 

@@ -21,21 +21,19 @@ std::vector<Signature> DropoutMaskRule(const RuleContext& c) {
   out.push_back({{P}, {B}});
   return out;
 }
-// The mask is drawn from (seed, offset) over the logical tensor's elements: every rank draws
-// the whole mask and keeps its slice, so it is the mask one process would draw.
+// The mask is drawn from (seed, offset) over the logical tensor's elements: each rank draws
+// only its slice, at its elements' logical positions (the kernel's shard window attrs), so it
+// is the mask one process would draw. The input only gives the shard's shape (the mask's: a
+// signature keeps the input's layout, or reads P as B, which has the same shard shape).
 std::vector<Tensor> WholeMaskSliced(const OpDef& op, const ShardCall& call,
                                     const std::vector<Tensor>& locals) {
-  Tensor x = RunLocalKernel(op, {fn::empty(call.in[0].shape, call.in[0].dtype, locals[0].device())},
-                            call.attrs)[0];
-  const auto ranges = LocalRanges(x.shape(), call.placement.hierarchy(), call.out_sbps[0],
+  const auto ranges = LocalRanges(call.in[0].shape, call.placement.hierarchy(), call.out_sbps[0],
                                   call.placement.Coord(call.rank));
-  bool whole = true;
-  for (size_t a = 0; a < ranges.size(); ++a) {
-    if (ranges[a].first == 0 && ranges[a].second == x.size(a)) continue;
-    x = fn::slice(x, static_cast<int64_t>(a), ranges[a].first, ranges[a].second);
-    whole = false;
-  }
-  return {whole ? x : fn::contiguous_copy(x)};
+  std::vector<int64_t> start;
+  for (const auto& r : ranges) start.push_back(r.first);
+  Attrs a = call.attrs;
+  a.Set("logical_shape", call.in[0].shape.dims()).Set("shard_start", start);
+  return RunLocalKernel(op, {locals[0]}, a);
 }
 
 // P / B is P only for true division: integer division truncates each part.

@@ -29,8 +29,13 @@ DType ToDType(py::handle obj, DType fallback) {
                          py::repr(obj).cast<std::string>()));
 }
 
+std::vector<Device>& DefaultDevices() {
+  static std::vector<Device> stack;
+  return stack;
+}
+
 Device ToDevice(py::handle obj) {
-  if (obj.is_none()) return Device::CPU();
+  if (obj.is_none()) return DefaultDevices().empty() ? Device::CPU() : DefaultDevices().back();
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<py::str>(obj)) return Device::Parse(obj.cast<std::string>());
   if (py::isinstance<py::int_>(obj)) return Device::CUDA(obj.cast<int>());

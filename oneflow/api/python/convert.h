@@ -22,7 +22,10 @@ struct PyDType {
 };
 const PyDType& DTypeObject(DType t);
 DType ToDType(py::handle obj, DType fallback);
-Device ToDevice(py::handle obj);  // None -> cpu; str or flow.device
+Device ToDevice(py::handle obj);  // None -> the default device; str or flow.device
+// The default device: cpu, or the innermost `with flow.device(...)` (a stack, as PyTorch's
+// device context: creation ops without a device= build there).
+std::vector<Device>& DefaultDevices();
 std::vector<int64_t> ToIntList(py::handle obj, const char* what);
 // Accepts f(2, 3), f((2, 3)), f([2, 3]), f(flow.Size([2, 3])).
 std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);

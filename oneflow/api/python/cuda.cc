@@ -1,4 +1,5 @@
-// oneflow.cuda: device queries, synchronisation, memory statistics and the TF32 switch. In a
+// oneflow.cuda: device queries, synchronisation, memory statistics and the TF32 switch (and
+// oneflow.cpu's memory statistics, in the same dict). In a
 // build without CUDA every query answers "none" and says why. Under the stand-in CUDA device
 // (ONEFLOW_FAKE_CUDA=1, core/device.h) the queries answer for it, whatever the build.
 #include <pybind11/pybind11.h>
@@ -117,6 +118,8 @@ void BindCuda(py::module_& m) {
   m.def("cuda_current_index", []() { return CurrentCudaIndex(); });
   m.def("cuda_memory_stats",
         [](int index) { return StatsDict(Stats(index, "oneflow.cuda.memory_stats")); });
+  m.def("cpu_memory_stats", []() { return StatsDict(GetAllocator(DeviceType::kCPU)->Stats(0)); });
+  m.def("cpu_reset_peak_memory_stats", []() { GetAllocator(DeviceType::kCPU)->ResetPeakStats(0); });
   m.def("cuda_reset_peak_memory_stats", [](int index) {
     if (DeviceCount() == 0) return;
     RequireCuda(index, "oneflow.cuda.reset_peak_memory_stats");

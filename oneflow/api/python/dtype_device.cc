@@ -49,9 +49,20 @@ void BindDTypeDevice(py::module_& m) {
                                                                  : py::int_(d.index);
                              })
       .def("__str__", &Device::ToString)
+      // `with flow.device("meta"):` (any device): creation ops without device= build there.
+      .def("__enter__",
+           [](const Device& d) {
+             DefaultDevices().push_back(d);
+             return d;
+           })
+      .def("__exit__",
+           [](const Device&, py::args) {
+             if (!DefaultDevices().empty()) DefaultDevices().pop_back();
+           })
       .def("__repr__",
            [](const Device& d) {
              // OneFlow names a process's CPU by its local rank (rank 1 of a node: cpu:1)
+             if (d.type == DeviceType::kMeta) return std::string("device(type='meta')");
              return d.type == DeviceType::kCPU
                         ? StrCat("device(type='cpu', index=", comm::GetLocalRank(), ")")
                         : StrCat("device(type='cuda', index=", d.index, ")");

@@ -14,11 +14,24 @@
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/indexing.h"
 #include "oneflow/api/python/module.h"
+#include "oneflow/global/global_tensor.h"
 
 namespace oneflow {
 namespace python {
 
 using IntList = std::vector<int64_t>;
+
+namespace {
+
+// The values an in-place draw writes into t: for a global t, laid out as t is, each rank
+// drawing only its shard (the same logical values for every layout).
+Tensor Drawn(const Tensor& t, const std::function<Tensor()>& draw) {
+  if (!t.is_global()) return draw();
+  const global::GlobalMeta& m = global::Meta(t);
+  return global::BuildGlobal(draw, m.placement, m.nd_sbp);
+}
+
+}  // namespace
 
 void BindFunctional(py::module_& m) {
   // Autocast state per device type ("cpu", "cuda"), thread-local as PyTorch's.
@@ -84,6 +97,11 @@ void BindFunctional(py::module_& m) {
     return fn::randn(Shape(ToIntList(shape, "randn")), ToDType(dtype, DType::kFloat32),
                      ToDevice(device));
   });
+  m.def("normal",
+        [](py::handle shape, double mean, double std, py::handle dtype, py::handle device) {
+          return fn::normal(Shape(ToIntList(shape, "normal")), mean, std,
+                            ToDType(dtype, DType::kFloat32), ToDevice(device));
+        });
   m.def("randint",
         [](int64_t lo, int64_t hi, py::handle shape, py::handle dtype, py::handle device) {
           return fn::randint(lo, hi, Shape(ToIntList(shape, "randint")),
@@ -92,12 +110,18 @@ void BindFunctional(py::module_& m) {
   m.def("randperm", [](int64_t n, py::handle device) { return fn::randperm(n, ToDevice(device)); });
   m.def("uniform_", [](Tensor& t, double lo, double hi) {
     InPlace(
-        t, [&](const Tensor&) { return fn::uniform(t.shape(), lo, hi, t.dtype(), t.device()); },
+        t,
+        [&](const Tensor&) {
+          return Drawn(t, [&] { return fn::uniform(t.shape(), lo, hi, t.dtype(), t.device()); });
+        },
         "uniform_");
   });
   m.def("normal_", [](Tensor& t, double mean, double std) {
     InPlace(
-        t, [&](const Tensor&) { return fn::normal(t.shape(), mean, std, t.dtype(), t.device()); },
+        t,
+        [&](const Tensor&) {
+          return Drawn(t, [&] { return fn::normal(t.shape(), mean, std, t.dtype(), t.device()); });
+        },
         "normal_");
   });
   m.def(

@@ -50,6 +50,10 @@ void BindGlobal(py::module_& m) {
   m.def("global_from_whole", [](const Tensor& whole, const Placement& placement, const NdSbp& sbp) {
     return global::FromWhole(whole, placement, sbp);
   });
+  m.def("global_build",
+        [](const py::function& build, const Placement& placement, const NdSbp& sbp) {
+          return global::BuildGlobal([&] { return build().cast<Tensor>(); }, placement, sbp);
+        });
   // The address of the tensor's implementation: equal for two Python handles of one tensor.
   m.def("tensor_impl_id",
         [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.impl()); });

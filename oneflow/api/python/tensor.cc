@@ -151,7 +151,10 @@ void BindTensor(py::module_& m) {
       .def("storage_offset", &Tensor::offset)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
       .def("is_contiguous", &Tensor::is_contiguous)
-      .def_property_readonly("is_cuda", [](const Tensor& t) { return !t.is_cpu(); })
+      .def_property_readonly("is_cuda",
+                             [](const Tensor& t) { return t.device().type == DeviceType::kCUDA; })
+      .def_property_readonly("is_meta",
+                             [](const Tensor& t) { return t.device().type == DeviceType::kMeta; })
       .def_property_readonly("is_global", &Tensor::is_global)
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property("requires_grad", &Tensor::requires_grad,

@@ -141,10 +141,11 @@ def _describe_code(row):
 
 
 def _build_global(fn, args, kwargs, layout):
-    """fn(*args, **kwargs) built whole on every rank, laid out as layout = (placement, sbp
-    tuple); requires_grad applies to the global result."""
+    """fn(*args, **kwargs) laid out as layout = (placement, sbp tuple), each rank building only
+    its shard where fn's creation op can (oneflow/global/global_tensor.h: BuildGlobal), else
+    built whole and sliced; requires_grad applies to the global result."""
     requires_grad = kwargs.pop("requires_grad", False)
-    out = _C.global_from_whole(fn(*args, **kwargs), *layout)
+    out = _C.global_build(lambda: fn(*args, **kwargs), *layout)
     if requires_grad:
         out.requires_grad_(True)
     return out

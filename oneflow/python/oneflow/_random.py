@@ -201,10 +201,9 @@ def normal(mean, std, size=None, *, generator=None, dtype=None, device=None,
     if size is None:
         raise TypeError("normal: with number mean and std, size is required, e.g. "
                         "normal(0.0, 1.0, (2, 3))")
-    with _drawing_from(generator, "normal"):
-        z = _C.randn(_size((size,), "normal"), dtype, device)
-    if std != 1 or mean != 0:
-        z = z * builtins.float(std) + builtins.float(mean)
+    with _drawing_from(generator, "normal"):  # one tensor of the size (a shard's, if global)
+        z = _C.normal(_size((size,), "normal"), builtins.float(mean), builtins.float(std), dtype,
+                      device)
     return _finish(z, requires_grad)
 
 

@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 import oneflow as flow
 from oneflow import _sharded_checkpoint
 from oneflow._dtype_util import is_floating
-from oneflow.nn.modules import _assignments
+from oneflow.nn.modules import _assignments, _materialize
 from oneflow.nn.parameter import Parameter
 
 def _addindent(text, num_spaces):
@@ -482,10 +482,23 @@ class Module:
 
         return self._apply(convert)
 
-    def to_global(self, placement=None, sbp=None):
+    def to_global(self, placement=None, sbp=None, *, init=None):
         """Makes every parameter and buffer global (the OneFlow tutorial: model on
-        flow.sbp.broadcast, data on flow.sbp.split(0)); Parameters keep their identity."""
+        flow.sbp.broadcast, data on flow.sbp.split(0)); Parameters keep their identity. A module
+        built on the meta device (with flow.device("meta"): ...) is materialised shard by shard
+        and initialised by its modules' reset_parameters() or init(module); its sbp may be a
+        function of each tensor's qualified name (_materialize)."""
+        if _materialize.has_meta(self):
+            return _materialize.to_global(self, placement, sbp, init)
+        if init is not None or _materialize.is_sbp_fn(sbp):
+            raise ValueError("to_global: init= and an sbp function apply to a module on the meta "
+                             "device; this module holds no meta tensors")
         return self._apply(lambda t: t.to_global(placement=placement, sbp=sbp))
+
+    def to_empty(self, *, device):
+        """Every parameter and buffer as uninitialised memory of its shape and dtype on device
+        (PyTorch's, for a module built on the meta device)."""
+        return _materialize.to_empty(self, device)
 
     to_consistent = to_global
 

@@ -1,0 +1,187 @@
+"""Run on 4 ranks by test_big_models.py: global creation builds only each rank's shard, with
+the logical values one process draws for the same seed (every layout: S(0), S(1), B, P, a 2 x 2
+mesh, uneven splits), nn.init and dropout likewise, and no rank allocates more than its shard."""
+
+import math
+
+import numpy as np
+
+import oneflow as flow
+import oneflow.nn as nn
+import oneflow.nn.functional as F
+
+S, B, P = flow.sbp.split, flow.sbp.broadcast, flow.sbp.partial_sum
+rank, world = flow.env.get_rank(), flow.env.get_world_size()
+assert world == 4
+ALL = flow.placement("cpu", ranks=[0, 1, 2, 3])
+MESH = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+LAYOUTS = [(ALL, S(0)), (ALL, S(1)), (ALL, B), (ALL, P), (MESH, (S(0), S(1))),
+           (MESH, (B, S(0))), (MESH, (S(1), P))]
+SHAPES = [(8, 6), (7, 5)]  # even and uneven over 4 ranks
+
+
+def same(a, b, what):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and np.array_equal(a, b), f"rank {rank}: {what}: differ"
+
+
+CREATIONS = {
+    "randn": lambda shape, **k: flow.randn(*shape, **k),
+    "rand": lambda shape, **k: flow.rand(*shape, **k),
+    "normal": lambda shape, **k: flow.normal(1.5, 0.5, shape, **k),
+    "randint": lambda shape, **k: flow.randint(-3, 9, shape, **k),
+    "zeros": lambda shape, **k: flow.zeros(*shape, **k),
+    "ones": lambda shape, **k: flow.ones(*shape, **k),
+    "full": lambda shape, **k: flow.full(shape, 2.5, **k),
+    "empty.shape": lambda shape, **k: flow.zeros(flow.empty(*shape, **k).shape),
+}
+for name, make in CREATIONS.items():
+    for shape in SHAPES:
+        for pl, sbp in LAYOUTS:
+            flow.manual_seed(7)
+            want = make(shape).numpy()
+            after_want = flow.rand(3).numpy()  # the generator moved as far
+            flow.manual_seed(7)
+            got = make(shape, placement=pl, sbp=sbp)
+            after_got = flow.rand(3).numpy()
+            if name == "empty.shape":
+                got = flow.zeros(got.shape)
+            same(got.numpy(), want, f"{name}{shape} {sbp}")
+            same(after_got, after_want, f"{name}{shape} {sbp}: generator")
+print(f"rank {rank} creation layout-invariant ok", flush=True)
+
+# 1-D creations, split or not
+for n in (10, 13):
+    for sbp in (S(0), B):
+        same(flow.arange(n, placement=ALL, sbp=sbp).numpy(), flow.arange(n).numpy(), "arange")
+        same(flow.arange(1.0, 2.0, 0.07, placement=ALL, sbp=sbp).numpy(),
+             flow.arange(1.0, 2.0, 0.07).numpy(), "arange float")
+        same(flow.linspace(-1, 3, n, placement=ALL, sbp=sbp).numpy(), flow.linspace(-1, 3, n).numpy(),
+             "linspace")
+# *_like and new_* of a global tensor: its layout, its logical shape
+for pl, sbp in LAYOUTS:
+    x = flow.zeros(7, 5, placement=pl, sbp=sbp)
+    for like in ("randn_like", "rand_like", "zeros_like", "ones_like"):
+        flow.manual_seed(3)
+        want = getattr(flow, like)(flow.zeros(7, 5)).numpy()
+        flow.manual_seed(3)
+        got = getattr(flow, like)(x)
+        assert got.placement == pl and got.sbp == (sbp if isinstance(sbp, tuple) else (sbp,))
+        same(got.numpy(), want, f"{like} {sbp}")
+    same(flow.randint_like(x, 0, 5).numpy().shape, (7, 5), "randint_like")
+    same(x.new_ones((3, 4)).numpy(), np.ones((3, 4), np.float32), "new_ones")
+print(f"rank {rank} like and 1-D creation ok", flush=True)
+
+INITS = {
+    "uniform_": lambda t: nn.init.uniform_(t, -0.3, 0.7),
+    "normal_": lambda t: nn.init.normal_(t, 0.2, 0.05),
+    "constant_": lambda t: nn.init.constant_(t, 0.25),
+    "zeros_": nn.init.zeros_,
+    "ones_": nn.init.ones_,
+    "kaiming_uniform_": lambda t: nn.init.kaiming_uniform_(t, a=math.sqrt(5)),
+    "kaiming_normal_": nn.init.kaiming_normal_,
+    "xavier_uniform_": nn.init.xavier_uniform_,
+    "xavier_normal_": nn.init.xavier_normal_,
+    "trunc_normal_": lambda t: nn.init.trunc_normal_(t, std=0.02),
+}
+for name, init in INITS.items():
+    for shape in SHAPES:
+        for pl, sbp in LAYOUTS:
+            flow.manual_seed(11)
+            want = init(nn.Parameter(flow.empty(*shape))).numpy()
+            p = nn.Parameter(flow.empty(*shape, placement=pl, sbp=sbp))
+            flow.manual_seed(11)
+            got = init(p)
+            assert got is p and p.is_global and p.placement == pl
+            sbp_t = sbp if isinstance(sbp, tuple) else (sbp,)
+            if any(s == P for s in sbp_t):  # a partial sum's value is the sum of the shards
+                same(p.numpy(), want, f"{name}{shape} {sbp}")
+            else:
+                np.testing.assert_allclose(p.numpy(), want, rtol=1e-6, atol=1e-7,
+                                           err_msg=f"rank {rank}: {name}{shape} {sbp}")
+print(f"rank {rank} nn.init layout-invariant ok", flush=True)
+
+for shape in SHAPES:
+    for pl, sbp in LAYOUTS:
+        flow.manual_seed(5)
+        want = F.dropout(flow.ones(*shape), p=0.5, training=True).numpy()
+        flow.manual_seed(5)
+        got = F.dropout(flow.ones(*shape, placement=pl, sbp=sbp), p=0.5, training=True)
+        same(got.numpy(), want, f"dropout{shape} {sbp}")
+print(f"rank {rank} dropout masks layout-invariant ok", flush=True)
+
+
+def peak_rise(make):
+    flow.cpu.reset_peak_memory_stats()
+    base = flow.cpu.memory_allocated()
+    out = make()
+    return flow.cpu.max_memory_allocated() - base, out
+
+
+# Peak memory: 4 MiB logical, 1 MiB per rank under S(0); nothing outside the placement.
+N = 1024
+for name in ("randn", "rand", "normal", "randint", "zeros", "ones", "full"):
+    rise, x = peak_rise(lambda: CREATIONS[name]((N, N), placement=ALL, sbp=S(1)))
+    shard = x.to_local().numel() * x.element_size()
+    assert shard == (1 << 20) * (2 if name == "randint" else 1), (name, shard)
+    assert rise <= shard + 4096, f"rank {rank}: {name} S(1): peak rise {rise} for a shard of {shard}"
+    del x
+    pair = flow.placement("cpu", ranks=[0, 1])
+    rise, x = peak_rise(lambda: CREATIONS[name]((N, N), placement=pair, sbp=S(0)))
+    if rank >= 2:
+        assert rise == 0, f"rank {rank}: {name} outside its placement allocated {rise} bytes"
+    del x
+p = nn.Parameter(flow.empty(N, N, placement=MESH, sbp=(S(0), S(1))))
+rise, _ = peak_rise(lambda: nn.init.kaiming_uniform_(p, a=math.sqrt(5)))
+assert rise <= (N * N) + 4096, f"rank {rank}: kaiming_uniform_ on a 2x2 mesh: peak rise {rise}"
+print(f"rank {rank} creation peak memory ok", flush=True)
+
+# A module built on meta, placed shard by shard: the values one process builds for the seed.
+import sys, os  # noqa: E401,E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from test_big_models import _small_model  # noqa: E402
+
+flow.manual_seed(21)
+ref = {k: v.numpy() for k, v in _small_model().state_dict().items()}
+flow.manual_seed(21)
+with flow.device("meta"):
+    m = _small_model()
+layouts = {"1.weight": S(0), "3.weight": S(1), "0.weight": S(1), "4.weight": S(1)}  # 4 is tied to 0
+m.to_global(ALL, sbp=lambda name: layouts.get(name, B))
+for k, v in m.state_dict().items():
+    assert v.sbp == (layouts.get(k, B),), (k, v.sbp)
+    same(v.numpy(), ref[k], f"meta to_global {k}")
+m2 = None
+flow.manual_seed(21)
+with flow.device("meta"):
+    m2 = _small_model()
+m2.to_global(MESH, sbp=lambda name: (S(0), S(1)) if name.endswith("weight") and "2." not in name
+             else (B, B))
+for k, v in m2.state_dict().items():
+    same(v.numpy(), ref[k], f"meta to_global 2x2 {k}")
+print(f"rank {rank} meta modules placed ok", flush=True)
+
+# Layout changes and sharded checkpoints: no rank builds the whole tensor for a shard result
+# (1 MiB shards of a 4 MiB tensor; all-to-all needs a send and a receive buffer).
+MIB = 1 << 20
+x = flow.randn(N, N, placement=ALL, sbp=S(0))
+b = x.to_global(sbp=B)
+part = flow.randn(N, N, placement=ALL, sbp=P)
+for what, make, bound in [("B->S(1)", lambda: b.to_global(sbp=S(1)), 1.3 * MIB),
+                          ("P->S(0)", lambda: part.to_global(sbp=S(0)), 1.3 * MIB),
+                          ("S(0)->S(1)", lambda: x.to_global(sbp=S(1)), 2.3 * MIB)]:
+    flow.comm.barrier()
+    rise, out = peak_rise(make)
+    same(out.numpy(), x.numpy() if what != "P->S(0)" else part.numpy(), what)
+    assert rise <= bound, f"rank {rank}: {what}: peak rise {rise} bytes for a 1 MiB shard"
+ckpt = os.path.join(os.environ["BIG_MODELS_TMP"], "ckpt")
+rise, _ = peak_rise(lambda: flow.save({"w": x}, ckpt, sharded=True))
+assert rise <= 64 << 10, f"rank {rank}: a sharded save allocated {rise} bytes"
+from oneflow._sharded_checkpoint import materialize_like  # noqa: E402
+pair = flow.placement("cpu", ranks=[0, 1])
+like = flow.empty(N, N, placement=pair, sbp=S(1))
+rise, w = peak_rise(lambda: materialize_like(flow.load(ckpt)["w"], like))
+assert rise <= (1.3 * 2 * MIB if rank < 2 else 64 << 10), \
+    f"rank {rank}: loading a 2 MiB shard allocated {rise} bytes"
+same(w.numpy(), x.numpy(), "sharded load into another layout")
+print(f"rank {rank} layout changes and sharded checkpoints peak memory ok", flush=True)

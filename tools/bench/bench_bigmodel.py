@@ -1,0 +1,86 @@
+"""Large tensors on 4 ranks: each rank's peak memory against its shard, and the time, for
+creation (randn with a placement), a sharded-checkpoint load into another layout, and the
+layout changes B -> S(0), S(0) -> B, S(0) -> S(1) and P -> S(0) of one tensor.
+
+    tools/python tools/bench/bench_bigmodel.py [--mb 1024] [--nproc 4]
+
+Starts the launcher itself. Peak: oneflow.cpu.max_memory_allocated() since just before the
+step, minus what was held then; "shard": the bytes of this rank's piece of the result (the
+whole tensor for B). PyTorch's DTensor is not compared: Debian's torch 1.13 has no public
+DTensor (torch.distributed._tensor came with 2.0).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=1024, help="logical size of the tensor (MiB)")
+    ap.add_argument("--nproc", type=int, default=4)
+    args = ap.parse_args()
+    if "RANK" not in os.environ:
+        with tempfile.TemporaryDirectory() as d:
+            cmd = [sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node",
+                   str(args.nproc), os.path.abspath(__file__), "--mb", str(args.mb),
+                   "--nproc", str(args.nproc)]
+            env = dict(os.environ, BENCH_BIGMODEL_DIR=d)
+            sys.exit(subprocess.call(cmd, env=env))
+    worker(args)
+
+
+def worker(args):
+    import oneflow as flow
+
+    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    S, B, P = flow.sbp.split, flow.sbp.broadcast, flow.sbp.partial_sum
+    pl = flow.placement("cpu", ranks=list(range(world)))
+    half = flow.placement("cpu", ranks=list(range(world // 2)))
+    n = int((args.mb * (1 << 20) // 4) ** 0.5) // world * world
+    mb = 1 << 20
+    rows = []
+
+    def step(name, fn):
+        flow.comm.barrier()
+        flow.cpu.reset_peak_memory_stats()
+        base = flow.cpu.memory_allocated()
+        t0 = time.perf_counter()
+        out = fn()
+        dt = time.perf_counter() - t0
+        peak = flow.cpu.max_memory_allocated() - base
+        shard = out.to_local().numel() * out.element_size() if out.is_global else 0
+        rows.append((name, peak / mb, shard / mb, dt))
+        return out
+
+    x = step("create randn S(0)", lambda: flow.randn(n, n, placement=pl, sbp=S(0)))
+    b = step("S(0) -> B", lambda: x.to_global(sbp=B))
+    s = step("B -> S(0)", lambda: b.to_global(sbp=S(0)))
+    del b, s
+    s = step("S(0) -> S(1)", lambda: x.to_global(sbp=S(1)))
+    del s
+    part = step("create zeros P", lambda: flow.zeros(n, n, placement=pl, sbp=P))
+    step("P -> S(0)", lambda: part.to_global(sbp=S(0)))
+    del part
+    path = os.path.join(os.environ["BENCH_BIGMODEL_DIR"], "ckpt")
+    step("save sharded S(0)", lambda: (flow.save({"w": x}, path, sharded=True), x)[1])
+    del x
+    target = flow.empty(n, n, placement=half, sbp=S(1))
+    def load():
+        from oneflow._sharded_checkpoint import materialize_like
+
+        return materialize_like(flow.load(path)["w"], target)
+    step(f"load into S(1) on {world // 2} ranks", load)
+    for name, peak, shard, dt in rows:
+        print(f"rank {rank}: {name:28s} peak {peak:8.1f} MiB  shard {shard:8.1f} MiB  "
+              f"({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s", flush=True)
+    if rank == 0:
+        print(f"tensor ({n}, {n}) float32 = {n * n * 4 / mb:.0f} MiB logical, {world} ranks; "
+              "PyTorch DTensor: not in Debian's torch 1.13", flush=True)
+
+
+if __name__ == "__main__":
+    main()
