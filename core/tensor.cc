@@ -2,6 +2,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/size_check.h"
 
 namespace oneflow {
 
@@ -13,8 +14,10 @@ bool GradModeEnabled() { return g_grad_mode; }
 void SetGradMode(bool enabled) { g_grad_mode = enabled; }
 
 Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
+  const char* op = CurrentSizeCheckOp();
+  const int64_t nbytes = CheckAllocation(shape, dtype, op ? op : "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::Allocate(device, shape.numel() * SizeOf(dtype));
+  impl->storage = Storage::Allocate(device, static_cast<size_t>(nbytes));
   impl->shape = shape;
   impl->strides = ContiguousStrides(shape);
   impl->dtype = dtype;
@@ -22,9 +25,11 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
 }
 
 Tensor Tensor::FromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
-  ONEFLOW_CHECK(storage->nbytes() >= static_cast<size_t>(shape.numel()) * SizeOf(dtype),
-                "Tensor::FromStorage: ", storage->nbytes(), " bytes cannot hold ", shape, " of ",
-                DTypeName(dtype));
+  ONEFLOW_CHECK(
+      storage->nbytes() >=
+          static_cast<size_t>(CheckShape(shape, dtype, "Tensor::FromStorage")) * SizeOf(dtype),
+      "Tensor::FromStorage: ", storage->nbytes(), " bytes cannot hold ", shape, " of ",
+      DTypeName(dtype));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->shape = shape;

@@ -23,6 +23,9 @@ struct PyDType {
 const PyDType& DTypeObject(DType t);
 DType ToDType(py::handle obj, DType fallback);
 Device ToDevice(py::handle obj);  // None -> cpu; str or flow.device
+// An int (or an object with __index__) as int64; one line naming `what` when it is not an int
+// or does not fit int64, never pybind11's "Unable to cast".
+int64_t ToInt64(py::handle obj, const char* what);
 std::vector<int64_t> ToIntList(py::handle obj, const char* what);
 // Accepts f(2, 3), f((2, 3)), f([2, 3]), f(flow.Size([2, 3])).
 std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);

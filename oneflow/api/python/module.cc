@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "core/error.h"
+#include "oneflow/api/python/one_line_errors.h"
 
 namespace oneflow {
 namespace python {
@@ -27,6 +28,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   BindDdp(m);
   BindCuda(m);
   BindGraph(m);
+  WrapForOneLineErrors(m);  // last: every function and method above
 }
 
 }  // namespace python

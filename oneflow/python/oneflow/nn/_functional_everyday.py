@@ -6,6 +6,7 @@ import math
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
+from oneflow._api_util import _int_arg, _tensor_arg
 
 __all__ = [
     "silu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "selu", "celu", "elu",
@@ -128,6 +129,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    _tensor_arg(input, "group_norm")
+    num_groups = _int_arg(num_groups, "group_norm", "num_groups", 1)
     if input.dim() < 2:
         raise RuntimeError(f"group_norm: expected an input with at least 2 dims (N, C, ...), "
                            f"got shape {tuple(input.shape)}")
