@@ -14,6 +14,18 @@ const PyDType& DTypeObject(DType t) {
   return objs[static_cast<int>(t)];
 }
 
+std::string ShortRepr(py::handle obj) {
+  if (py::isinstance<Tensor>(obj)) {
+    const Tensor& t = obj.cast<const Tensor&>();
+    return StrCat("a ", DTypeName(t.dtype()), " Tensor of shape ", t.shape());
+  }
+  std::string r = py::repr(obj);
+  for (char& c : r) {
+    if (c == '\n') c = ' ';
+  }
+  return r.size() > 80 ? r.substr(0, 77) + "..." : r;
+}
+
 DType ToDType(py::handle obj, DType fallback) {
   if (obj.is_none()) return fallback;
   if (py::isinstance<PyDType>(obj)) return obj.cast<const PyDType&>().dtype;
@@ -25,8 +37,8 @@ DType ToDType(py::handle obj, DType fallback) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::kFloat32;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::kInt64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::kBool;
-  throw TypeError(StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ",
-                         py::repr(obj).cast<std::string>()));
+  throw TypeError(
+      StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ", ShortRepr(obj)));
 }
 
 Device ToDevice(py::handle obj) {
@@ -34,8 +46,8 @@ Device ToDevice(py::handle obj) {
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<py::str>(obj)) return Device::Parse(obj.cast<std::string>());
   if (py::isinstance<py::int_>(obj)) return Device::CUDA(obj.cast<int>());
-  throw TypeError(StrCat("device: expected a device or a string such as 'cpu', got ",
-                         py::repr(obj).cast<std::string>()));
+  throw TypeError(
+      StrCat("device: expected a device or a string such as 'cpu', got ", ShortRepr(obj)));
 }
 
 int64_t ToInt64(py::handle obj, const char* what) {
@@ -57,16 +69,14 @@ int64_t ToInt64(py::handle obj, const char* what) {
 std::vector<int64_t> ToIntList(py::handle obj, const char* what) {
   if (py::isinstance<py::int_>(obj)) return {ToInt64(obj, what)};
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
-    throw TypeError(
-        StrCat(what, ": expected a sequence of ints, got ", py::repr(obj).cast<std::string>()));
+    throw TypeError(StrCat(what, ": expected a sequence of ints, got ", ShortRepr(obj)));
   }
   std::vector<int64_t> out;
   for (py::handle h : obj) {
     if (py::isinstance<Tensor>(h)) {
       out.push_back(ToInt64(Item(h.cast<const Tensor&>()), what));
     } else if (!py::isinstance<py::int_>(h) && !py::hasattr(h, "__index__")) {
-      throw TypeError(StrCat(what, ": expected ints, got ", py::repr(h).cast<std::string>(), " in ",
-                             py::repr(obj).cast<std::string>()));
+      throw TypeError(StrCat(what, ": expected ints, got ", ShortRepr(h), " in ", ShortRepr(obj)));
     } else {
       out.push_back(ToInt64(h, what));
     }

@@ -21,6 +21,8 @@ struct PyDType {
   DType dtype;
 };
 const PyDType& DTypeObject(DType t);
+// repr(obj) for a message: one line of at most 80 characters; a tensor by dtype and shape.
+std::string ShortRepr(py::handle obj);
 DType ToDType(py::handle obj, DType fallback);
 Device ToDevice(py::handle obj);  // None -> cpu; str or flow.device
 // An int (or an object with __index__) as int64; one line naming `what` when it is not an int

@@ -225,7 +225,7 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
       if (idx.dtype() != DType::kInt64) idx = fn::to_dtype(idx, DType::kInt64);
       adv.push_back({dim++, x_dim++, idx});
     } else {
-      throw IndexError(StrCat("unsupported index ", py::repr(h).cast<std::string>()));
+      throw IndexError(StrCat("unsupported index ", ShortRepr(h)));
     }
   }
   return adv.empty() ? y : ApplyAdvanced(y, adv);

@@ -14,6 +14,12 @@ namespace {
 std::string Short(std::string s) {
   const std::string prefix = "oneflow._oneflow_internal.";
   for (size_t at; (at = s.find(prefix)) != std::string::npos;) s.erase(at, prefix.size());
+  // py::handle parameters take any object: pybind11 names their type "handle".
+  for (size_t at = 0; (at = s.find("handle", at)) != std::string::npos; at += 6) {
+    const bool word = (at == 0 || !isalnum(static_cast<unsigned char>(s[at - 1]))) &&
+                      (at + 6 == s.size() || !isalnum(static_cast<unsigned char>(s[at + 6])));
+    if (word) s.replace(at, 6, "object");
+  }
   return s;
 }
 

@@ -28,9 +28,10 @@ class Size(tuple):
 INT64_MAX = 2**63 - 1
 
 
-def _size(args, what):
+def _size(args, what, infer=False):
     """The sizes of a creation call as a list of ints: each a non-negative int that fits int64,
-    their product too; otherwise one line naming `what`."""
+    their product too; otherwise one line naming `what`. infer=True (reshape, view, expand)
+    lets -1 through: the op infers that size (and checks the result)."""
     dims = args[0] if len(args) == 1 and not isinstance(args[0], builtins.int) else args
     try:
         dims = list(dims)
@@ -47,7 +48,9 @@ def _size(args, what):
         out.append(d)
         numel *= d
     for d in out:
-        if d < 0:
+        if d == -1 and infer:
+            numel = 0  # the op infers it; the size check at dispatch sees the result
+        elif d < 0:
             raise RuntimeError(f"{what}: negative dimension {d} in size {tuple(out)} "
                                f"(sizes must be >= 0)")
         if d > INT64_MAX:

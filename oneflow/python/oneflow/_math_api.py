@@ -124,11 +124,15 @@ def lerp(input, end, weight):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
+    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        _tensor_arg(t, "addcmul", name)
     prod = tensor1 * tensor2
     return input + (prod if value == 1 else value * prod)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        _tensor_arg(t, "addcdiv", name)
     if not _is_float(tensor1) and not _is_float(tensor2):
         raise RuntimeError("addcdiv: integer division of tensors is not supported; "
                            "use floating point tensor1 or tensor2 (got "

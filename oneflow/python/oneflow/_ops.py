@@ -71,6 +71,9 @@ def gather(input, dim, index):
 
 def pow(x, exponent):
     if not isinstance(x, Tensor):
+        if not isinstance(exponent, Tensor):  # two numbers: Python's pow could run for ever
+            raise TypeError(f"pow: expected a Tensor as input or exponent, got "
+                            f"{type(x).__name__} and {type(exponent).__name__}")
         return exponent.__rpow__(x)
     return _C.pow(x, exponent)
 
@@ -200,11 +203,11 @@ def argmin(x, dim=None, keepdim=False):
 
 
 def reshape(x, *shape):
-    return _C.reshape(x, _size(shape, "reshape"))
+    return _C.reshape(x, _size(shape, "reshape", infer=True))
 
 
 def view(x, *shape):
-    return _C.view(x, _size(shape, "view"))
+    return _C.view(x, _size(shape, "view", infer=True))
 
 
 def permute(x, *dims):

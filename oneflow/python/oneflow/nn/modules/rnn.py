@@ -13,7 +13,7 @@ import numbers
 import warnings
 
 import oneflow as flow
-from oneflow._api_util import _check_tensor_size, _int_arg
+from oneflow._api_util import INT64_MAX, _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
@@ -79,7 +79,12 @@ class RNNBase(Module):
         num_directions = 2 if bidirectional else 1
         gate_size = _GATES[mode] * hidden_size
         per_layer = gate_size * (max(input_size, hidden_size * num_directions) + hidden_size + 2)
-        _check_tensor_size(name, (num_layers * num_directions * per_layer,), dtype)
+        total = num_layers * num_directions * per_layer
+        if total > INT64_MAX:
+            raise ValueError(f"{name}: num_layers={num_layers}, hidden_size={hidden_size} and "
+                             f"input_size={input_size} make {total} parameters, more than int64 "
+                             f"can count")
+        _check_tensor_size(name, (total,), dtype)
         if proj_size != 0:
             raise NotImplementedError(f"{name}: proj_size is not supported, got {proj_size}")
         self._name = name
