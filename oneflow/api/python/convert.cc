@@ -184,8 +184,8 @@ void ScanNested(py::handle obj, size_t depth, NestedScan& scan) {
       scan.kind = 2;
       return Leaf(scan, depth);
     }
-    throw TypeError(
-        StrCat("tensor: could not convert ", Py_TYPE(obj.ptr())->tp_name, " to a tensor element"));
+    throw TypeError(StrCat("tensor: could not convert ", ShortRepr(obj), " (",
+                           Py_TYPE(obj.ptr())->tp_name, ") to a tensor element"));
   }
   if (scan.leaf_depth != -1 && static_cast<int64_t>(depth) >= scan.leaf_depth) {
     Ragged(depth, "a sequence");

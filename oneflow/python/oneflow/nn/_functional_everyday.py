@@ -236,6 +236,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along dim (PyTorch 1.13's formula)."""
+    _tensor_arg(x1, "cosine_similarity", "x1")
+    _tensor_arg(x2, "cosine_similarity", "x2")
     dot = _C.sum(x1 * x2, [dim], False)
     n = _C.sum(x1 * x1, [dim], False) * _C.sum(x2 * x2, [dim], False)
     return dot / _C.sqrt(_C.clamp(n, eps * eps, None))

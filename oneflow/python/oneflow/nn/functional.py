@@ -712,6 +712,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError(f"interpolate: mode={mode!r} expects a {wanted} input (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
     sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    # The output's size, checked before the per-axis index lists are built in Python.
+    _check_tensor_size("interpolate", tuple(input.shape[:2]) + tuple(sizes), input.dtype)
     x = input
     for i, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + i
