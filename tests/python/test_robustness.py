@@ -109,6 +109,9 @@ def test_python_ints_beyond_int64_are_one_line():
     refuses(lambda: flow.tensor([2**70]), r"tensor: 1180591620717411303424 does not fit int64")
     refuses(lambda: x[2**70], r"index: 1180591620717411303424 does not fit int64")
     assert x[0:2**70].shape == (2, 3)  # a slice bound past the end is the end, as in Python
+    # pybind11's own cast of an argument, named by the binding function that refused it
+    refuses(lambda: x.to(2**70), r"_to_device: an argument of Python type <class 'int'> does "
+                                 r"not fit C\+\+ type 'int' \(an int too large for it\?\)$")
 
 
 # ---- class 3: ragged data ---------------------------------------------------------------------

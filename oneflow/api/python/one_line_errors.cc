@@ -92,10 +92,15 @@ PyObject* Call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject
   if (msg.find("incompatible function arguments") != std::string::npos) {
     line =
         w->name + ": got " + Got(args, nargs, kwnames, w->method) + "; expected " + Expected(msg);
-  } else if (msg.rfind("Unable to cast Python instance of type", 0) == 0) {
-    line = w->name + ": an argument does not fit its C++ type (" +
-           msg.substr(msg.find("type ") + 5) +
-           "; an int must lie in [-9223372036854775808, 9223372036854775807])";
+  } else if (msg.rfind("Unable to cast Python instance of type ", 0) == 0) {
+    // "Unable to cast Python instance of type <class 'int'> to C++ type 'long'"
+    const std::string rest =
+        msg.substr(std::string("Unable to cast Python instance of type ").size());
+    const size_t to = rest.find(" to C++ type ");
+    line = w->name + ": an argument of Python type " + rest.substr(0, to) +
+           (to == std::string::npos ? std::string()
+                                    : " does not fit C++ type " + rest.substr(to + 13)) +
+           " (an int too large for it?)";
   }
   if (line.empty()) {
     PyErr_Restore(type, value, tb);
