@@ -6,6 +6,7 @@
 #include "core/autocast.h"
 #include "core/autograd.h"
 #include "core/profiler.h"
+#include "core/size_check.h"
 #include "core/trace.h"
 
 namespace oneflow {
@@ -294,6 +295,8 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
     }
   }
   std::vector<TensorMeta> out = op.infer(metas, attrs);
+  for (const TensorMeta& m : out) CheckShape(m.shape, m.dtype, op.name.c_str());
+  SizeCheckOpScope size_check_op(op.name.c_str());
   if (inputs.empty() && attrs.Has("device"))
     device = Device::Parse(attrs.Get<std::string>("device"));
   if (device.type == DeviceType::kMeta) {  // shapes and dtypes only: no kernel, no memory

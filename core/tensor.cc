@@ -2,6 +2,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/size_check.h"
 
 namespace oneflow {
 
@@ -13,8 +14,15 @@ bool GradModeEnabled() { return g_grad_mode; }
 void SetGradMode(bool enabled) { g_grad_mode = enabled; }
 
 Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
+  const char* op = CurrentSizeCheckOp();
+  // A meta tensor holds no memory, so only the counts are checked: a model described on meta
+  // may be larger than this machine.
+  const int64_t nbytes =
+      device.type == DeviceType::kMeta
+          ? CheckShape(shape, dtype, op ? op : "empty") * static_cast<int64_t>(SizeOf(dtype))
+          : CheckAllocation(shape, dtype, op ? op : "empty");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::Allocate(device, shape.numel() * SizeOf(dtype));
+  impl->storage = Storage::Allocate(device, static_cast<size_t>(nbytes));
   impl->shape = shape;
   impl->strides = ContiguousStrides(shape);
   impl->dtype = dtype;
@@ -22,9 +30,11 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
 }
 
 Tensor Tensor::FromStorage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype) {
-  ONEFLOW_CHECK(storage->nbytes() >= static_cast<size_t>(shape.numel()) * SizeOf(dtype),
-                "Tensor::FromStorage: ", storage->nbytes(), " bytes cannot hold ", shape, " of ",
-                DTypeName(dtype));
+  ONEFLOW_CHECK(
+      storage->nbytes() >=
+          static_cast<size_t>(CheckShape(shape, dtype, "Tensor::FromStorage")) * SizeOf(dtype),
+      "Tensor::FromStorage: ", storage->nbytes(), " bytes cannot hold ", shape, " of ",
+      DTypeName(dtype));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->shape = shape;

@@ -28,10 +28,16 @@ std::vector<Tensor> FullCpu(const std::vector<Tensor>&, const Attrs& a,
 
 int64_t ArangeLength(const Attrs& a) {
   double start = a.Get<double>("start"), end = a.Get<double>("end"), step = a.Get<double>("step");
+  ONEFLOW_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+                "arange: expected finite start, end and step, got ", start, ", ", end, ", ", step);
   ONEFLOW_CHECK(step != 0, "arange: step must be nonzero");
   ONEFLOW_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: range [", start,
                 ", ", end, ") is inconsistent with step ", step);
-  return static_cast<int64_t>(std::ceil((end - start) / step));
+  const double n = std::ceil((end - start) / step);
+  // 2**63 is the first double past int64: the length must be below it.
+  ONEFLOW_CHECK(n < 9223372036854775808.0, "arange: [", start, ", ", end, ") in steps of ", step,
+                " has ", n, " elements, more than int64 can count");
+  return static_cast<int64_t>(n);
 }
 
 // Under a shard window (attrs "shape", "shard_start"): the window's part of the range.

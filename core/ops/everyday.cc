@@ -17,7 +17,12 @@ namespace fn {
 
 namespace {
 
-int64_t Wrap(int64_t dim, int64_t ndim, const char* op) { return WrapDim(dim, ndim, op); }
+// The ops here that take a dim index the tensor's sizes by it: a 0-dim tensor has none (the
+// ones that accept it, as PyTorch's do, view it as 1-D first: AtLeast1d).
+int64_t Wrap(int64_t dim, int64_t ndim, const char* op) {
+  ONEFLOW_CHECK(ndim > 0, op, ": expected a tensor with at least 1 dim, got a 0-dim tensor");
+  return WrapDim(dim, ndim, op);
+}
 
 // Integer dims of a tensor as seen by op; 0-dim tensors count as 1-D.
 Tensor AtLeast1d(const Tensor& x) { return x.ndim() ? x : reshape(x, {1}); }

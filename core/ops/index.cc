@@ -239,7 +239,7 @@ std::vector<Tensor> TriangleGrad(const GradCtx& c) {
 // flip(x, dims): out[..., i, ...] = x[..., n - 1 - i, ...] along each of dims.
 std::vector<TensorMeta> InferFlip(const std::vector<TensorMeta>& in, const Attrs& a) {
   const int64_t n = in[0].shape.ndim();
-  std::vector<bool> seen(n, false);
+  std::vector<bool> seen(std::max<int64_t>(n, 1), false);  // a 0-dim tensor has dim 0
   for (int64_t d : a.Get<std::vector<int64_t>>("dims")) {
     const int64_t w = WrapDim(d, n, "flip");
     ONEFLOW_CHECK(!seen[w], "flip: dim ", w, " appears more than once in dims");
@@ -253,7 +253,7 @@ std::vector<Tensor> FlipCpu(const std::vector<Tensor>& in, const Attrs& a,
   Tensor x = Contig(in[0]);
   Tensor o = Tensor::Empty(out[0]);
   const int64_t nd = x.ndim();
-  std::vector<bool> flipped(nd, false);
+  std::vector<bool> flipped(std::max<int64_t>(nd, 1), false);
   for (int64_t d : a.Get<std::vector<int64_t>>("dims")) flipped[WrapDim(d, nd, "flip")] = true;
   const std::vector<int64_t> st = x.strides();
   const size_t es = SizeOf(x.dtype());

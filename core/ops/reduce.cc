@@ -169,7 +169,7 @@ std::vector<Tensor> ArgReduceCpu(const std::vector<Tensor>& in, const Attrs& a,
   int64_t n = x.ndim() ? x.shape()[dim] : 1;
   int64_t inner = 1;
   for (int64_t i = dim + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
-  int64_t outer = n ? x.numel() / (n * inner) : 0;
+  int64_t outer = n * inner ? x.numel() / (n * inner) : 0;  // 0: an empty other dim
   DispatchAll(x.dtype(), kMax ? "max" : "min", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = x.data<T>();
@@ -245,7 +245,10 @@ Tensor mean(const Tensor& x, const IntList& dims, bool keepdim) {
   if (dims.empty()) {
     count = x.numel();
   } else {
-    for (int64_t d : dims) count *= x.shape()[WrapDim(d, x.ndim(), "mean")];
+    for (int64_t d : dims) {
+      const int64_t w = WrapDim(d, x.ndim(), "mean");
+      if (x.ndim()) count *= x.shape()[w];  // a 0-dim tensor's dim 0 is itself
+    }
   }
   return mul_scalar(sum(x, dims, keepdim), 1.0 / static_cast<double>(count));
 }

@@ -134,6 +134,7 @@ struct SliceSpec {
 
 SliceSpec GetSlice(const Attrs& a, const Shape& s) {
   SliceSpec sp;
+  ONEFLOW_CHECK(s.ndim() > 0, "slice: cannot slice a 0-dim tensor (it has no dims to slice)");
   sp.dim = WrapDim(a.Get<int64_t>("dim"), s.ndim(), "slice");
   int64_t n = s[sp.dim];
   sp.step = a.Get<int64_t>("step");

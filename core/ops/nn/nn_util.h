@@ -44,10 +44,14 @@ inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + 
 // over the end, but it must still start inside the input or the left padding.
 inline int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
                                 int64_t dilation, bool ceil_mode) {
-  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
-  int64_t out = FloorDiv(span + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
+  // In 128 bits: sizes near int64's limit (a kernel of 2**63 - 1) must not wrap around.
+  using Wide = __int128;
+  auto floor_div = [](Wide a, Wide b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const Wide span = Wide(in) + 2 * Wide(pad) - Wide(dilation) * (Wide(kernel) - 1) - 1;
+  Wide out = floor_div(span + (ceil_mode ? Wide(stride) - 1 : 0), stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= Wide(in) + pad) --out;
+  // Callers refuse an output below 1; one beyond int64 is refused by the size check.
+  return out < 0 ? -1 : out > Wide(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(out);
 }
 
 // Runs f on a batch of one when x is an unbatched (C, H, W) image, as PyTorch's 2-d ops do.

@@ -14,6 +14,18 @@ const PyDType& DTypeObject(DType t) {
   return objs[static_cast<int>(t)];
 }
 
+std::string ShortRepr(py::handle obj) {
+  if (py::isinstance<Tensor>(obj)) {
+    const Tensor& t = obj.cast<const Tensor&>();
+    return StrCat("a ", DTypeName(t.dtype()), " Tensor of shape ", t.shape());
+  }
+  std::string r = py::repr(obj);
+  for (char& c : r) {
+    if (c == '\n') c = ' ';
+  }
+  return r.size() > 80 ? r.substr(0, 77) + "..." : r;
+}
+
 DType ToDType(py::handle obj, DType fallback) {
   if (obj.is_none()) return fallback;
   if (py::isinstance<PyDType>(obj)) return obj.cast<const PyDType&>().dtype;
@@ -25,8 +37,8 @@ DType ToDType(py::handle obj, DType fallback) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::kFloat32;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::kInt64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::kBool;
-  throw TypeError(StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ",
-                         py::repr(obj).cast<std::string>()));
+  throw TypeError(
+      StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ", ShortRepr(obj)));
 }
 
 std::vector<Device>& DefaultDevices() {
@@ -39,25 +51,39 @@ Device ToDevice(py::handle obj) {
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<py::str>(obj)) return Device::Parse(obj.cast<std::string>());
   if (py::isinstance<py::int_>(obj)) return Device::CUDA(obj.cast<int>());
-  throw TypeError(StrCat("device: expected a device or a string such as 'cpu', got ",
-                         py::repr(obj).cast<std::string>()));
+  throw TypeError(
+      StrCat("device: expected a device or a string such as 'cpu', got ", ShortRepr(obj)));
+}
+
+int64_t ToInt64(py::handle obj, const char* what) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    throw TypeError(StrCat(what, ": expected an int, got ", Py_TYPE(obj.ptr())->tp_name));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    throw Error(StrCat(what, ": ", py::str(index).cast<std::string>(),
+                       " does not fit int64 (expected an int in [-9223372036854775808, "
+                       "9223372036854775807])"));
+  }
+  return v;
 }
 
 std::vector<int64_t> ToIntList(py::handle obj, const char* what) {
-  if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
+  if (py::isinstance<py::int_>(obj)) return {ToInt64(obj, what)};
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
-    throw TypeError(
-        StrCat(what, ": expected a sequence of ints, got ", py::repr(obj).cast<std::string>()));
+    throw TypeError(StrCat(what, ": expected a sequence of ints, got ", ShortRepr(obj)));
   }
   std::vector<int64_t> out;
   for (py::handle h : obj) {
     if (py::isinstance<Tensor>(h)) {
-      out.push_back(Item(h.cast<const Tensor&>()).cast<int64_t>());
+      out.push_back(ToInt64(Item(h.cast<const Tensor&>()), what));
     } else if (!py::isinstance<py::int_>(h) && !py::hasattr(h, "__index__")) {
-      throw TypeError(StrCat(what, ": expected ints, got ", py::repr(h).cast<std::string>(), " in ",
-                             py::repr(obj).cast<std::string>()));
+      throw TypeError(StrCat(what, ": expected ints, got ", ShortRepr(h), " in ", ShortRepr(obj)));
     } else {
-      out.push_back(h.attr("__index__")().cast<int64_t>());
+      out.push_back(ToInt64(h, what));
     }
   }
   return out;
@@ -77,7 +103,7 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
   if (py::isinstance<py::int_>(other)) {
     if (t == DType::kBool) t = DType::kInt64;
     Tensor s = Tensor::Empty(Shape(), t, Device::CPU());
-    fn::fill_(s, static_cast<double>(other.cast<int64_t>()));
+    fn::fill_(s, static_cast<double>(ToInt64(other, "tensor operand")));
     return fn::to_device(s, x.device());
   }
   if (py::isinstance<py::float_>(other)) {
@@ -101,38 +127,73 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
 
 namespace {
 
+// What ScanNested learns of nested data: its shape, the widest element kind (0 bool, 1 int,
+// 2 float) and the depth of its numbers (-1 before the first), which must be the same for
+// every number: FillNested writes exactly shape.numel() elements only for rectangular data.
+struct NestedScan {
+  std::vector<int64_t> shape;
+  int kind = 0;
+  int64_t leaf_depth = -1;
+};
+
+[[noreturn]] void Ragged(size_t depth, const std::string& got) {
+  throw Error(StrCat("tensor: nested data must be rectangular, got ", got, " at dim ", depth,
+                     " where other elements differ (a list of tensors must hold equal shapes)"));
+}
+
+void Leaf(NestedScan& scan, size_t depth) {
+  if (scan.leaf_depth == -1) scan.leaf_depth = static_cast<int64_t>(depth);
+  if (scan.leaf_depth != static_cast<int64_t>(depth) ||
+      scan.shape.size() > static_cast<size_t>(depth)) {
+    Ragged(depth, "a number");
+  }
+}
+
 // Walks nested sequences, recording the shape and the widest element kind.
-void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& kind) {
-  if (py::isinstance<py::bool_>(obj)) return;
+void ScanNested(py::handle obj, size_t depth, NestedScan& scan) {
+  std::vector<int64_t>& shape = scan.shape;
+  if (py::isinstance<py::bool_>(obj)) return Leaf(scan, depth);
   if (py::isinstance<py::int_>(obj)) {
-    kind = std::max(kind, 1);
-    return;
+    scan.kind = std::max(scan.kind, 1);
+    return Leaf(scan, depth);
   }
   if (py::isinstance<py::float_>(obj)) {
-    kind = 2;
-    return;
+    scan.kind = 2;
+    return Leaf(scan, depth);
   }
   if (py::isinstance<Tensor>(obj)) {
     const Tensor& t = obj.cast<const Tensor&>();
+    const size_t end = depth + t.shape().dims().size();
+    if (scan.leaf_depth != -1 && scan.leaf_depth != static_cast<int64_t>(end)) {
+      Ragged(depth, StrCat("a tensor of shape ", t.shape()));
+    }
     for (int64_t d : t.shape().dims()) {
-      if (shape.size() <= depth) shape.push_back(d);
+      if (shape.size() <= depth) {
+        shape.push_back(d);
+      } else if (shape[depth] != d) {
+        Ragged(depth, StrCat("a tensor of shape ", t.shape()));
+      }
       ++depth;
     }
-    kind = std::max(kind, IsFloating(t.dtype()) ? 2 : t.dtype() == DType::kBool ? 0 : 1);
+    Leaf(scan, end);
+    scan.kind = std::max(scan.kind, IsFloating(t.dtype()) ? 2 : t.dtype() == DType::kBool ? 0 : 1);
     return;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
     // Number-like objects (numpy scalars): integers through __index__, reals through __float__.
     if (py::hasattr(obj, "__index__")) {
-      kind = std::max(kind, 1);
-      return;
+      scan.kind = std::max(scan.kind, 1);
+      return Leaf(scan, depth);
     }
     if (py::hasattr(obj, "__float__")) {
-      kind = 2;
-      return;
+      scan.kind = 2;
+      return Leaf(scan, depth);
     }
-    throw TypeError(StrCat("tensor: could not convert ", py::repr(obj).cast<std::string>(), " (",
-                           py::str(obj.get_type()).cast<std::string>(), ") to a tensor element"));
+    throw TypeError(StrCat("tensor: could not convert ", ShortRepr(obj), " (",
+                           Py_TYPE(obj.ptr())->tp_name, ") to a tensor element"));
+  }
+  if (scan.leaf_depth != -1 && static_cast<int64_t>(depth) >= scan.leaf_depth) {
+    Ragged(depth, "a sequence");
   }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   int64_t n = static_cast<int64_t>(seq.size());
@@ -142,7 +203,7 @@ void ScanNested(py::handle obj, size_t depth, std::vector<int64_t>& shape, int& 
     throw Error(StrCat("tensor: expected a sequence of length ", shape[depth], " at dim ", depth,
                        ", got ", n, " (nested lists must be rectangular)"));
   }
-  for (py::handle h : seq) ScanNested(h, depth + 1, shape, kind);
+  for (py::handle h : seq) ScanNested(h, depth + 1, scan);
 }
 
 void FillNested(py::handle obj, double*& out) {
@@ -167,7 +228,7 @@ void FillNestedInt(py::handle obj, int64_t*& out) {
   } else if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
     for (py::handle h : obj) FillNestedInt(h, out);
   } else {
-    *out++ = obj.cast<int64_t>();
+    *out++ = ToInt64(obj, "tensor");
   }
 }
 
@@ -214,10 +275,13 @@ Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& devic
     std::vector<int64_t> shape(buf.shape.begin(), buf.shape.end());
     t = fn::from_blob_copy(buf.ptr, Shape(shape), dt);
   } else {
-    std::vector<int64_t> shape;
-    int kind = 0;
-    ScanNested(data, 0, shape, kind);
-    Shape s(shape);
+    NestedScan scan;
+    ScanNested(data, 0, scan);
+    if (scan.leaf_depth != -1 && scan.leaf_depth != static_cast<int64_t>(scan.shape.size())) {
+      Ragged(scan.shape.size(), "a sequence");
+    }
+    const int kind = scan.kind;
+    Shape s(scan.shape);
     if (kind == 2) {
       Tensor d = Tensor::Empty(s, DType::kFloat64, Device::CPU());
       double* p = d.data<double>();

@@ -21,11 +21,16 @@ struct PyDType {
   DType dtype;
 };
 const PyDType& DTypeObject(DType t);
+// repr(obj) for a message: one line of at most 80 characters; a tensor by dtype and shape.
+std::string ShortRepr(py::handle obj);
 DType ToDType(py::handle obj, DType fallback);
 Device ToDevice(py::handle obj);  // None -> the default device; str or flow.device
 // The default device: cpu, or the innermost `with flow.device(...)` (a stack, as PyTorch's
 // device context: creation ops without a device= build there).
 std::vector<Device>& DefaultDevices();
+// An int (or an object with __index__) as int64; one line naming `what` when it is not an int
+// or does not fit int64, never pybind11's "Unable to cast".
+int64_t ToInt64(py::handle obj, const char* what);
 std::vector<int64_t> ToIntList(py::handle obj, const char* what);
 // Accepts f(2, 3), f((2, 3)), f([2, 3]), f(flow.Size([2, 3])).
 std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);

@@ -11,6 +11,7 @@
 #include "core/op_registry.h"
 #include "core/ops/nn/nn.h"
 #include "core/optim.h"
+#include "core/size_check.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/indexing.h"
 #include "oneflow/api/python/module.h"
@@ -74,6 +75,12 @@ void BindFunctional(py::module_& m) {
                   "from_bytes: ", v.size(), " bytes do not hold a ", DTypeName(t),
                   " tensor of shape ", s);
     return fn::from_blob_copy(v.data(), s, t);
+  });
+  // The size check every tensor passes (core/size_check.h), for front doors that build a
+  // tensor in several steps (nn modules' parameters): one line naming op before any work.
+  m.def("_check_allocation", [](py::handle shape, py::handle dtype, const std::string& op) {
+    return CheckAllocation(Shape(ToIntList(shape, op.c_str())), ToDType(dtype, DType::kFloat32),
+                           op.c_str());
   });
   m.def("full", [](py::handle shape, double v, py::handle dtype, py::handle device) {
     return fn::full(Shape(ToIntList(shape, "full")), v, ToDType(dtype, DType::kFloat32),

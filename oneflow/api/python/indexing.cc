@@ -33,6 +33,19 @@ Tensor TrueCoordinates(const Tensor& mask) {
 }
 namespace {
 
+// A slice bound beyond int64 means "past the end" as it does in Python: it saturates.
+int64_t SliceBound(py::handle h) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    throw TypeError(StrCat("slice: expected int bounds, got ", Py_TYPE(h.ptr())->tp_name));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) return overflow > 0 ? INT64_MAX : INT64_MIN;
+  return v;
+}
+
 // The items of a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
 // these), as PyTorch reads them: lists become tensors, a 0-dim integer tensor is an int, a
 // uint8 tensor is a mask. Index tensors must be local.
@@ -181,7 +194,7 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
       if (!h.cast<bool>()) y = fn::slice(y, dim, 0, 0, 1);
       ++dim;
     } else if (py::isinstance<py::int_>(h)) {
-      int64_t i = h.cast<int64_t>(), n = y.shape()[dim];
+      int64_t i = ToInt64(h, "index"), n = y.shape()[dim];
       if (i < -n || i >= n) {  // name the dim of x, as PyTorch does
         throw IndexError(
             StrCat("index ", i, " is out of bounds for dimension ", x_dim, " with size ", n));
@@ -191,11 +204,11 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
     } else if (py::isinstance<py::slice>(h)) {
       py::slice s = py::reinterpret_borrow<py::slice>(h);
       py::object start = s.attr("start"), stop = s.attr("stop"), step = s.attr("step");
-      int64_t st = step.is_none() ? 1 : step.cast<int64_t>();
+      int64_t st = step.is_none() ? 1 : ToInt64(step, "slice step");
       if (st <= 0) throw IndexError("slice: step must be positive");
       int64_t n = y.shape()[dim];
-      y = fn::slice(y, dim, start.is_none() ? 0 : start.cast<int64_t>(),
-                    stop.is_none() ? n : stop.cast<int64_t>(), st);
+      y = fn::slice(y, dim, start.is_none() ? 0 : SliceBound(start),
+                    stop.is_none() ? n : SliceBound(stop), st);
       ++dim;
       ++x_dim;
     } else if (IsTensorIndex(h)) {
@@ -225,7 +238,7 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
       if (idx.dtype() != DType::kInt64) idx = fn::to_dtype(idx, DType::kInt64);
       adv.push_back({dim++, x_dim++, idx});
     } else {
-      throw IndexError(StrCat("unsupported index ", py::repr(h).cast<std::string>()));
+      throw IndexError(StrCat("unsupported index ", ShortRepr(h)));
     }
   }
   return adv.empty() ? y : ApplyAdvanced(y, adv);

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "core/error.h"
+#include "oneflow/api/python/one_line_errors.h"
 
 namespace oneflow {
 namespace python {
@@ -28,6 +29,7 @@ PYBIND11_MODULE(_oneflow_internal, m) {
   BindCuda(m);
   BindGraph(m);
   BindProfiler(m);
+  WrapForOneLineErrors(m);  // last: every function and method above
 }
 
 }  // namespace python

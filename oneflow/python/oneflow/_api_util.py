@@ -25,10 +25,66 @@ class Size(tuple):
         return n
 
 
-def _size(args, what):
-    if len(args) == 1 and not isinstance(args[0], builtins.int):
-        return [builtins.int(d) for d in args[0]]
-    return [builtins.int(d) for d in args]
+INT64_MAX = 2**63 - 1
+
+
+def _size(args, what, infer=False):
+    """The sizes of a creation call as a list of ints: each a non-negative int that fits int64,
+    their product too; otherwise one line naming `what`. infer=True (reshape, view, expand)
+    lets -1 through: the op infers that size (and checks the result)."""
+    dims = args[0] if len(args) == 1 and not isinstance(args[0], builtins.int) else args
+    try:
+        dims = list(dims)
+    except TypeError:
+        raise TypeError(f"{what}: size must be ints or a sequence of ints, got "
+                        f"{type(dims).__name__}") from None
+    out, numel = [], 1
+    for d in dims:
+        try:
+            d = builtins.int(d)
+        except (TypeError, ValueError):
+            raise TypeError(f"{what}: size must be ints or a sequence of ints, got "
+                            f"{type(d).__name__}") from None
+        out.append(d)
+        numel *= d
+    for d in out:
+        if d == -1 and infer:
+            numel = 0  # the op infers it; the size check at dispatch sees the result
+        elif d < 0:
+            raise RuntimeError(f"{what}: negative dimension {d} in size {tuple(out)} "
+                               f"(sizes must be >= 0)")
+        if d > INT64_MAX:
+            raise RuntimeError(f"{what}: dimension {d} in size {tuple(out)} does not fit int64 "
+                               f"(at most {INT64_MAX})")
+    if numel > INT64_MAX:
+        raise RuntimeError(f"{what}: size {tuple(out)} has more elements than int64 can count "
+                           f"(at most {INT64_MAX})")
+    return out
+
+
+def _int_arg(value, what, name, minimum=0, maximum=INT64_MAX):
+    """An int argument (a count, a size) checked once at the front door: one line naming the op
+    and the argument when it is not an int in [minimum, maximum]."""
+    if isinstance(value, builtins.bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what}: {name} must be an int, got {type(value).__name__}")
+    value = value.__index__()
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{what}: {name} must be in [{minimum}, {maximum}], got {value}")
+    return value
+
+
+def _check_tensor_size(what, shape, dtype=None):
+    """Refuses, in one line naming `what`, a tensor of this shape and dtype that cannot exist
+    (negative or int64-overflowing sizes, more bytes than the machine has: core/size_check.h),
+    before a front door that builds it in steps starts any work."""
+    _C._check_allocation(_size((shape,), what), _floating_default(dtype), what)
+
+
+def _tensor_arg(value, what, name="input"):
+    """value when it is a Tensor; else one line naming the op, the argument and what it got."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{what}: {name} must be a Tensor, got {type(value).__name__}")
+    return value
 
 
 # The dtype of tensors made from Python floats and of floating creation functions when no dtype

@@ -71,6 +71,11 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(array):
     """A tensor over the array's own memory and strides (writes are seen by both), as OneFlow's;
     read-only arrays and negative strides are copied instead."""
+    if type(array).__module__ != "numpy" or not hasattr(array, "dtype"):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype.kind == "O":
+        raise TypeError("from_numpy: got a numpy array of dtype object (ragged or mixed data); "
+                        "expected a numeric dtype")
     return _C.from_numpy(array)
 
 
@@ -135,33 +140,34 @@ def empty_like(x, dtype=None, device=None, requires_grad=False):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """steps values base ** e for e evenly spaced from start to end (both included)."""
-    steps = builtins.int(steps)
-    if steps < 0:
-        raise ValueError(f"logspace: steps must be non-negative, got {steps}")
+    steps = _api_util._int_arg(steps, "logspace", "steps")
+    dtype = dtype or _C.float32
+    _api_util._check_tensor_size("logspace", (steps,), dtype)
     start, end, base = builtins.float(start), builtins.float(end), builtins.float(base)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # the exponents as linspace gives them: the second half counted back from end
-    exps = [start + i * step if i < steps // 2 else end - (steps - 1 - i) * step
-            for i in range(steps)] if steps > 1 else [start] * steps  # one step: start alone
-    values = [base ** e for e in exps]
-    return _finish(_C.tensor(values, dtype or _C.float32, device, False), requires_grad)
+    i = _C.arange(0.0, builtins.float(steps), 1.0, _C.float64, None)
+    # one step: start alone (i < 1)
+    exps = _C.where(i < builtins.max(steps // 2, 1),
+                    i * step + start, end - (steps - 1 - i) * step)
+    values = _C.pow(_C.full([], base, _C.float64, None), exps).to(dtype)
+    return _finish(values if device is None else values.to(device), requires_grad)
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
     """0.5 - 0.5 cos(2 pi n / N), n < window_length, N = window_length (periodic) or
     window_length - 1."""
-    n = builtins.int(window_length)
-    if n < 0:
-        raise ValueError(f"hann_window: window_length must be non-negative, got {n}")
+    n = _api_util._int_arg(window_length, "hann_window", "window_length")
     dtype = dtype or _C.float32
     if not dtype.is_floating_point:
         raise TypeError(f"hann_window: dtype must be a floating point dtype, got {dtype}")
+    _api_util._check_tensor_size("hann_window", (n,), dtype)
     if n <= 1:
-        values = [1.0] * n
-    else:
-        denom = n if periodic else n - 1
-        values = [0.5 - 0.5 * math.cos(2 * math.pi * i / denom) for i in range(n)]
-    return _finish(_C.tensor(values, dtype, device, False), requires_grad)
+        return _finish(_C.full([n], 1.0, dtype, device), requires_grad)
+    denom = n if periodic else n - 1
+    i = _C.arange(0.0, builtins.float(n), 1.0, _C.float64, None)
+    values = (0.5 - 0.5 * _C.cos(i * (2 * math.pi) / denom)).to(dtype)
+    return _finish(values if device is None else values.to(device), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -175,4 +181,6 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.eye(n, n if m is None else m, _floating_default(dtype), device), requires_grad)
+    n = _api_util._int_arg(n, "eye", "n")
+    m = n if m is None else _api_util._int_arg(m, "eye", "m")
+    return _finish(_C.eye(n, m, _floating_default(dtype), device), requires_grad)

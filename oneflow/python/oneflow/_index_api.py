@@ -326,9 +326,9 @@ def einsum(equation, *operands):
 
 # ---------------------------------------------------------------- Tensor methods
 
-def _new(fill):
+def _new(fill, name="new_full"):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
-        shape = _size(size, "new")
+        shape = _size(size, name)
         t = _C.full(shape, 0.0 if fill is None else builtins.float(fill),
                     self.dtype if dtype is None else dtype, self.device if device is None else device)
         return _finish(t, requires_grad)
@@ -371,8 +371,8 @@ def _scatter_method(self, dim, index, src=None, value=None, reduce=None):
 def _tensor_methods():
     """Tensor methods of this module (oneflow/_tensor_methods.py installs them with the others)."""
     return {
-        "new_zeros": _global._new_method("new_zeros", _new(0)),
-        "new_ones": _global._new_method("new_ones", _new(1)),
+        "new_zeros": _global._new_method("new_zeros", _new(0, "new_zeros")),
+        "new_ones": _global._new_method("new_ones", _new(1, "new_ones")),
         "new_full": _global._new_method("new_full", _new_full),
         "new_empty": _global._new_method("new_empty", _new_empty),
         "diag": diag,

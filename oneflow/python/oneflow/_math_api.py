@@ -10,7 +10,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow._api_util import _inplace, _method
+from oneflow._api_util import _inplace, _method, _tensor_arg
 
 Tensor = _C.Tensor
 
@@ -124,11 +124,15 @@ def lerp(input, end, weight):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
+    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        _tensor_arg(t, "addcmul", name)
     prod = tensor1 * tensor2
     return input + (prod if value == 1 else value * prod)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        _tensor_arg(t, "addcdiv", name)
     if not _is_float(tensor1) and not _is_float(tensor2):
         raise RuntimeError("addcdiv: integer division of tensors is not supported; "
                            "use floating point tensor1 or tensor2 (got "
@@ -220,6 +224,7 @@ def _count(x, dims):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over dim (all dims by default), divided by N - correction (1: unbiased)."""
+    _tensor_arg(input, "var")
     if unbiased is not None and correction is not None:
         raise ValueError("var: pass unbiased or correction, not both")
     c = 1 if unbiased is None and correction is None else (
@@ -236,6 +241,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _tensor_arg(input, "std")
     return _C.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
 
 
@@ -284,9 +290,12 @@ def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over dim, computed as m + log(sum(exp(x - m))) with m the max."""
     dims = _dims(dim, input.ndim)
     x = input if _is_float(input) else input.float()
-    m = _C.amax(x, dims, True).detach()
-    m = _C.where(_C.eq(_C.abs(m), math.inf), _C.mul(m, 0.0), m)  # all -inf or +inf slices
-    out = _C.log(_C.sum(_C.exp(x - m), dims, True)) + m
+    if x.numel() == 0:  # PyTorch's: an empty sum is 0, so an empty slice gives log(0) = -inf
+        out = _C.log(_C.sum(_C.exp(x), dims, True))
+    else:
+        m = _C.amax(x, dims, True).detach()
+        m = _C.where(_C.eq(_C.abs(m), math.inf), _C.mul(m, 0.0), m)  # all -inf or +inf slices
+        out = _C.log(_C.sum(_C.exp(x - m), dims, True)) + m
     return out if keepdim else _C.reshape(out, [s for i, s in enumerate(out._shape)
                                                   if i not in [d % builtins.max(x.ndim, 1) for d in dims]])
 

@@ -80,6 +80,9 @@ def gather(input, dim, index):
 
 def pow(x, exponent):
     if not isinstance(x, Tensor):
+        if not isinstance(exponent, Tensor):  # two numbers: Python's pow could run for ever
+            raise TypeError(f"pow: expected a Tensor as input or exponent, got "
+                            f"{type(x).__name__} and {type(exponent).__name__}")
         return exponent.__rpow__(x)
     return _C.pow(x, exponent)
 
@@ -213,12 +216,12 @@ def argmin(x, dim=None, keepdim=False):
 
 def reshape(x, *shape, **kw):
     """x.reshape(2, 3), x.reshape((2, 3)) or x.reshape(shape=(2, 3)) (OneFlow's keyword)."""
-    return _C.reshape(x, _size(_shape_arg(shape, kw, "shape", "reshape"), "reshape"))
+    return _C.reshape(x, _size(_shape_arg(shape, kw, "shape", "reshape"), "reshape", infer=True))
 
 
 def view(x, *shape, **kw):
     """x.view(2, 3), x.view((2, 3)) or x.view(size=(2, 3))."""
-    return _C.view(x, _size(_shape_arg(shape, kw, "size", "view"), "view"))
+    return _C.view(x, _size(_shape_arg(shape, kw, "size", "view"), "view", infer=True))
 
 
 def _shape_arg(shape, kw, key, op):

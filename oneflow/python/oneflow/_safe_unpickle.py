@@ -16,6 +16,10 @@ anything is built:
 Every other opcode only makes containers, numbers and strings, or calls a callable, and the
 only callables on the stack are the allowed globals. Refusals raise `RefusedGlobal` with one
 line naming what was refused and how to opt out.
+
+What the allowed callables may allocate is bounded by the file's size: `bytearray(n)`,
+`set(range(n))`, `frozenset(range(n))` together may build at most ALLOC_SLACK bytes plus the
+file's own size, so a 30-byte file cannot ask for 4 GB.
 """
 
 import _compat_pickle
@@ -55,11 +59,28 @@ class Unsupported(Exception):
     """The file is well formed but holds something oneflow cannot represent (an int16 tensor)."""
 
 
+# What a file may build beyond its own bytes through the allowed callables.
+ALLOC_SLACK = 1 << 20
+# The callables whose result's size the file chooses by an argument, not by its own bytes.
+_SIZED = (bytearray, set, frozenset)
+
+
+def _file_size(file):
+    try:
+        here = file.tell()
+        end = file.seek(0, 2)
+        file.seek(here)
+        return max(end - here, 0)
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
 class RestrictedUnpickler(pickle._Unpickler):  # the Python reader: its opcodes can be gated
     def __init__(self, file, allowed, what, persistent_load=None):
         super().__init__(file, encoding="latin1")
         self._allowed = allowed
         self._what = what
+        self._budget = _file_size(file) + ALLOC_SLACK
         if persistent_load is not None:
             self.persistent_load = persistent_load
 
@@ -76,7 +97,29 @@ class RestrictedUnpickler(pickle._Unpickler):  # the Python reader: its opcodes 
                 f"only tensors, dtypes, devices, placements, SBPs, numbers, strings and plain "
                 f"containers ({OPT_OUT})"
             )
+        if found in _SIZED:
+            return self._bounded(found, f"{module}.{name}")
         return found
+
+    def _bounded(self, fn, name):
+        """fn with its result's size charged to the file's budget before it is built."""
+        def call(*args):
+            arg = args[0] if args else b""
+            if isinstance(arg, int):
+                size = arg  # bytearray(n): n zero bytes
+            elif isinstance(arg, (range, bytes, bytearray, str, list, tuple, set, frozenset, dict)):
+                size = len(arg) * (1 if isinstance(arg, (bytes, bytearray, str)) else 8)
+            else:
+                raise RefusedGlobal(f"{self._what}: refused {name}() of a {type(arg).__name__}: "
+                                    f"a checkpoint may build it only from plain data ({OPT_OUT})")
+            if size > self._budget:
+                raise RefusedGlobal(
+                    f"{self._what}: refused {name}({size if isinstance(arg, int) else '...'}): it "
+                    f"would build {size} bytes, more than the {self._budget} bytes a file of "
+                    f"this size may build ({OPT_OUT})")
+            self._budget -= size
+            return fn(*args)
+        return call
 
     def load_build(self):
         state = self.stack[-1]

@@ -124,7 +124,7 @@ def install():
     T.flatten = flatten
 
     def expand(self, *sizes):
-        return _C.expand(self, _size(sizes, "expand"))
+        return _C.expand(self, _size(sizes, "expand", infer=True))
     T.expand = expand
     T.expand_as = lambda self, other: _C.expand(self, list(other._shape))
     T.sum = sum

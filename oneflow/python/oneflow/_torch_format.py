@@ -24,6 +24,7 @@ import struct
 import zipfile
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size
 from oneflow._checkpoint_io import _place
 from oneflow._dtype_util import dtype_name
 from oneflow._parameter import Parameter
@@ -134,6 +135,11 @@ class _Reader:
             stored = len(raw) // itemsize
             empty = any(n == 0 for n in size)
             last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+            if any(n < 0 for n in size):
+                raise pickle.UnpicklingError(f"a tensor of size {size}: sizes must be >= 0")
+            # Sizes whose product overflows int64 or exceeds memory (a stride-0 view of a
+            # small storage can claim any size) are refused before numpy copies them.
+            _check_tensor_size("torch tensor", size, getattr(flow, storage.dtype))
             if len(size) != len(stride) or min(stride, default=0) < 0 or offset < 0 or (
                     not empty and last >= stored):
                 raise pickle.UnpicklingError(

@@ -32,6 +32,7 @@ import warnings
 import oneflow as flow
 from oneflow import _sharded_checkpoint, _torch_format
 from oneflow._checkpoint_io import _place, _whole_bytes, _write_atomically
+from oneflow._api_util import INT64_MAX
 from oneflow._dtype_util import dtype_by_name, dtype_name
 from oneflow._parameter import Parameter
 from oneflow._safe_unpickle import (BASIC_GLOBALS, RefusedGlobal, RestrictedUnpickler,
@@ -59,9 +60,46 @@ def _tensor_record(t):
     )
 
 
-def _restore_tensor(record, map_location):
-    dtype_name, shape, raw, requires_grad, is_parameter, device = record
-    t = _place(flow._C.from_bytes(raw, tuple(shape), dtype_by_name(dtype_name)), device,
+class BadRecord(Exception):
+    """A tensor record that no tensor can have written (raised before anything is built)."""
+
+
+def _check_record(key, record):
+    """(dtype, shape, raw) of a tensor record once its fields agree: sizes >= 0, an element
+    count within int64, and exactly numel * itemsize bytes."""
+    if not (isinstance(record, tuple) and len(record) == 6):
+        raise BadRecord(f"tensor record {key} is not a 6-field tuple")
+    name, shape, raw = record[0], record[1], record[2]
+    if not isinstance(name, str):
+        raise BadRecord(f"tensor record {key} has dtype {str(name)[:40]!r}; expected a name")
+    try:
+        dtype = dtype_by_name(name)
+    except ValueError as ex:
+        raise BadRecord(f"tensor record {key}: {ex}") from None
+    if not (isinstance(shape, (tuple, list)) and len(shape) <= 64 and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in shape)):
+        raise BadRecord(f"tensor record {key} has shape {str(shape)[:60]}; expected ints")
+    if any(d < 0 for d in shape):
+        raise BadRecord(f"tensor record {key} has shape {tuple(shape)}; expected sizes >= 0")
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel > INT64_MAX:
+        raise BadRecord(f"tensor record {key} has shape {tuple(shape)} of {numel} elements, "
+                        f"more than int64 can count")
+    if not isinstance(raw, (bytes, bytearray)):
+        raise BadRecord(f"tensor record {key} holds a {type(raw).__name__}, not bytes")
+    need = numel * dtype.itemsize
+    if len(raw) != need:
+        raise BadRecord(f"tensor record {key} of shape {tuple(shape)} and dtype {name} needs "
+                        f"{need} bytes, holds {len(raw)}")
+    return dtype, tuple(shape), raw
+
+
+def _restore_tensor(key, record, map_location):
+    dtype, shape, raw = _check_record(key, record)
+    _, _, _, requires_grad, is_parameter, device = record
+    t = _place(flow._C.from_bytes(raw, shape, dtype), device,
                map_location)
     if is_parameter:
         return Parameter(t, requires_grad)
@@ -131,7 +169,7 @@ class _PersistentLoad:
         if tag != _PID_TAG:
             raise pickle.UnpicklingError(f"unknown persistent id {str(pid)[:60]!r}")
         if record is not None:
-            self._tensors[value] = _restore_tensor(record, self._map_location)
+            self._tensors[value] = _restore_tensor(value, record, self._map_location)
         return self._tensors[value]
 
 
@@ -287,7 +325,7 @@ def _load_from(f, name, map_location, weights_only):
         wrapped = _make_unpickler(f, map_location, what, weights_only).load()
     except RefusedGlobal as ex:
         raise RefusedGlobal(str(ex)) from None
-    except Unsupported as ex:
+    except (Unsupported, BadRecord) as ex:
         raise RuntimeError(f"{what}: {ex}") from None
     except Exception as ex:  # whatever truncated or random bytes make the reader raise
         if not head:

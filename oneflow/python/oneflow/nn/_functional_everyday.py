@@ -6,6 +6,7 @@ import math
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
+from oneflow._api_util import _int_arg, _tensor_arg
 
 __all__ = [
     "silu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "selu", "celu", "elu",
@@ -138,6 +139,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    _tensor_arg(input, "group_norm")
+    num_groups = _int_arg(num_groups, "group_norm", "num_groups", 1)
     if input.dim() < 2:
         raise RuntimeError(f"group_norm: expected an input with at least 2 dims (N, C, ...), "
                            f"got shape {tuple(input.shape)}")
@@ -243,6 +246,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 x2) / sqrt(max(sum(x1^2) sum(x2^2), eps^2)) along dim (PyTorch 1.13's formula)."""
+    _tensor_arg(x1, "cosine_similarity", "x1")
+    _tensor_arg(x2, "cosine_similarity", "x2")
     common = x2.dtype if x2.dtype.is_floating_point and not x1.dtype.is_floating_point else x1.dtype
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "

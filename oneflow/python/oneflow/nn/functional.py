@@ -12,6 +12,7 @@ import math
 import warnings
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow._dtype_util import is_floating
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -543,6 +544,11 @@ def pad(input, pad, mode="constant", value=None):
             f"pad: padding {tuple(pad)} pads {npad} dimensions but the input has only "
             f"{input.dim()} (shape {tuple(input.shape)})"
         )
+    out_shape = list(input.shape)
+    for k in range(npad):
+        out_shape[input.dim() - 1 - k] += pad[2 * k] + pad[2 * k + 1]
+    if all(d >= 0 for d in out_shape):  # negative sizes get their own message below
+        _check_tensor_size("pad", out_shape, input.dtype)
     if mode == "constant":
         return _pad_constant(input, pad, 0.0 if value is None else value)
     if value is not None and value != 0:
@@ -710,6 +716,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError(f"interpolate: mode={mode!r} expects a {wanted} input (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
     sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    # The output's size, checked before the per-axis index lists are built in Python.
+    _check_tensor_size("interpolate", tuple(input.shape[:2]) + tuple(sizes), input.dtype)
     x = input
     for i, (n_out, scale) in enumerate(zip(sizes, scales)):
         dim = 2 + i
@@ -761,11 +769,16 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         )
         return _channel_dropout("dropout2d", input, p, training, inplace, 1)
     return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot rows of class indices; num_classes=-1 uses max(tensor) + 1."""
     if not isinstance(tensor, flow.Tensor):
         raise TypeError(f"one_hot: expected a tensor of class indices, got {type(tensor).__name__}")
-    return flow._C.one_hot(tensor, int(num_classes))
+    num_classes = _int_arg(num_classes, "one_hot", "num_classes", -1)
+    if num_classes >= 0:
+        _check_tensor_size("one_hot", tuple(tensor.shape) + (num_classes,), flow.int64)
+    return flow._C.one_hot(tensor, num_classes)
 
 
 def depend(input, depend):

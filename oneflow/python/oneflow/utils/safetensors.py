@@ -50,6 +50,9 @@ def _parse_header(buffer_size, read_prefix, what):
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as ex:
         _refuse(what, f"the header is not JSON ({ex})")
+    except RecursionError:
+        _refuse(what, "the header nests JSON too deeply to parse (a safetensors header is an "
+                      "object of objects of lists, 3 levels)")
     if not isinstance(header, dict):
         _refuse(what, f"the header is a JSON {type(header).__name__}, not an object")
     metadata = header.pop("__metadata__", None)

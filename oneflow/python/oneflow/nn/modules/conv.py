@@ -5,7 +5,9 @@
 
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
+from oneflow.nn.modules.conv_extra import _check_conv_args
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
 from oneflow.nn.parameter import Parameter
@@ -31,8 +33,9 @@ class Conv2d(Module):
         dtype=None,
     ):
         super().__init__()
-        if groups <= 0:
-            raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
+        in_channels = _int_arg(in_channels, "Conv2d", "in_channels", 1)
+        out_channels = _int_arg(out_channels, "Conv2d", "out_channels", 1)
+        groups = _int_arg(groups, "Conv2d", "groups", 1)
         if in_channels % groups != 0:
             raise ValueError(f"Conv2d: in_channels ({in_channels}) must be divisible by groups ({groups})")
         if out_channels % groups != 0:
@@ -52,6 +55,8 @@ class Conv2d(Module):
         self.dilation = _as_pair(dilation)
         self.groups = groups
         self.padding_mode = padding_mode
+        _check_conv_args("Conv2d", self.kernel_size, self.stride, self.padding, self.dilation)
+        _check_tensor_size("Conv2d", (out_channels, in_channels // groups) + self.kernel_size, dtype)
         self.weight = Parameter(
             flow.empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype, device=device)
         )

@@ -6,10 +6,21 @@
 
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
 from oneflow.nn.parameter import Parameter
+
+
+def _check_conv_args(name, kernel_size, stride, padding, dilation):
+    """kernel_size, stride and dilation positive ints, padding non-negative ones (or a string),
+    each within int64: one line naming the module and the argument."""
+    for what, values, low in (("kernel_size", kernel_size, 1), ("stride", stride, 1),
+                              ("dilation", dilation, 1),
+                              ("padding", () if isinstance(padding, str) else padding, 0)):
+        for v in values:
+            _int_arg(v, name, what, low)
 
 
 def _tuple(value, n):
@@ -27,8 +38,9 @@ class _ConvNd(Module):
                  bias, padding_mode, output_padding=0, device=None, dtype=None):
         super().__init__()
         name, n = self._name, self._dims
-        if not isinstance(groups, int) or groups <= 0:
-            raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+        in_channels = _int_arg(in_channels, name, "in_channels", 1)
+        out_channels = _int_arg(out_channels, name, "out_channels", 1)
+        groups = _int_arg(groups, name, "groups", 1)
         if in_channels % groups != 0:
             raise ValueError(f"{name}: in_channels ({in_channels}) must be divisible by groups ({groups})")
         if out_channels % groups != 0:
@@ -58,6 +70,8 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
+        _check_conv_args(name, self.kernel_size, self.stride, self.padding, self.dilation)
+        _check_tensor_size(name, shape, dtype)
         self.weight = Parameter(flow.empty(*shape, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(flow.empty(out_channels, dtype=dtype, device=device))

@@ -5,6 +5,7 @@
 
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
@@ -22,6 +23,9 @@ class Identity(Module):
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        in_features = _int_arg(in_features, "Linear", "in_features")
+        out_features = _int_arg(out_features, "Linear", "out_features")
+        _check_tensor_size("Linear", (out_features, in_features), dtype)
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(flow.empty(out_features, in_features, dtype=dtype, device=device))

@@ -7,6 +7,7 @@
 import numbers
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
@@ -156,6 +157,9 @@ class Embedding(Module):
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
                                       "not supported")
+        num_embeddings = _int_arg(num_embeddings, "Embedding", "num_embeddings")
+        embedding_dim = _int_arg(embedding_dim, "Embedding", "embedding_dim")
+        _check_tensor_size("Embedding", (num_embeddings, embedding_dim), dtype)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:

@@ -4,6 +4,7 @@ ReplicationPad1d/2d/3d. padding is an int (every side) or PyTorch's tuple, last 
     nn.ReflectionPad2d((1, 1, 2, 0))(x)   # pads W by 1 left and right, H by 2 on top
 """
 
+from oneflow._api_util import INT64_MAX, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn.modules.module import Module
 
@@ -21,6 +22,8 @@ class _PadNd(Module):
         elif not (isinstance(padding, (tuple, list)) and len(padding) == n
                   and all(isinstance(p, int) and not isinstance(p, bool) for p in padding)):
             raise TypeError(f"{name}: padding must be an int or a tuple of {n} ints, got {padding!r}")
+        for p in padding:
+            _int_arg(p, name, "padding", -INT64_MAX)
         self.padding = tuple(padding)
         self.value = value
 

@@ -13,6 +13,7 @@ import numbers
 import warnings
 
 import oneflow as flow
+from oneflow._api_util import INT64_MAX, _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.module import Module
@@ -72,8 +73,18 @@ class RNNBase(Module):
             )
         for what, v in (("input_size", input_size), ("hidden_size", hidden_size),
                         ("num_layers", num_layers)):
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name}: {what} must be a positive int, got {v!r}")
+            _int_arg(v, name, what, 1)
+        # Every parameter together, checked before the loop that makes them: a num_layers of
+        # 2**62 is refused here, not after hours of building layers.
+        num_directions = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        per_layer = gate_size * (max(input_size, hidden_size * num_directions) + hidden_size + 2)
+        total = num_layers * num_directions * per_layer
+        if total > INT64_MAX:
+            raise ValueError(f"{name}: num_layers={num_layers}, hidden_size={hidden_size} and "
+                             f"input_size={input_size} make {total} parameters, more than int64 "
+                             f"can count")
+        _check_tensor_size(name, (total,), dtype)
         if proj_size != 0:
             raise NotImplementedError(f"{name}: proj_size is not supported, got {proj_size}")
         self._name = name
@@ -234,10 +245,14 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
+        name = type(self).__name__
+        input_size = _int_arg(input_size, name, "input_size")
+        hidden_size = _int_arg(hidden_size, name, "hidden_size")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
         g = self._gates * hidden_size
+        _check_tensor_size(name, (g * (input_size + hidden_size + 2),), dtype)
         self.weight_ih = Parameter(flow.empty(g, input_size, dtype=dtype, device=device))
         self.weight_hh = Parameter(flow.empty(g, hidden_size, dtype=dtype, device=device))
         if bias:

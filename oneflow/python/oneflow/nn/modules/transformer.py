@@ -9,6 +9,7 @@ import copy
 import math
 
 import oneflow as flow
+from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
 from oneflow.nn.modules.container import ModuleList
@@ -184,6 +185,14 @@ class TransformerEncoder(Module):
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
         super().__init__()
+        if not isinstance(encoder_layer, Module):
+            raise TypeError(f"TransformerEncoder: encoder_layer must be a Module, got "
+                            f"{type(encoder_layer).__name__}")
+        num_layers = _int_arg(num_layers, "TransformerEncoder", "num_layers")
+        # Every copy's parameters together, checked before copying (num_layers = 2**62 would
+        # otherwise copy for ever); a layer without parameters counts as one element.
+        numel = max(1, sum(p.numel() for p in encoder_layer.parameters()))
+        _check_tensor_size("TransformerEncoder", (num_layers, numel))
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers
         self.norm = norm
