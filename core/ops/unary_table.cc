@@ -53,8 +53,8 @@ std::vector<TensorMeta> InferTableGrad(const std::vector<TensorMeta>& in, const 
 
 // f''(x) of the table ops whose gradient op has a gradient of its own (second derivatives,
 // create_graph=True), composed from existing ops. name_grad(dy, x) = dy * f'(x) has the gradient
-// (name_grad(g, x), g * dy * f''(x)) for its inputs (dy, x); ops missing here keep
-// NoDoubleBackward.
+// (name_grad(g, x), g * dy * f''(x)) for its inputs (dy, x); ops missing here are registered
+// with NoDoubleBackward (so the registry and the harnesses see they have none).
 using SecondDerivative = Tensor (*)(const Tensor& x);
 const std::map<std::string, SecondDerivative>& SecondDerivatives() {
   using namespace fn;  // NOLINT: the formulas read as math
@@ -141,19 +141,21 @@ std::vector<Tensor> TableGradGrad(const std::string& name, const GradCtx& c) {
 
 }  // namespace
 
-#define ONEFLOW_REGISTER_TABLE_OP(name, F, lo, hi)                                \
-  ONEFLOW_REGISTER_OP(name)                                                       \
-      .Inputs(1)                                                                  \
-      .Infer(SameAsInput0)                                                        \
-      .Grad(+[](const GradCtx& c) {                                               \
-        return std::vector<Tensor>{                                               \
-            CallOp1(OP(name##_grad), {c.grad_outputs[0], c.inputs[0]}, c.attrs)}; \
-      })                                                                          \
-      .Kernel(DeviceType::kCPU, TableCpu<functors::F>);                           \
-  ONEFLOW_REGISTER_OP(name##_grad)                                                \
-      .Inputs(2)                                                                  \
-      .Infer(InferTableGrad)                                                      \
-      .Grad(+[](const GradCtx& c) { return TableGradGrad(#name, c); })            \
+#define ONEFLOW_REGISTER_TABLE_OP(name, F, lo, hi)                                  \
+  ONEFLOW_REGISTER_OP(name)                                                         \
+      .Inputs(1)                                                                    \
+      .Infer(SameAsInput0)                                                          \
+      .Grad(+[](const GradCtx& c) {                                                 \
+        return std::vector<Tensor>{                                                 \
+            CallOp1(OP(name##_grad), {c.grad_outputs[0], c.inputs[0]}, c.attrs)};   \
+      })                                                                            \
+      .Kernel(DeviceType::kCPU, TableCpu<functors::F>);                             \
+  ONEFLOW_REGISTER_OP(name##_grad)                                                  \
+      .Inputs(2)                                                                    \
+      .Infer(InferTableGrad)                                                        \
+      .Grad(SecondDerivatives().count(#name)                                        \
+                ? GradFn(+[](const GradCtx& c) { return TableGradGrad(#name, c); }) \
+                : NoDoubleBackward)                                                 \
       .Kernel(DeviceType::kCPU, TableGradCpu<functors::F>);
 ONEFLOW_UNARY_TABLE_OPS(ONEFLOW_REGISTER_TABLE_OP)
 #undef ONEFLOW_REGISTER_TABLE_OP
