@@ -571,10 +571,10 @@ class Trainer:
     def optimizer_state_bytes(self):
         if self.layout.zero and self.graph is None:
             return self.opt.state_bytes_per_rank()
-        total = 0
+        total = 0  # moments and buffers; 0-dim step counts aside, as ZeRO's count
         for value in self.opt.state.values():
             for t in value.values() if isinstance(value, dict) else ():
-                if isinstance(t, flow.Tensor):
+                if isinstance(t, flow.Tensor) and t.ndim > 0:
                     local = t.to_local() if t.is_global else t
                     total += local.numel() * local.element_size()
         return total
@@ -704,13 +704,13 @@ def parser():
 
 class _Profiled:
     """--profile DIR: the second step recorded (shapes and memory), written per rank to DIR;
-    rank 0 prints the table and the step's wall time (between the two prof.step() calls)."""
+    rank 0 prints the table and the wall time of the step's own work."""
 
     def __init__(self, folder, say):
         from oneflow import profiler
 
         self.say = say
-        self.marks = []
+        self.marks, self.starts = [], []  # each step's end, and when the next one began
         self.prof = profiler.profile(
             activities=[profiler.ProfilerActivity.CPU], record_shapes=True, profile_memory=True,
             schedule=profiler.schedule(wait=0, warmup=1, active=1, repeat=1),
@@ -721,13 +721,16 @@ class _Profiled:
         def ready(prof):
             write(prof)
             self.say(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
-            wall = (self.marks[-1] - self.marks[-2]) * 1e3
+            # the profiled step's own work: from the return of the prof.step() that began it to
+            # the call that ends it (the profiler's switching in between is not the step's)
+            wall = (self.marks[-1] - self.starts[-1]) * 1e3
             self.say(f"profiled step wall time: {wall:.3f}ms", flush=True)
         return ready
 
     def step(self):
         self.marks.append(time.perf_counter())
         self.prof.step()
+        self.starts.append(time.perf_counter())
 
     def close(self):
         self.prof.stop()

@@ -479,7 +479,7 @@ def test_from_numpy_shares_memory_and_strides():
     assert r.tolist() == [1.0, 1.0, 1.0]  # read-only arrays are copied
     assert flow.from_numpy(np.arange(5)[::-1].copy()).tolist() == [4, 3, 2, 1, 0]
     assert flow.from_numpy(np.arange(5)[::-1]).tolist() == [4, 3, 2, 1, 0]
-    with pytest.raises(RuntimeError, match=r"^from_numpy: expected a numpy.ndarray, got list"):
+    with pytest.raises(TypeError, match=r"^from_numpy: expected a numpy.ndarray, got list"):
         flow.from_numpy([1, 2])
 
 

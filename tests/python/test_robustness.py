@@ -253,3 +253,10 @@ def test_safetensors_header_nesting_is_one_line():
     data = len(header).to_bytes(8, "little") + header
     refuses(lambda: safetensors.load(data), r"safetensors.load: the header nests JSON too deeply")
     refuses(lambda: flow.load(io.BytesIO(data)), r"oneflow.load: .*the header nests JSON too deeply")
+
+
+def test_tensor_split_into_more_sections_than_it_can_make_is_one_line():
+    assert [p.shape[0] for p in flow.tensor_split(flow.randn(2, 3), 5)] == [1, 1, 0, 0, 0]
+    refuses(lambda: flow.tensor_split(flow.randn(2, 3), 2**62),
+            r"tensor_split: 4611686018427387904 sections of a dim of size 2 would make "
+            r"4611686018427387904 tensors; expected at most 65538")

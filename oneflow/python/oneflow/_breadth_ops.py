@@ -339,6 +339,10 @@ def logaddexp(input, other):
     return m + _C.log1p(_C.exp(-(input - other).abs()))
 
 
+# Sections past a dim's size are empty tensors; past this many the call is refused, not a hang.
+_MAX_EMPTY_SECTIONS = 1 << 16
+
+
 def tensor_split(input, indices_or_sections, dim=0):
     dim = _wrap(dim, _dims(input), "tensor_split")
     size = input._shape[dim]
@@ -348,6 +352,10 @@ def tensor_split(input, indices_or_sections, dim=0):
         n = indices_or_sections
         if n <= 0:
             raise RuntimeError(f"tensor_split: number of sections must be > 0, got {n}")
+        if n > size + _MAX_EMPTY_SECTIONS:  # each section is a tensor: refuse before making them
+            raise RuntimeError(f"tensor_split: {n} sections of a dim of size {size} would make "
+                               f"{n} tensors; expected at most {size + _MAX_EMPTY_SECTIONS} "
+                               f"(the size plus {_MAX_EMPTY_SECTIONS} empty ones)")
         q, r = divmod(size, n)
         bounds, at = [], 0
         for i in range(n - 1):
