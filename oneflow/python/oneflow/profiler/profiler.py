@@ -20,7 +20,7 @@ from enum import Enum
 
 import oneflow._oneflow_internal as _C
 from oneflow.profiler import chrome_trace
-from oneflow.profiler._ranges import range_or_none
+from oneflow._profiler_ranges import range_or_none
 from oneflow.profiler.events import EventList
 
 

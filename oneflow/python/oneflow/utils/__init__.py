@@ -10,14 +10,13 @@ They import only the standard library at import time, so
 """
 from oneflow.utils import data
 from oneflow.utils import safetensors
-from oneflow.utils import tensorboard
 from oneflow.utils import vision
 
 __all__ = ["data", "safetensors", "tensorboard", "vision", "global_view", "checkpoint", "tensor"]
 
 
 def __getattr__(name):  # global_view and checkpoint import layers that load after utils
-    if name in ("global_view", "checkpoint", "tensor"):
+    if name in ("global_view", "checkpoint", "tensor", "tensorboard"):  # tensorboard: socket
         import importlib
         return importlib.import_module("oneflow.utils." + name)
     raise AttributeError(f"module 'oneflow.utils' has no attribute {name!r}")

@@ -23,7 +23,7 @@ import sys
 
 import oneflow as flow
 from oneflow import _random
-from oneflow.profiler._ranges import range_or_none
+from oneflow._profiler_ranges import range_or_none
 from oneflow.utils.data.collate import default_collate, default_convert
 from oneflow.utils.data.dataset import IterableDataset
 from oneflow.utils.data.distributed import DistributedSampler
