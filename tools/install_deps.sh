@@ -23,6 +23,7 @@ PACKAGES=(
   slurmctld slurmd munge      # a one-node Slurm cluster started by the same tests
   nlohmann-json3-dev          # safetensors headers in the C++ API (oneflow/api/cpp/serialize.cc)
   cmake pkg-config            # what users build against the installed C++ SDK with
+  rsync xz-utils file         # tools/gpu/check.sh pack (../shared/gpu/make_bundle.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -10,13 +10,14 @@
 # Steps: the kernel test with ONEFLOW_REQUIRE_CUDA=1 (every op's CUDA kernel against the CPU,
 # gradients included), the same under compute-sanitizer's memcheck where the machine has it,
 # tests/python/test_cuda.py, the [cuda] cases of the multi-rank suites, and
-# tools/bench/bench_cuda.py against the machine's PyTorch when that benchmark exists. A step
+# tools/bench/bench_cuda.py (its JSON beside the log). A step
 # that fails does not stop the others; the exit status is 1 when any failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 if [[ "${1:-}" == pack ]]; then
   set -e
+  tools/install_deps.sh
   bazel build //oneflow:_oneflow_internal.so //tests:cuda_kernels_test
   exec ../shared/gpu/make_bundle.sh .gpu tests/cuda_kernels_test
 fi
