@@ -195,6 +195,21 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(t, default_mask, amount, scores, largest):
+    """default_mask with the k units of t whose scores() rank first (largest or smallest) set to
+    0, k from amount; scores is called only when something is pruned (random draws included)."""
+    size = t.nelement()
+    k = _compute_nparams_toprune(amount, size)
+    _validate_pruning_amount(k, size)
+    mask = default_mask.clone()
+    if k != 0:
+        drop = _index_api.topk(scores().reshape(-1), k, largest=largest).indices
+        flat = mask.reshape(-1)
+        flat[drop] = 0
+        mask = flat.reshape(*t.shape)
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` units (a count, or a fraction) chosen at random."""
 
@@ -205,17 +220,8 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone()
-        if k != 0:
-            prob = _random.rand(*t.shape)
-            drop = _index_api.topk(prob.reshape(-1), k).indices
-            flat = mask.reshape(-1)
-            flat[drop] = 0
-            mask = flat.reshape(*t.shape)
-        return mask
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda: _random.rand(*t.shape), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -232,16 +238,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone()
-        if k != 0:
-            drop = _index_api.topk(t.abs().reshape(-1), k, largest=False).indices
-            flat = mask.reshape(-1)
-            flat[drop] = 0
-            mask = flat.reshape(*t.shape)
-        return mask
+        return _unstructured_mask(t, default_mask, self.amount, t.abs, largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
