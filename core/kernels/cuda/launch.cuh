@@ -38,7 +38,7 @@
   } while (0)
 
 // Declares `T* name` pointing at the launch's dynamic shared memory (16-byte aligned).
-#define OF_DYNAMIC_SMEM(T, name)                                      \
+#define OF_DYNAMIC_SMEM(T, name)                                    \
   extern __shared__ __align__(16) unsigned char of_dynamic_smem_[]; \
   T* name = reinterpret_cast<T*>(of_dynamic_smem_)
 #endif
