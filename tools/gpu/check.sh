@@ -46,7 +46,8 @@ fi
 step test_cuda 90 'ONEFLOW_REQUIRE_CUDA=1 $PY -m pytest -q -p no:cacheprovider tests/python/test_cuda.py'
 step cuda_suites 180 '$PY -m pytest -q -p no:cacheprovider -x tests/python/test_global.py tests/python/test_gpt_parallel.py -k cuda'
 if [[ -f tools/bench/bench_cuda.py ]]; then
-  step bench_cuda 180 '$PY tools/bench/bench_cuda.py --json '"$OUT"'/bench_cuda.json'
+  # ours under the bundle's Python, PyTorch under the machine's python3, each in its own process
+  step bench_cuda 240 '$PY tools/bench/bench_cuda.py --torch-python python3 --json '"$OUT"'/bench_cuda.json'
 else
   echo "=== bench_cuda: tools/bench/bench_cuda.py does not exist yet" >>"$LOG"
 fi
