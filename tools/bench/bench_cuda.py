@@ -45,8 +45,13 @@ TARGET_RATIO = 0.9
 class Worker:
     def __init__(self, python, which):
         self.which = which
+        env = dict(os.environ)
+        if which == "torch":  # the machine's own interpreter: not our bundle's Python setup
+            for var in ("PYTHONHOME", "PYTHONPATH", "LD_LIBRARY_PATH"):
+                env.pop(var, None)
         self.proc = subprocess.Popen([python, os.path.join(HERE, "cuda_cases.py"), which],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
         line = self.proc.stdout.readline()
         self.ready = json.loads(line) if line else {"error": "the worker exited at start"}
 
