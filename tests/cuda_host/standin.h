@@ -7,7 +7,7 @@
 // *_test.cc there, three sanitizer builds) and by the Bazel target //tests:cuda_host_test:
 //
 //   #include "core/kernels/cuda/kernels/scale.cuh"   // includes launch.cuh -> this file
-//   #include "tests/cuda_host/standin_test_util.h"   // Catch2 + tolerances/shape lists
+//   #include "tests/cuda_host/standin_test_util.h"   // Catch2, kRowLengths, RequireClose
 //
 //   TEST_CASE("ScaleKernel matches the host", "[scale]") {
 //     std::vector<float> x(1025, 1.f), y(1025);
@@ -574,19 +574,15 @@ inline unsigned Ballot(const char* op, const char* file, int line, unsigned mask
 
 #define OF_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::oneflow::cuda_host::DynamicSmem())
 
-// The runtime's opt-in to more dynamic shared memory, recorded for OF_CUDA_LAUNCH's check
-// (cuda_runtime.h's template overload forwards here).
-inline cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+// The runtime's opt-in to more dynamic shared memory, recorded for OF_CUDA_LAUNCH's check. Pass
+// the kernel itself (the runtime's `const void*` overload is not defined here).
+template <typename... P>
+inline cudaError_t cudaFuncSetAttribute(void (*func)(P...), cudaFuncAttribute attr, int value) {
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
   if (value < 0 || static_cast<size_t>(value) > oneflow::cuda_host::kSmemMax)
     return cudaErrorInvalidValue;
-  oneflow::cuda_host::SmemOptIn()[func] = value;
+  oneflow::cuda_host::SmemOptIn()[reinterpret_cast<const void*>(func)] = value;
   return cudaSuccess;
-}
-
-template <typename... P>
-inline cudaError_t cudaFuncSetAttribute(void (*func)(P...), cudaFuncAttribute attr, int value) {
-  return cudaFuncSetAttribute(reinterpret_cast<const void*>(func), attr, value);
 }
 
 // ---- barriers, shuffles, votes -------------------------------------------------------------

@@ -9,6 +9,7 @@
 
 #include "core/kernels/cuda/launch.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
+#include "tests/cuda_host/standin_test_util.h"
 
 namespace oneflow {
 namespace cuda {
@@ -118,11 +119,14 @@ __global__ void HalfKernel(int64_t n, const __half* x, __nv_bfloat16* y) {
 }
 
 TEST_CASE("half and bfloat16 come from the toolkit's headers", "[standin][half]") {
-  std::vector<__half> x(100);
+  using cuda_host::ToDouble;
+  const std::vector<__half> x = cuda_host::RandomVector<__half>(100, 7);
   std::vector<__nv_bfloat16> y(100);
-  for (int i = 0; i < 100; ++i) x[i] = __float2half(i * 0.5f);
   OF_CUDA_LAUNCH(HalfKernel, 2, 64, 0, nullptr, int64_t(100), x.data(), y.data());
-  for (int i = 0; i < 100; ++i) REQUIRE(__bfloat162float(y[i]) == float(__nv_bfloat16(i * 1.f)));
+  std::vector<double> want(100);
+  for (int i = 0; i < 100; ++i) want[i] = 2 * ToDouble(x[i]);
+  cuda_host::RequireClose(y, want, "half -> bfloat16");
+  for (int i = 0; i < 100; ++i) REQUIRE(ToDouble(y[i]) == float(__nv_bfloat16(2 * ToDouble(x[i]))));
 }
 
 // A barrier after an early return: undefined on a GPU, an error here.
