@@ -1,46 +1,60 @@
 // The host stand-in for the GPU's threads (a test harness, never a product path): our CUDA kernel
 // headers (core/kernels/cuda/kernels/*.cuh, written to core/kernels/cuda/launch.cuh's contract)
-// compile as host C++ and run with one host thread per CUDA thread, under ThreadSanitizer,
-// AddressSanitizer and UBSan (tools/cuda_host/check.sh), against naive host references.
+// compile as host C++ and run with every CUDA thread a host thread of its own, under
+// ThreadSanitizer, AddressSanitizer and UBSan (tools/cuda_host/check.sh), against host references.
 //
-// A test, tests/cuda_host/<concept>_test.cc, is picked up by tools/cuda_host/check.sh (every
-// *_test.cc there, three sanitizer builds) and by the Bazel target //tests:cuda_host_test:
+// Adding a kernel's test: write tests/cuda_host/<concept>_test.cc (Catch2, no main). It is picked
+// up by tools/cuda_host/check.sh (every tests/cuda_host/*_test.cc, built alone with headers only,
+// under TSan and under ASan+UBSan; tools/test runs it) and by Bazel as
+// //tests:cuda_host/<concept>_test (no sanitizer). Nothing to register.
 //
 //   #include "core/kernels/cuda/kernels/scale.cuh"   // includes launch.cuh -> this file
 //   #include "tests/cuda_host/standin_test_util.h"   // Catch2, kRowLengths, RequireClose
 //
 //   TEST_CASE("ScaleKernel matches the host", "[scale]") {
-//     std::vector<float> x(1025, 1.f), y(1025);
-//     OF_CUDA_LAUNCH(oneflow::cuda::ScaleKernel<float>, 5, 256, 0, nullptr, 1025, x.data(),
-//                    y.data(), 2.f);
-//     for (float v : y) REQUIRE(v == 2.f);
+//     for (int64_t n : oneflow::cuda_host::kRowLengths) {
+//       auto x = oneflow::cuda_host::RandomVector<__half>(n, /*seed=*/n);
+//       std::vector<__half> y(n);
+//       OF_CUDA_LAUNCH(oneflow::cuda::ScaleKernel<__half>, CeilDiv(n, 256), 256, 0, nullptr, n,
+//                      x.data(), y.data(), 2.f);
+//       std::vector<double> want(n);
+//       for (int64_t i = 0; i < n; ++i) want[i] = 2 * oneflow::cuda_host::ToDouble(x[i]);
+//       oneflow::cuda_host::RequireClose(y, want, "scale n=" + std::to_string(n));
+//     }
 //   }
 //
-// "Device" memory is host memory (std::vector), launches are synchronous, the stream argument
-// is not used. Run: tools/cuda_host/check.sh [filter] (all *_test.cc under tsan, asan+ubsan);
-// one file: tools/cuda_host/check.sh scale  (tests/cuda_host/scale_test.cc).
+//   tools/cuda_host/check.sh scale                        # that file, both sanitizer builds
+//   CUDA_HOST_SANITIZERS=asan tools/cuda_host/check.sh scale "[scale]"   # one build, a tag
+//   bazel test //tests:cuda_host/scale_test
 //
-// What runs like on a GPU:
+// "Device" memory is host memory (std::vector), launches are synchronous (the stream argument is
+// not used), a failed launch throws std::runtime_error (REQUIRE_THROWS_WITH sees the message).
+//
+// How it runs:
+//   - each CUDA thread is a fiber (own stack, own thread for ThreadSanitizer) of the launching
+//     host thread, switched only at barriers, warp operations and the block's end, in a fixed
+//     order (even blocks thread 0 first, odd blocks last thread first): runs are reproducible and
+//     a missing barrier gets both orders;
 //   - threadIdx/blockIdx/blockDim/gridDim (x, y, z), warps of 32 consecutive linear thread ids;
-//   - every thread of a block is a host thread (a pool reused across launches); the blocks of a
-//     grid run one after another, so static __shared__ arrays (`__shared__` is `static` here) are
-//     per block; launches are serialised (one at a time per process);
+//   - the blocks of a grid run one after another, so static __shared__ arrays (`__shared__` is
+//     `static` here) are per block; launches are serialised (one at a time per process);
 //   - __syncthreads (and _count/_and/_or) is a barrier of every thread of the block;
 //   - __shfl_sync/_xor/_up/_down (width included), __ballot_sync, __all_sync, __any_sync,
 //     __syncwarp go through a per-warp exchange: all lanes of the warp must call the same one;
 //   - OF_DYNAMIC_SMEM points at a per-launch buffer of exactly smem_bytes (ASan reports any byte
 //     past it), filled with 0xff (NaN) at the start of every block: a kernel reading shared
-//     memory it did not write sees NaN / -1, as unpredictable as on a GPU;
+//     memory it did not write sees NaN / -1, as unpredictable as on a GPU (static __shared__
+//     arrays keep the previous block's values instead);
 //   - __half / __nv_bfloat16 are the toolkit's own (cuda_fp16.h, cuda_bf16.h compile on host);
 //   - fast math (__expf, rsqrtf, __fdividef...) is the exact host function; __ldg is a load;
 //     atomics are relaxed host atomics.
 //
 // What fails loudly (OF_CUDA_LAUNCH throws std::runtime_error naming the kernel and the rule):
 //   - launch limits: block x,y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y,z <= 65535;
-//     every dimension >= 1; dynamic shared memory <= 48 KiB unless the kernel opted in with
-//     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n) (n <= 227
-//     KiB). Static __shared__ sizes are not seen here: the ptxas check (tools/cuda_host/
-//     ptxas_check.py) reads them from the CUDA build;
+//     every dimension >= 1 (an int64 grid is checked before it becomes a dim3); dynamic shared
+//     memory <= 48 KiB unless the kernel opted in with cudaFuncSetAttribute(kernel,
+//     cudaFuncAttributeMaxDynamicSharedMemorySize, n), n <= 227 KiB. Static __shared__ sizes and
+//     registers are not seen here: tools/cuda_host/ptxas_check.py reads them from the CUDA build;
 //   - divergent barriers, stricter than the hardware: every thread of the block must reach the
 //     same __syncthreads (same source line); a thread that returned while others wait at a
 //     barrier is an error (CUDA calls a barrier in non-uniform control flow undefined, and
@@ -50,27 +64,29 @@
 //     last warp of a block of 48 threads needs mask 0xffff); a lane that returned or waits at
 //     __syncthreads while another waits at a shuffle is an error;
 //   - a missing __syncthreads between warps: the barriers are the only synchronisation between
-//     warps of a block (a shuffle orders only its own warp), so under ThreadSanitizer a shared
-//     memory write by one warp and a read by another without a barrier between them is reported
-//     as a data race (tests/cuda_host/standin_test.cc "[.race]" shows it; check.sh asserts it).
-//     A missing __syncwarp between lanes of one warp is NOT detected (shuffles order the warp).
+//     warps of a block that ThreadSanitizer is told of (a warp operation orders its own warp), so
+//     a shared memory write by one warp and a read by another with no barrier between them is a
+//     data race report (standin_test.cc "[.race]" shows it; check.sh requires it). A missing
+//     __syncwarp between lanes of one warp is NOT detected (shuffles order the warp).
 //
 // Not supported (compile error or documented gap): __CUDA_ARCH__ is not defined (don't branch on
 // it in kernels), cooperative groups, __constant__ memory copies, textures, inline PTX, the
 // runtime API (no cudaMemcpy: "device" pointers are host pointers), __activemask() returns the
-// warp's existing lanes (convergence is not tracked).
+// warp's existing lanes (convergence is not tracked), spin-waiting on another thread's write
+// (threads switch only at the sync points above, so a spin loop never ends), x86-64 only.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,7 +94,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -101,54 +116,194 @@ constexpr int warpSize = 32;
 namespace oneflow {
 namespace cuda_host {
 
-// Thrown inside the kernel's threads once the launch failed (another thread found the error);
-// never leaves the stand-in.
+// ---- sanitizer hooks -----------------------------------------------------------------------
+// The CUDA threads are fibers of the launching host thread, switched at every barrier, warp
+// operation and block end. ThreadSanitizer sees each as its own thread, ordered only where CUDA
+// orders them: a barrier orders the block, a warp operation its warp (explicit acquire/release
+// below); the stand-in's own bookkeeping is hidden from it. AddressSanitizer is told of every
+// stack switch.
+#if defined(__SANITIZE_THREAD__)
+#define OF_HOST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OF_HOST_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define OF_HOST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OF_HOST_ASAN 1
+#endif
+#endif
+}  // namespace cuda_host
+}  // namespace oneflow
+
+#if defined(OF_HOST_TSAN)
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+void __tsan_set_fiber_name(void* fiber, const char* name);
+void __tsan_acquire(void* addr);
+void __tsan_release(void* addr);
+void AnnotateIgnoreReadsBegin(const char* f, int l);
+void AnnotateIgnoreReadsEnd(const char* f, int l);
+void AnnotateIgnoreWritesBegin(const char* f, int l);
+void AnnotateIgnoreWritesEnd(const char* f, int l);
+}
+#endif
+#if defined(OF_HOST_ASAN)
+extern "C" {
+void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                     size_t* size_old);
+void __asan_unpoison_memory_region(void const volatile* addr, size_t size);
+}
+#endif
+
+#if !defined(__x86_64__)
+#error "tests/cuda_host/standin.h switches fibers with x86-64 code"
+#endif
+// of_host_switch(save, load): saves the callee-saved registers on this stack and its pointer in
+// *save, then continues on the stack `load` (saved by an earlier switch or made by NewStack).
+extern "C" void of_host_switch(void** save, void* load);
+asm(R"(
+  .text
+  .weak of_host_switch
+  .type of_host_switch, @function
+of_host_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size of_host_switch, .-of_host_switch
+)");
+
+namespace oneflow {
+namespace cuda_host {
+
+inline void TsanAcquire(void* a) {
+#if defined(OF_HOST_TSAN)
+  __tsan_acquire(a);
+#else
+  (void)a;
+#endif
+}
+inline void TsanRelease(void* a) {
+#if defined(OF_HOST_TSAN)
+  __tsan_release(a);
+#else
+  (void)a;
+#endif
+}
+// The stand-in's bookkeeping, invisible to ThreadSanitizer while alive.
+struct Internal {
+#if defined(OF_HOST_TSAN)
+  Internal() {
+    AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+    AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+  }
+  ~Internal() {
+    AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+  }
+#else
+  Internal() {}
+  ~Internal() {}
+#endif
+  Internal(const Internal&) = delete;
+};
+
+// Thrown inside the kernel's threads once the launch failed; never leaves the stand-in.
 struct KernelAborted {};
 
-struct Launch;
+template <typename... A>
+std::string Str(const A&... a) {
+  std::ostringstream s;
+  (s << ... << a);
+  return s.str();
+}
 
-// A warp's exchange: the lanes' values of the current operation (double-buffered by the
-// generation's parity) and each lane's state, for the divergence checks.
-struct Warp {
-  enum State { kRunning, kAtWarpOp, kAtBarrier, kExited };
-  std::mutex m;
-  std::condition_variable cv;
+template <typename T>
+uint64_t Bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <typename T>
+T FromBits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+
+// One CUDA thread: a stack of its own, reused by later launches.
+struct Fiber {
+  enum State { kRunnable, kAtWarpOp, kAtBarrier, kExited, kDone };
+  static constexpr size_t kStack = 256 * 1024;
+  char* stack = nullptr;  // kStack bytes above a guard page
+  void* sp = nullptr;
+  void* tsan = nullptr;
+  void* fake_stack = nullptr;
+  int tid = 0;
+  uint3 idx{};
+  uint3 bidx{};
+  State state = kRunnable;
+  bool queued = false;
+  uint64_t put = 0, result = 0;
+  int arg = 0;  // the lane's own argument of the warp operation (source lane, delta, mask)
+};
+
+struct WarpState {
   int lanes = 0;           // lanes that exist (fewer than 32 in a partial last warp)
   unsigned lane_mask = 0;  // bits of the existing lanes
-  State state[32] = {};
   int arrived = 0;
-  uint64_t gen = 0;
   const char* op = nullptr;  // the operation the arrived lanes wait in
   const char* file = nullptr;
   int line = 0;
-  unsigned mask = 0;
   int width = 0;
-  uint64_t slot[2][32] = {};
+  char sync = 0;  // ThreadSanitizer's synchronisation object of the warp
 };
 
-// A block's barrier (and the end of the block, where every thread waits for the others).
-struct Block {
-  std::mutex m;
-  std::condition_variable cv;
-  int threads = 0;
-  int arrived = 0;
-  int exited = 0;
-  uint64_t gen = 0;
-  uint64_t epoch = 0;  // blocks finished
-  const char* file = nullptr;
-  int line = 0;
-  int count = 0, last_count = 0;  // __syncthreads_count
-  std::vector<std::unique_ptr<Warp>> warps;
-};
-
+// One launch: its fibers, the run queue, the block's barrier and the warps' exchanges.
 struct Launch {
   std::string kernel;
-  Block block;
+  dim3 grid, block;
+  int threads = 0;
+  uint64_t blocks = 0;
+  std::function<void()> run;  // the kernel with its arguments, for the current fiber
   unsigned char* smem = nullptr;
   size_t smem_bytes = 0;
-  std::mutex err_m;
+  std::vector<Fiber*> fibers;
+  std::vector<WarpState> warps;
+  std::deque<Fiber*> queue;
+  Fiber* current = nullptr;
+  bool reverse = false;  // odd blocks run their threads last to first
+  int arrived = 0, exited = 0, done = 0;
+  const char* file = nullptr;  // the barrier the arrived threads wait at
+  int line = 0;
+  int count = 0, last_count = 0;  // __syncthreads_count
+  bool aborted = false;
   std::string error;
-  std::atomic<bool> aborted{false};
+  void* host_sp = nullptr;
+  void* host_tsan = nullptr;
+  void* host_fake = nullptr;
+  const void* host_bottom = nullptr;
+  size_t host_size = 0;
+  char block_sync = 0, start_sync = 0, end_sync = 0;  // ThreadSanitizer's sync objects
 };
 
 struct ThreadCtx {
@@ -162,249 +317,354 @@ inline Launch& Cur() {
     throw std::logic_error("cuda_host: a device function was called outside OF_CUDA_LAUNCH");
   return *tls.launch;
 }
-
-// Records the launch's first error, wakes every waiting thread and unwinds this one.
-[[noreturn]] inline void Fail(const std::string& msg) {
-  Launch& l = Cur();
-  {
-    std::lock_guard<std::mutex> g(l.err_m);
-    if (l.error.empty()) l.error = msg;
-  }
-  l.aborted = true;
-  {
-    std::lock_guard<std::mutex> g(l.block.m);
-    l.block.cv.notify_all();
-  }
-  for (auto& w : l.block.warps) {
-    std::lock_guard<std::mutex> g(w->m);
-    w->cv.notify_all();
-  }
-  throw KernelAborted{};
-}
-
-template <typename... A>
-std::string Str(const A&... a) {
-  std::ostringstream s;
-  (s << ... << a);
-  return s.str();
-}
-
-inline const char* StateName(Warp::State s) {
-  switch (s) {
-    case Warp::kRunning:
-      return "running";
-    case Warp::kAtWarpOp:
-      return "waiting in a warp operation";
-    case Warp::kAtBarrier:
-      return "waiting at __syncthreads";
-    case Warp::kExited:
-      return "returned";
-  }
-  return "?";
-}
+inline Fiber& Self() { return *Cur().current; }
 
 inline std::string Who() {
   return Str("thread ", tls.tid, " (warp ", tls.tid / 32, ", lane ", tls.tid % 32, ") of block (",
              blockIdx.x, ",", blockIdx.y, ",", blockIdx.z, ")");
 }
 
-// The warp operation every lane of the warp must join. put: this lane's 64 bits; take(slots):
-// the result from the lanes' bits.
+inline const char* StateName(Fiber::State s) {
+  switch (s) {
+    case Fiber::kRunnable:
+      return "running";
+    case Fiber::kAtWarpOp:
+      return "waiting in a warp operation";
+    case Fiber::kAtBarrier:
+      return "waiting at __syncthreads";
+    case Fiber::kExited:
+      return "returned";
+    case Fiber::kDone:
+      return "done";
+  }
+  return "?";
+}
+
+inline void Enqueue(Launch& l, Fiber* f) {
+  if (!f->queued && f->state != Fiber::kDone) {
+    f->queued = true;
+    l.queue.push_back(f);
+  }
+}
+// Makes the threads [first, first + n) runnable, in the block's order.
+inline void Release(Launch& l, int first, int n) {
+  for (int k = 0; k < n; ++k) {
+    Fiber* f = l.fibers[first + (l.reverse ? n - 1 - k : k)];
+    f->state = Fiber::kRunnable;
+    Enqueue(l, f);
+  }
+}
+
+// Records the launch's first error and lets every waiting thread unwind.
+inline void Abort(Launch& l, const std::string& msg) {
+  if (!l.aborted) l.error = msg;
+  l.aborted = true;
+  for (Fiber* f : l.fibers) Enqueue(l, f);
+}
+[[noreturn]] inline void Fail(const std::string& msg) {
+  Abort(Cur(), msg);
+  throw KernelAborted{};
+}
+
+// The running fiber's built-in variables.
+inline void Restore(Launch& l, Fiber& f) {
+  Internal internal;
+  tls.launch = &l;
+  tls.tid = f.tid;
+  threadIdx = f.idx;
+  blockIdx = f.bidx;
+  blockDim = l.block;
+  gridDim = l.grid;
+}
+
+// Hands the host thread back to the scheduler (OF_CUDA_LAUNCH's loop); returns when this thread
+// runs again. last: the thread is done and its stack is not resumed.
+inline void Park(bool last = false) {
+  Launch* l;
+  Fiber* f;
+  void *host_sp, *host_tsan;
+  const void* host_bottom;
+  size_t host_size;
+  {
+    Internal internal;  // closed before the switch: a last switch never comes back
+    l = &Cur();
+    f = l->current;
+    host_sp = l->host_sp, host_tsan = l->host_tsan;
+    host_bottom = l->host_bottom, host_size = l->host_size;
+  }
+  (void)host_tsan, (void)host_bottom, (void)host_size, (void)last;
+#if defined(OF_HOST_TSAN)
+  __tsan_switch_to_fiber(host_tsan, 1 /*no_sync*/);
+#endif
+#if defined(OF_HOST_ASAN)
+  __sanitizer_start_switch_fiber(last ? nullptr : &f->fake_stack, host_bottom, host_size);
+#endif
+  of_host_switch(&f->sp, host_sp);
+#if defined(OF_HOST_ASAN)
+  __sanitizer_finish_switch_fiber(f->fake_stack, &l->host_bottom, &l->host_size);
+#endif
+  Restore(*l, *f);
+}
+
+// Parks the thread in a wait; after the wait, acquires `sync` and unwinds if the launch failed.
+inline void Wait(Launch& l, char* sync) {
+  Park();
+  TsanAcquire(sync);
+  if (l.aborted) throw KernelAborted{};
+}
+
+// The warp operation every lane of the warp must join. put: this lane's 64 bits, arg: its
+// argument; take(slots, lane, lanes, arg): a lane's result from the lanes' bits and its argument.
 template <typename Take>
 auto WarpOp(const char* op, const char* file, int line, unsigned mask, int width, uint64_t put,
-            Take take) {
+            int arg, Take take) {
+  Internal internal;
   Launch& l = Cur();
-  const int lane = tls.tid % 32;
-  Warp& w = *l.block.warps[tls.tid / 32];
-  std::unique_lock<std::mutex> g(w.m);
-  if (l.aborted) throw KernelAborted{};
-  if (mask != w.lane_mask) {
-    g.unlock();
+  Fiber& f = *l.current;
+  const int lane = f.tid % 32, first = f.tid - lane;
+  WarpState& w = l.warps[f.tid / 32];
+  if (mask != w.lane_mask)
     Fail(Str(l.kernel, ": ", op, " at ", file, ":", line, " by ", Who(), " with mask 0x", std::hex,
              mask, ": the stand-in needs the mask of every lane of the warp (0x", w.lane_mask,
              std::dec, ", ", w.lanes, " lanes)"));
-  }
-  if (width <= 0 || width > 32 || (width & (width - 1)) != 0) {
-    g.unlock();
+  if (width <= 0 || width > 32 || (width & (width - 1)) != 0)
     Fail(Str(l.kernel, ": ", op, " at ", file, ":", line, " with width ", width,
              ": needs a power of 2 in [1, 32]"));
-  }
   for (int k = 0; k < w.lanes; ++k) {
-    if (k == lane) continue;
-    if (w.state[k] == Warp::kExited || w.state[k] == Warp::kAtBarrier) {
-      g.unlock();
+    const Fiber::State s = l.fibers[first + k]->state;
+    if (s == Fiber::kExited || s == Fiber::kAtBarrier || s == Fiber::kDone)
       Fail(Str(l.kernel, ": divergent warp: ", Who(), " calls ", op, " at ", file, ":", line,
-               " while lane ", k, " is ", StateName(w.state[k]),
-               " (every lane of the mask must call it)"));
-    }
+               " while lane ", k, " is ", StateName(s), " (every lane of the mask must call it)"));
   }
   if (w.arrived == 0) {
-    w.op = op, w.file = file, w.line = line, w.mask = mask, w.width = width;
+    w.op = op, w.file = file, w.line = line, w.width = width;
   } else if (w.op != op || w.line != line || std::strcmp(w.file, file) != 0 || w.width != width) {
-    std::string first = Str(w.op, " at ", w.file, ":", w.line, " width ", w.width);
-    g.unlock();
     Fail(Str(l.kernel, ": divergent warp: ", Who(), " calls ", op, " at ", file, ":", line,
-             " width ", width, " while other lanes wait in ", first));
+             " width ", width, " while other lanes wait in ", w.op, " at ", w.file, ":", w.line,
+             " width ", w.width));
   }
-  const uint64_t my = w.gen;
-  w.slot[my & 1][lane] = put;
-  w.state[lane] = Warp::kAtWarpOp;
+  f.put = put;
+  f.arg = arg;
+  f.state = Fiber::kAtWarpOp;
+  TsanRelease(&w.sync);
   if (++w.arrived == w.lanes) {
+    TsanAcquire(&w.sync);
+    uint64_t slots[32] = {};
+    for (int k = 0; k < w.lanes; ++k) slots[k] = l.fibers[first + k]->put;
+    for (int k = 0; k < w.lanes; ++k)
+      l.fibers[first + k]->result = Bits(take(slots, k, w.lanes, l.fibers[first + k]->arg));
     w.arrived = 0;
-    ++w.gen;
-    for (int k = 0; k < w.lanes; ++k) w.state[k] = Warp::kRunning;
-    w.cv.notify_all();
-  } else {
-    w.cv.wait(g, [&] { return w.gen != my || l.aborted; });
-    if (w.gen == my) throw KernelAborted{};
+    Release(l, first, w.lanes);
   }
-  return take(w.slot[my & 1], lane, w.lanes);
+  Wait(l, &w.sync);
+  using R = decltype(take(static_cast<const uint64_t*>(nullptr), 0, 0, 0));
+  return FromBits<R>(f.result);
 }
 
-// The lane's state on the way to a barrier or the block's end; fails when another lane of the
-// warp waits in a warp operation.
-inline void LeaveWarp(Warp::State to, const char* what) {
-  Launch& l = Cur();
-  const int lane = tls.tid % 32;
-  Warp& w = *l.block.warps[tls.tid / 32];
-  std::unique_lock<std::mutex> g(w.m);
-  if (l.aborted) throw KernelAborted{};
-  for (int k = 0; k < w.lanes; ++k) {
-    if (k != lane && w.state[k] == Warp::kAtWarpOp) {
-      std::string other = Str(w.op, " at ", w.file, ":", w.line);
-      g.unlock();
+// Fails when another lane of this thread's warp waits in a warp operation (the thread is on its
+// way to `what` instead).
+inline void CheckWarpLeft(Launch& l, const Fiber& f, const std::string& what) {
+  const WarpState& w = l.warps[f.tid / 32];
+  const int first = f.tid - f.tid % 32;
+  for (int k = 0; k < w.lanes; ++k)
+    if (l.fibers[first + k]->state == Fiber::kAtWarpOp)
       Fail(Str(l.kernel, ": divergent warp: ", Who(), " ", what, " while lane ", k, " waits in ",
-               other));
-    }
-  }
-  w.state[lane] = to;
+               w.op, " at ", w.file, ":", w.line));
 }
 
 inline int SyncThreads(const char* file, int line, int pred) {
+  Internal internal;
   Launch& l = Cur();
-  LeaveWarp(Warp::kAtBarrier, Str("reaches __syncthreads at ", file, ":", line).c_str());
-  Block& b = l.block;
-  std::unique_lock<std::mutex> g(b.m);
-  if (l.aborted) throw KernelAborted{};
-  if (b.exited > 0) {
-    g.unlock();
+  Fiber& f = *l.current;
+  CheckWarpLeft(l, f, Str("reaches __syncthreads at ", file, ":", line));
+  if (l.exited > 0)
     Fail(Str(l.kernel, ": divergent __syncthreads: ", Who(), " waits at ", file, ":", line, " but ",
-             b.exited, " thread(s) of the block already returned (every thread must reach it)"));
-  }
-  if (b.arrived == 0) {
-    b.file = file, b.line = line, b.count = 0;
-  } else if (b.line != line || std::strcmp(b.file, file) != 0) {
-    std::string first = Str(b.file, ":", b.line);
-    g.unlock();
+             l.exited, " thread(s) of the block already returned (every thread must reach it)"));
+  if (l.arrived == 0) {
+    l.file = file, l.line = line, l.count = 0;
+  } else if (l.line != line || std::strcmp(l.file, file) != 0) {
     Fail(Str(l.kernel, ": divergent __syncthreads: ", Who(), " waits at ", file, ":", line,
-             " while others wait at ", first));
+             " while others wait at ", l.file, ":", l.line));
   }
-  b.count += pred != 0;
-  const uint64_t my = b.gen;
-  if (++b.arrived == b.threads) {
-    b.arrived = 0;
-    b.last_count = b.count;
-    ++b.gen;
-    for (auto& w : b.warps) {
-      std::lock_guard<std::mutex> wg(w->m);
-      for (int k = 0; k < w->lanes; ++k) w->state[k] = Warp::kRunning;
-    }
-    b.cv.notify_all();
-  } else {
-    b.cv.wait(g, [&] { return b.gen != my || l.aborted; });
-    if (b.gen == my) throw KernelAborted{};
+  l.count += pred != 0;
+  f.state = Fiber::kAtBarrier;
+  TsanRelease(&l.block_sync);
+  if (++l.arrived == l.threads) {
+    l.arrived = 0;
+    l.last_count = l.count;
+    Release(l, 0, l.threads);
   }
-  return b.last_count;
+  Wait(l, &l.block_sync);
+  return l.last_count;
 }
 
-// The end of this thread's part of the block: waits for every thread of the block, then the
-// last one prepares the next block (warp states, dynamic shared memory poison).
+// The end of this thread's part of the block: waits for every thread of the block; the last one
+// prepares the next block (dynamic shared memory poison, order).
 inline void ExitBlock() {
+  Internal internal;
   Launch& l = Cur();
-  LeaveWarp(Warp::kExited, "returns");
-  Block& b = l.block;
-  std::unique_lock<std::mutex> g(b.m);
-  if (l.aborted) throw KernelAborted{};
-  if (b.arrived > 0) {
-    std::string where = Str(b.file, ":", b.line);
-    g.unlock();
-    Fail(Str(l.kernel, ": divergent __syncthreads: ", Who(), " returned while ", b.arrived,
-             " thread(s) wait at ", where, " (every thread must reach it)"));
-  }
-  const uint64_t my = b.epoch;
-  if (++b.exited == b.threads) {
-    b.exited = 0;
-    for (auto& w : b.warps) {
-      std::lock_guard<std::mutex> wg(w->m);
-      for (int k = 0; k < w->lanes; ++k) w->state[k] = Warp::kRunning;
-      w->arrived = 0;
-    }
+  Fiber& f = *l.current;
+  CheckWarpLeft(l, f, "returns");
+  if (l.arrived > 0)
+    Fail(Str(l.kernel, ": divergent __syncthreads: ", Who(), " returned while ", l.arrived,
+             " thread(s) wait at ", l.file, ":", l.line, " (every thread must reach it)"));
+  f.state = Fiber::kExited;
+  TsanRelease(&l.block_sync);
+  if (++l.exited == l.threads) {
+    TsanAcquire(&l.block_sync);
+    l.exited = 0;
     if (l.smem_bytes) std::memset(l.smem, 0xff, l.smem_bytes);
-    ++b.epoch;
-    b.cv.notify_all();
-  } else {
-    b.cv.wait(g, [&] { return b.epoch != my || l.aborted; });
-    if (b.epoch == my) throw KernelAborted{};
+    TsanRelease(&l.block_sync);
+    l.reverse = !l.reverse;
+    Release(l, 0, l.threads);
   }
+  Wait(l, &l.block_sync);
 }
 
-// Host threads reused across launches: thread i runs CUDA thread i of every block.
-class Pool {
- public:
-  static Pool& Get() {
-    static Pool pool;
-    return pool;
+// The body of every fiber: CUDA thread `tid` of every block in turn.
+inline void FiberMain() {
+  Launch* lp;
+  Fiber* fp;
+  {
+    Internal internal;
+    lp = tls.launch;
+    fp = lp->current;
   }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> g(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  // Runs f(i) on n threads, returns when all returned.
-  void Run(int n, const std::function<void(int)>& f) {
-    std::unique_lock<std::mutex> g(m_);
-    while (static_cast<int>(threads_.size()) < n) {
-      const int i = static_cast<int>(threads_.size());
-      threads_.emplace_back([this, i] { Work(i); });
-    }
-    job_ = &f;
-    job_threads_ = n;
-    remaining_ = n;
-    ++job_id_;
-    cv_.notify_all();
-    done_.wait(g, [&] { return remaining_ == 0; });
-    job_ = nullptr;
-  }
-
- private:
-  void Work(int i) {
-    uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(int)>* f;
+  Launch& l = *lp;
+  Fiber& f = *fp;
+#if defined(OF_HOST_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &l.host_bottom, &l.host_size);
+#endif
+  TsanAcquire(&l.start_sync);
+  try {
+    for (uint64_t bi = 0;; ++bi) {
       {
-        std::unique_lock<std::mutex> g(m_);
-        cv_.wait(g, [&] { return stop_ || job_id_ != seen; });
-        if (stop_) return;
-        seen = job_id_;
-        if (i >= job_threads_) continue;
-        f = job_;
+        Internal internal;
+        if (bi >= l.blocks || l.aborted) break;
+        f.bidx = make_uint3(bi % l.grid.x, bi / l.grid.x % l.grid.y,
+                            bi / (uint64_t(l.grid.x) * l.grid.y));
+        Restore(l, f);
       }
-      (*f)(i);
-      std::lock_guard<std::mutex> g(m_);
-      if (--remaining_ == 0) done_.notify_all();
+      l.run();
+      ExitBlock();
     }
+  } catch (const KernelAborted&) {
+  } catch (const std::exception& e) {
+    Internal internal;
+    Abort(l, Str(l.kernel, ": ", Who(), " threw: ", e.what()));
   }
-  std::mutex m_;
-  std::condition_variable cv_, done_;
-  std::vector<std::thread> threads_;
-  const std::function<void(int)>* job_ = nullptr;
-  int job_threads_ = 0, remaining_ = 0;
-  uint64_t job_id_ = 0;
-  bool stop_ = false;
-};
+  {
+    Internal internal;
+    TsanRelease(&l.end_sync);
+    f.state = Fiber::kDone;
+    ++l.done;
+  }
+  Park(/*last=*/true);
+  std::abort();  // a finished fiber is never resumed
+}
+
+// Stacks and ThreadSanitizer contexts of up to 1024 fibers, made once per process.
+inline std::vector<std::unique_ptr<Fiber>>& FiberPool() {
+  static std::vector<std::unique_ptr<Fiber>> pool;
+  return pool;
+}
+
+inline Fiber* GetFiber(int i) {
+  auto& pool = FiberPool();
+  while (static_cast<int>(pool.size()) <= i) {
+    auto f = std::make_unique<Fiber>();
+    const size_t page = 4096;
+    void* p = mmap(nullptr, Fiber::kStack + page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("cuda_host: cannot map a fiber stack");
+    mprotect(p, page, PROT_NONE);  // overflow faults instead of corrupting a neighbour
+    f->stack = static_cast<char*>(p) + page;
+#if defined(OF_HOST_TSAN)
+    f->tsan = __tsan_create_fiber(0);
+    __tsan_set_fiber_name(f->tsan, "cuda thread");
+#endif
+    pool.push_back(std::move(f));
+  }
+  return pool[i].get();
+}
+
+// A fresh stack whose first switch enters FiberMain.
+inline void NewStack(Fiber& f) {
+#if defined(OF_HOST_ASAN)
+  __asan_unpoison_memory_region(f.stack, Fiber::kStack);
+#endif
+  auto top = reinterpret_cast<uintptr_t>(f.stack + Fiber::kStack) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;  // FiberMain's return address: the end of every backtrace
+  *--sp = reinterpret_cast<void*>(&FiberMain);
+  for (int k = 0; k < 6; ++k) *--sp = nullptr;  // rbp rbx r12 r13 r14 r15
+  f.sp = sp;
+}
+
+// Runs the launch's fibers until all are done (the scheduler, on the launching thread).
+inline void RunFibers(Launch& l) {
+  {
+    Internal internal;
+    l.warps.clear();
+    for (int w = 0; w * 32 < l.threads; ++w) {
+      WarpState ws;
+      ws.lanes = std::min(32, l.threads - w * 32);
+      ws.lane_mask = ws.lanes == 32 ? 0xffffffffu : (1u << ws.lanes) - 1;
+      l.warps.push_back(ws);
+    }
+    for (int i = 0; i < l.threads; ++i) {
+      Fiber* f = GetFiber(i);
+      f->tid = i;
+      f->idx = make_uint3(i % l.block.x, i / l.block.x % l.block.y, i / (l.block.x * l.block.y));
+      f->state = Fiber::kRunnable;
+      f->queued = false;
+      f->fake_stack = nullptr;
+      NewStack(*f);
+      l.fibers.push_back(f);
+    }
+    Release(l, 0, l.threads);
+  }
+#if defined(OF_HOST_TSAN)
+  l.host_tsan = __tsan_get_current_fiber();
+#endif
+  TsanRelease(&l.start_sync);
+  for (;;) {
+    Fiber* f;
+    {
+      Internal internal;
+      if (l.queue.empty()) {
+        if (l.done == l.threads) break;
+        std::string states;
+        for (Fiber* g : l.fibers)
+          if (g->state != Fiber::kDone)
+            states += Str(" thread ", g->tid, ": ", StateName(g->state), ";");
+        Abort(l, Str(l.kernel, ": the block cannot go on (a bug of the stand-in):", states));
+        continue;
+      }
+      f = l.queue.front();
+      l.queue.pop_front();
+      f->queued = false;
+      if (f->state == Fiber::kDone) continue;  // queued by an abort, finished since
+      l.current = f;
+      tls.launch = &l;  // FiberMain's first lines read it
+    }
+#if defined(OF_HOST_TSAN)
+    __tsan_switch_to_fiber(f->tsan, 1 /*no_sync*/);
+#endif
+#if defined(OF_HOST_ASAN)
+    __sanitizer_start_switch_fiber(&l.host_fake, f->stack, Fiber::kStack);
+#endif
+    of_host_switch(&l.host_sp, f->sp);
+#if defined(OF_HOST_ASAN)
+    __sanitizer_finish_switch_fiber(l.host_fake, nullptr, nullptr);
+#endif
+  }
+  {
+    Internal internal;
+    tls.launch = nullptr;
+  }
+  TsanAcquire(&l.end_sync);
+}
 
 // Kernels that opted in to more than 48 KiB of dynamic shared memory (cudaFuncSetAttribute).
 inline std::map<const void*, int>& SmemOptIn() {
@@ -451,31 +711,6 @@ inline void CheckLimits(const char* k, dim3 g, dim3 b, size_t smem, const void* 
                                    : " (the kernel's cudaFuncSetAttribute)"));
 }
 
-// One CUDA thread: runs every block of the grid in turn.
-template <typename F, typename Params>
-void RunThread(Launch& l, int tid, dim3 grid, dim3 block, F kernel, const Params& params) {
-  tls.launch = &l;
-  tls.tid = tid;
-  threadIdx = make_uint3(tid % block.x, tid / block.x % block.y, tid / (block.x * block.y));
-  blockDim = block;
-  gridDim = grid;
-  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
-  try {
-    for (uint64_t bi = 0; bi < blocks && !l.aborted; ++bi) {
-      blockIdx = make_uint3(bi % grid.x, bi / grid.x % grid.y, bi / (uint64_t(grid.x) * grid.y));
-      std::apply(kernel, params);
-      ExitBlock();
-    }
-  } catch (const KernelAborted&) {
-  } catch (const std::exception& e) {
-    try {
-      Fail(Str(l.kernel, ": ", Who(), " threw: ", e.what()));
-    } catch (const KernelAborted&) {
-    }
-  }
-  tls.launch = nullptr;
-}
-
 template <typename... P, typename G, typename B, typename S, typename... A>
 void LaunchKernel(const char* name, void (*kernel)(P...), const G& grid_arg, const B& block_arg,
                   size_t smem, S /*stream: launches are synchronous*/, A&&... args) {
@@ -484,42 +719,23 @@ void LaunchKernel(const char* name, void (*kernel)(P...), const G& grid_arg, con
   CheckLimits(name, grid, block, smem, reinterpret_cast<const void*>(kernel));
   const std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
   std::lock_guard<std::mutex> serial(LaunchMutex());
+  if (tls.launch != nullptr) throw std::logic_error("cuda_host: OF_CUDA_LAUNCH inside a kernel");
   Launch l;
   l.kernel = name;
-  const int n = static_cast<int>(block.x * block.y * block.z);
-  l.block.threads = n;
-  for (int w = 0; w * 32 < n; ++w) {
-    auto warp = std::make_unique<Warp>();
-    warp->lanes = std::min(32, n - w * 32);
-    warp->lane_mask = warp->lanes == 32 ? 0xffffffffu : (1u << warp->lanes) - 1;
-    l.block.warps.push_back(std::move(warp));
-  }
+  l.grid = grid;
+  l.block = block;
+  l.threads = static_cast<int>(block.x * block.y * block.z);
+  l.blocks = uint64_t(grid.x) * grid.y * grid.z;
+  l.run = [&] { std::apply(kernel, params); };
   std::unique_ptr<unsigned char[]> smem_buf(new unsigned char[smem]);
   l.smem = smem_buf.get();
   l.smem_bytes = smem;
   if (smem) std::memset(l.smem, 0xff, smem);
-  const std::function<void(int)> job = [&](int tid) {
-    RunThread(l, tid, grid, block, kernel, params);
-  };
-  Pool::Get().Run(n, job);
+  RunFibers(l);
   if (l.aborted) throw std::runtime_error(l.error);
 }
 
 inline unsigned char* DynamicSmem() { return Cur().smem; }
-
-template <typename T>
-uint64_t Bits(T v) {
-  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
-}
-template <typename T>
-T FromBits(uint64_t b) {
-  T v;
-  std::memcpy(&v, &b, sizeof(T));
-  return v;
-}
 
 // The types CUDA's shuffles take.
 template <typename T>
@@ -531,33 +747,34 @@ template <typename T>
 T Shfl(const char* op, const char* file, int line, unsigned mask, T v, int arg, int width,
        int kind) {
   static_assert(kShuffleType<T>, "__shfl_*_sync takes arithmetic, half or bfloat16 values");
-  return WarpOp(op, file, line, mask, width, Bits(v), [&](const uint64_t* s, int lane, int lanes) {
-    const int base = lane / width * width;
-    int src = lane;
-    switch (kind) {
-      case 0:  // __shfl_sync
-        src = base + ((arg % width) + width) % width;
-        break;
-      case 1:  // xor
-        src = lane ^ arg;
-        if (src >= base + width) src = lane;
-        break;
-      case 2:  // up
-        src = lane - arg;
-        if (src < base) src = lane;
-        break;
-      case 3:  // down
-        src = lane + arg;
-        if (src >= base + width) src = lane;
-        break;
-    }
-    if (src < 0 || src >= lanes) src = lane;
-    return FromBits<T>(s[src]);
-  });
+  return WarpOp(op, file, line, mask, width, Bits(v), arg,
+                [width, kind](const uint64_t* s, int lane, int lanes, int arg) {
+                  const int base = lane / width * width;
+                  int src = lane;
+                  switch (kind) {
+                    case 0:  // __shfl_sync
+                      src = base + ((arg % width) + width) % width;
+                      break;
+                    case 1:  // xor
+                      src = lane ^ arg;
+                      if (src >= base + width) src = lane;
+                      break;
+                    case 2:  // up
+                      src = lane - arg;
+                      if (src < base) src = lane;
+                      break;
+                    case 3:  // down
+                      src = lane + arg;
+                      if (src >= base + width) src = lane;
+                      break;
+                  }
+                  if (src < 0 || src >= lanes) src = lane;
+                  return FromBits<T>(s[src]);
+                });
 }
 
 inline unsigned Ballot(const char* op, const char* file, int line, unsigned mask, int pred) {
-  return WarpOp(op, file, line, mask, 32, pred != 0, [](const uint64_t* s, int, int lanes) {
+  return WarpOp(op, file, line, mask, 32, pred != 0, 0, [](const uint64_t* s, int, int lanes, int) {
     unsigned r = 0;
     for (int k = 0; k < lanes; ++k) r |= (s[k] ? 1u : 0u) << k;
     return r;
@@ -618,12 +835,12 @@ inline void SyncWarp(const char* f, int l, unsigned mask = 0xffffffffu) {
   ::oneflow::cuda_host::Ballot("__ballot_sync", __FILE__, __LINE__, (mask), (p))
 #define __all_sync(mask, p)                                                       \
   (::oneflow::cuda_host::Ballot("__all_sync", __FILE__, __LINE__, (mask), (p)) == \
-   ::oneflow::cuda_host::Cur().block.warps[::oneflow::cuda_host::tls.tid / 32]->lane_mask)
+   ::oneflow::cuda_host::Cur().warps[::oneflow::cuda_host::tls.tid / 32].lane_mask)
 #define __any_sync(mask, p) \
   (::oneflow::cuda_host::Ballot("__any_sync", __FILE__, __LINE__, (mask), (p)) != 0u)
 #define __syncwarp(...) ::oneflow::cuda_host::SyncWarp(__FILE__, __LINE__, ##__VA_ARGS__)
 #define __activemask() \
-  (::oneflow::cuda_host::Cur().block.warps[::oneflow::cuda_host::tls.tid / 32]->lane_mask)
+  (::oneflow::cuda_host::Cur().warps[::oneflow::cuda_host::tls.tid / 32].lane_mask)
 
 // ---- loads, math, bit tricks (exact host functions) ----------------------------------------
 template <typename T>

@@ -98,9 +98,9 @@ if [[ -z "$filter" || "$filter" == standin* ]]; then
   st=tests/cuda_host/standin_test.cc
   for s in "${sanitizers[@]}"; do
     case $s in
-      tsan) expect "$(bin $st tsan)" "[.race]" "ThreadSanitizer: data race" \
+      tsan) expect "$(bin $st tsan)" "[.race]" "SUMMARY: ThreadSanitizer: data race.*ReverseKernel" \
         "a missing __syncthreads reported by ThreadSanitizer" ;;
-      asan) expect "$(bin $st asan)" "[.overrun]" "heap-buffer-overflow" \
+      asan) expect "$(bin $st asan)" "[.overrun]" "ERROR: AddressSanitizer: heap-buffer-overflow" \
         "a shared memory overrun reported by AddressSanitizer" ;;
     esac
   done
