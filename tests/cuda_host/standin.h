@@ -558,6 +558,9 @@ inline void FiberMain() {
   } catch (const std::exception& e) {
     Internal internal;
     Abort(l, Str(l.kernel, ": ", Who(), " threw: ", e.what()));
+  } catch (...) {  // e.g. a Catch2 REQUIRE inside the kernel: check results after the launch
+    Internal internal;
+    Abort(l, Str(l.kernel, ": ", Who(), " threw an exception"));
   }
   {
     Internal internal;
