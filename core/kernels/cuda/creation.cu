@@ -1,12 +1,14 @@
-// CUDA kernels of the creation ops (core/ops/creation.cc) and the random ops
-// (core/ops/random.cc). The random ops run their CPU kernel and copy the result over: the
-// documented guarantee is that one seed gives the same numbers on every device, and normal's
-// log and cos are not correctly rounded on the device.
+// CUDA kernels of the creation ops (core/ops/creation.cc; arange's and eye's kernels are
+// core/kernels/cuda/kernels/creation.cuh) and the random ops (core/ops/random.cc). The random
+// ops run their CPU kernel and copy the result over: the documented guarantee is that one seed
+// gives the same numbers on every device, and normal's log and cos are not correctly rounded on the
+// device.
 #include <algorithm>
 #include <cmath>
 
 #include "core/functional.h"
 #include "core/kernels/cuda/elementwise.cuh"
+#include "core/kernels/cuda/kernels/creation.cuh"
 #include "core/op_registry.h"
 
 namespace oneflow {
@@ -38,15 +40,6 @@ std::vector<Tensor> FullCuda(const std::vector<Tensor>&, const Attrs& a,
   return {t};
 }
 
-// start + i * step in double as on the CPU, without the contraction into one fma nvcc would
-// make: an integer dtype truncates the result, so the last bit can change the value.
-template <typename T>
-__global__ void ArangeKernel(int64_t n, T* p, double start, double step) {
-  ONEFLOW_CUDA_GRID_LOOP(i, n) {
-    p[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(static_cast<double>(i), step)));
-  }
-}
-
 std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
                                const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
@@ -55,16 +48,9 @@ std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
     using T = typename decltype(tag)::type;
     const int64_t n = t.numel();
     if (n == 0) return;
-    ArangeKernel<T><<<cuda::Blocks(n), cuda::kThreads, 0, cuda::StreamFor(t.device())>>>(
-        n, t.data<T>(), start, step);
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    cuda::LaunchArange(n, t.data<T>(), start, step, cuda::StreamFor(t.device()));
   });
   return {t};
-}
-
-template <typename T>
-__global__ void EyeDiagonalKernel(int64_t k, T* p, int64_t m) {
-  ONEFLOW_CUDA_GRID_LOOP(i, k) { p[i * m + i] = static_cast<T>(1); }
 }
 
 std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,
@@ -76,8 +62,7 @@ std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,
     if (t.numel() == 0) return;
     cudaStream_t stream = cuda::StreamFor(t.device());
     ONEFLOW_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.numel() * sizeof(T), stream));
-    EyeDiagonalKernel<T><<<cuda::Blocks(k), cuda::kThreads, 0, stream>>>(k, t.data<T>(), m);
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    if (k > 0) cuda::LaunchEyeDiagonal(k, t.data<T>(), m, stream);
   });
   return {t};
 }
