@@ -17,7 +17,7 @@ namespace oneflow {
 namespace cuda {
 namespace {
 
-const int64_t kSizes[] = {0, 1, 3, 4, 5, 31, 32, 33, 127, 1024, 1025, 4097};
+const int64_t kSizes[] = {0, 1, 3, 4, 5, 31, 32, 33, 127, 768, 1024, 1025, 4097};
 
 // A view over a buffer: element (i_0, ..., i_k) at offset + sum i_d * strides[d].
 struct View {
