@@ -339,8 +339,8 @@ void CheckTranspose(int64_t batches, int64_t rows, int64_t cols, bool expect_til
 
 TEST_CASE("transpose tiles: last two dims swapped", "[elementwise][transpose]") {
   for (int64_t batches : {1, 3}) {
-    for (int64_t rows : {16, 31, 33, 64}) {
-      for (int64_t cols : {16, 32, 33, 100}) {
+    for (int64_t rows : {16, 33}) {
+      for (int64_t cols : {32, 33, 100}) {
         CheckTranspose<uint8_t>(batches, rows, cols, true);
         CheckTranspose<uint16_t>(batches, rows, cols, true);
         CheckTranspose<uint32_t>(batches, rows, cols, true);
