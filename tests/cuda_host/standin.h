@@ -27,6 +27,12 @@
 //   CUDA_HOST_SANITIZERS=asan tools/cuda_host/check.sh scale "[scale]"   # one build, a tag
 //   bazel test //tests:cuda_host/scale_test
 //
+// ptxas (tools/cuda_host/ptxas_check.py, in tools/test) checks every __global__ of
+// core/kernels/cuda/kernels/*.cuh for sm_90: no spills, registers x block size within the
+// register file (block size: __launch_bounds__(N), else a `// ptxas_check: block N` line above
+// the kernel, else 1024), and 16-byte global loads in kernels marked `// ptxas_check:
+// vector_loads`. Put the marks in your header, right above the kernel's template line.
+//
 // "Device" memory is host memory (std::vector), launches are synchronous (the stream argument is
 // not used), a failed launch throws std::runtime_error (REQUIRE_THROWS_WITH sees the message).
 //
@@ -552,6 +558,9 @@ inline void FiberMain() {
   } catch (const std::exception& e) {
     Internal internal;
     Abort(l, Str(l.kernel, ": ", Who(), " threw: ", e.what()));
+  } catch (...) {  // e.g. a Catch2 REQUIRE inside the kernel: check results after the launch
+    Internal internal;
+    Abort(l, Str(l.kernel, ": ", Who(), " threw an exception"));
   }
   {
     Internal internal;
