@@ -35,7 +35,7 @@ std::vector<Tensor> FullCuda(const std::vector<Tensor>&, const Attrs& a,
     using T = typename decltype(tag)::type;
     // The half types round from float on the device as Half(float) does on the host.
     using A = cuda::Acc<cuda::DevT<T>>;
-    cuda::Map<T>("full", t, ConstF<A>{static_cast<A>(value)});
+    cuda::MapContiguous<T>("full", t, ConstF<A>{static_cast<A>(value)});
   });
   return {t};
 }
