@@ -17,6 +17,7 @@ namespace cuda {
 
 // For c < channels: var_out[c] = 1 / invstd[c]^2 - eps (0 where rounding makes it negative,
 // NaN stays NaN) and, when mean_out is not null, mean_out[c] = mean[c]; both in T.
+// ptxas_check: block 256
 template <typename T, typename P>
 __global__ void BatchNormStatsKernel(int64_t channels, const P* mean, const P* invstd, double eps,
                                      T* mean_out, T* var_out) {
@@ -31,6 +32,7 @@ __global__ void BatchNormStatsKernel(int64_t channels, const P* mean, const P* i
 
 // For c < channels: invstd[c] = 1 / sqrt(var[c] + eps) and, when mean_out is not null,
 // mean_out[c] = mean[c]; both in P (what cuDNN's backward takes as its saved statistics).
+// ptxas_check: block 256
 template <typename T, typename P>
 __global__ void BatchNormInvStdKernel(int64_t channels, const T* mean, const T* var, double eps,
                                       P* mean_out, P* invstd) {
@@ -47,6 +49,7 @@ __global__ void BatchNormInvStdKernel(int64_t channels, const T* mean, const T* 
 // step these outputs feed only the running statistics, their gradients are zero, and every
 // block returns after reading two numbers. Grid: channels * chunks blocks; block b adds to
 // channel b / chunks, its chunk b % chunks of the channel's count elements.
+// ptxas_check: block 256
 template <typename T, typename P>
 __global__ void BatchNormStatsGradKernel(int64_t outer, int64_t channels, int64_t inner,
                                          int64_t chunks, const T* dmean, const T* dvar, const T* x,

@@ -77,6 +77,7 @@ struct StepList {
   int count;
 };
 
+// ptxas_check: block 64
 __global__ void IncrementStepsKernel(StepList s) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < s.count) *s.step[i] += 1;
@@ -94,6 +95,7 @@ struct SgdHyper {
   bool nesterov;
 };
 
+// ptxas_check: block 256
 template <typename T, bool kMomentum>
 __global__ void SgdMultiKernel(OptimList<T, 1> l, SgdHyper h) {  // state[0]: the momentum buffer
   using A = Acc<T>;
@@ -135,6 +137,7 @@ struct AdamHyper {
   bool decoupled, correct;
 };
 
+// ptxas_check: block 256
 template <typename T, bool kAmsgrad>
 __global__ void AdamMultiKernel(OptimList<T, kAmsgrad ? 3 : 2> l, AdamHyper h) {
   using A = Acc<T>;
