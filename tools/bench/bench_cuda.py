@@ -15,6 +15,9 @@ model; the same TF32 settings for both, set explicitly):
   lenet:        one training step of bench_train.py's LeNet (3x32x32 inputs), batch 256
   mobilenetv2:  one training step of examples/mobilenetv2_global.py's MobileNetV2 (the CIFAR
                 variant, width 1.0, dropout 0.2, 3x32x32 inputs), batch 256
+  attention:    F.scaled_dot_product_attention, causal, q/k/v 8x12x1024x64, forward + backward
+                (q, k, v gradients from a fixed output gradient), float32 and bfloat16;
+                TFLOP/s counts the causal half of 4*B*H*L*S*E forward and 2.5x that backward
 A training step is zero_grad(set_to_none=True), forward, CrossEntropyLoss, backward,
 SGD(lr=0.01, momentum=0.9) step; float32, matmul TF32 off and cuDNN TF32 on (both defaults).
 
@@ -253,6 +256,40 @@ class Bench:
         t.clear()
         self.free()
 
+    # -- attention
+
+    def attention(self):
+        b, h, n, e = 8, 12, 1024, 64
+        flops = 3.5 * 4.0 * b * h * n * n * e / 2  # causal: half the scores
+        arrays = [self.rng.standard_normal((b, h, n, e), dtype=np.float32) for _ in range(4)]
+        for dtype, precision, tol in (("float32", "fp32", 1e-4), ("bfloat16", "bf16", 3e-2)):
+            t = {}
+            for name, lib in self.libs.items():
+                dt = getattr(lib, dtype)
+                t[name] = [self.to_cuda(name, a).to(dt).detach().requires_grad_(i < 3)
+                           for i, a in enumerate(arrays)]
+
+            def step(name):
+                q, k, v, g = t[name]
+                q.grad = k.grad = v.grad = None
+                y = self.libs[name].nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                              is_causal=True)
+                y.backward(g)
+                return y
+
+            ys = {name: step(name) for name in self.libs}
+            check_close(f"attention {dtype} out", self.numpy(ys["ours"]), self.numpy(ys["torch"]), tol)
+            for i, what in enumerate(("dq", "dk", "dv")):
+                check_close(f"attention {dtype} {what}", self.numpy(t["ours"][i].grad),
+                            self.numpy(t["torch"][i].grad), tol)
+            del ys
+            seconds, _ = compare({name: (lambda name=name: step(name), self.sync[name])
+                                  for name in self.libs}, self.repeats, self.window_s)
+            self.report(f"cuda attention causal {b}x{h}x{n}x{e} fwd+bwd {precision}", "TFLOP/s",
+                        seconds, flops, precision)
+            t.clear()
+            self.free()
+
     # -- training steps
 
     def train(self, label, build_torch, build_ours, in_shape):
@@ -376,7 +413,7 @@ def mobilenet_v2_class(nn):
     return MobileNetV2
 
 
-CASES = ("matmul", "conv", "lenet", "mobilenetv2")
+CASES = ("matmul", "conv", "lenet", "mobilenetv2", "attention")
 
 
 def main():
