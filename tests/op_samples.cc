@@ -147,6 +147,43 @@ std::vector<Sample> MakeSamples() {
     add("layer_norm_grad", "[5, 4, 6] over " + std::to_string(k) + " dims",
         {r.Floats({5, 4, 6}), x, fwd[1], fwd[2], w}, a);
   }
+  // ---- scaled_dot_product_attention: q [2, 3, 5, 4], k [2, 3, 6, 4], v [2, 3, 6, 3]; plain,
+  // causal (L < S), a bool mask over [L, S] (a kept element in every row), a float mask over
+  // [2, 1, L, S], dropout; the backward from each forward's out and lse
+  {
+    auto att = [](double scale, bool causal, double p) {
+      Attrs a;
+      a.Set("scale", scale).Set("is_causal", causal).Set("dropout_p", p);
+      a.Set("seed", int64_t{11}).Set("offset", int64_t{4}).Set("batch_offset", int64_t{0});
+      return a;
+    };
+    std::vector<double> keep;
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 6; ++j) keep.push_back((i * 7 + j * 3) % 4 != 0 || i == j ? 1 : 0);
+    }
+    const Tensor bool_mask = FromVector(keep, Shape({5, 6}), DType::kBool);
+    const Tensor float_mask = r.Floats({2, 1, 5, 6}, -2, 1);
+    struct Case {
+      const char* what;
+      Attrs a;
+      Tensor mask;
+    };
+    for (const Case& c :
+         {Case{"plain", att(0.5, false, 0), Tensor()}, Case{"causal", att(0.5, true, 0), Tensor()},
+          Case{"bool mask [5, 6]", att(0.7, false, 0), bool_mask},
+          Case{"float mask [2, 1, 5, 6]", att(0.5, false, 0), float_mask},
+          Case{"dropout 0.3", att(0.5, false, 0.3), Tensor()}}) {
+      Tensor q = r.Floats({2, 3, 5, 4}), k = r.Floats({2, 3, 6, 4}), v = r.Floats({2, 3, 6, 3});
+      std::vector<Tensor> in = {q, k, v};
+      if (c.mask.defined()) in.push_back(c.mask);
+      const std::string what = std::string("[2, 3, 5, 4] S 6 Ev 3 ") + c.what;
+      add("scaled_dot_product_attention", what, in, c.a);
+      auto fwd = RunLocalKernel(OpRegistry::Global().Get("scaled_dot_product_attention"), in, c.a);
+      std::vector<Tensor> gin = {r.Floats({2, 3, 5, 3}), q, k, v, fwd[0], fwd[1]};
+      if (c.mask.defined()) gin.push_back(c.mask);
+      add("scaled_dot_product_attention_grad", what, gin, c.a);
+    }
+  }
   // ---- reductions
   add("prod", "[5, 6, 4] dim 1 keepdim", {r.Floats({5, 6, 4}, 0.5, 1.5)},
       Attrs().Set("dims", IntList{1}).Set("keepdim", true));
