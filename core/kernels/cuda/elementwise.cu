@@ -176,10 +176,10 @@ void CopySameType(const Tensor& dst, const Tensor& src) {
   if (cuda::TransposeLayout(ops, g, batches)) {
     return cuda::LaunchTranspose<U>(g, batches, src.raw_data(), dst.raw_data(), sms, stream);
   }
-  ONEFLOW_CHECK(cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(
-                    ConvertF{}, ops, sms, stream) == cuda::ElementwiseStatus::kDone,
-                "copy_: CUDA kernels take at most ", cuda::kMaxDims,
-                " dims after merging contiguous ones, got shape ", dst.shape());
+  const cuda::ElementwiseStatus status =
+      cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(ConvertF{}, ops, sms, stream);
+  ONEFLOW_CHECK(status == cuda::ElementwiseStatus::kDone, "copy_: CUDA kernels take at most ",
+                cuda::kMaxDims, " dims after merging contiguous ones, got shape ", dst.shape());
 }
 
 std::vector<Tensor> CopyCuda(const std::vector<Tensor>& in, const Attrs&,
