@@ -72,6 +72,14 @@ template <typename R>
 std::vector<Tensor> SumCuda(const std::vector<Tensor>& in, const Attrs& a,
                             const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
+  if (IsHalf(x.dtype())) {
+    // float16 and bfloat16 through float32 (summed in double like float32), rounded once.
+    TensorMeta wide = out[0];
+    wide.dtype = DType::kFloat32;
+    Tensor y = Tensor::Empty(out[0]);
+    fn::copy_(y, SumCuda<R>({fn::to_dtype(x, DType::kFloat32)}, a, {wide})[0]);
+    return {y};
+  }
   Tensor y = Tensor::Empty(out[0]);
   if (y.numel() == 0) return {y};
   ReduceLayout l;
@@ -95,6 +103,15 @@ template <bool kMax>
 std::vector<Tensor> ArgReduceCuda(const std::vector<Tensor>& in, const Attrs& a,
                                   const std::vector<TensorMeta>& out) {
   const char* op = kMax ? "max" : "min";
+  if (IsHalf(in[0].dtype())) {
+    // float16 and bfloat16 through float32: exact (the values widen and narrow back unchanged).
+    std::vector<TensorMeta> wide = out;
+    wide[0].dtype = DType::kFloat32;
+    std::vector<Tensor> r = ArgReduceCuda<kMax>({fn::to_dtype(in[0], DType::kFloat32)}, a, wide);
+    Tensor v = Tensor::Empty(out[0]);
+    fn::copy_(v, r[0]);
+    return {v, r[1]};
+  }
   Tensor v = Tensor::Empty(out[0]);
   Tensor idx = Tensor::Empty(out[1]);
   if (v.numel() == 0) return {v, idx};
