@@ -107,7 +107,11 @@ def compile_ptx(root, src, out_dir=None):
     ptx = os.path.join(out_dir or CACHE, f"{os.path.basename(src)}.{cache_key(root, src)}.ptx")
     if not os.path.exists(ptx):
         tmp = ptx + f".tmp{os.getpid()}"
-        subprocess.run([NVCC, "--ptx", *NVCC_FLAGS, "-o", tmp, src], cwd=root, check=True)
+        r = subprocess.run([NVCC, "--ptx", *NVCC_FLAGS, "-o", tmp, src], cwd=root,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"ptxas_check: FAILED: nvcc cannot compile {os.path.relpath(src, root)}:\n"
+                     f"{r.stdout}{r.stderr}")
         os.replace(tmp, ptx)
     return ptx
 
