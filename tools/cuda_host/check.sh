@@ -47,7 +47,7 @@ else
 fi
 read -r -a sanitizers <<<"${CUDA_HOST_SANITIZERS:-tsan asan}"
 # -ffp-contract=off: __fmul_rn/__dadd_rn and friends must not fuse into an fma, as on the GPU.
-COMMON=(-std=c++17 -O1 -g -fno-omit-frame-pointer -ffp-contract=off -DONEFLOW_CUDA_HOST_STANDIN -I. -isystem
+COMMON=(-std=c++17 -O1 -g1 -fno-omit-frame-pointer -ffp-contract=off -DONEFLOW_CUDA_HOST_STANDIN -I. -isystem
   "$CUDA_INC" -Wall -Wno-unknown-pragmas -pthread)
 declare -A FLAGS=(
   [tsan]="-fsanitize=thread"
@@ -63,11 +63,25 @@ build() {  # test.cc sanitizer
   "$CXX" "${COMMON[@]}" ${FLAGS[$2]} "$1" "$main_o" -o "$(bin "$1" "$2")"
 }
 
+# Builds in parallel (one per core), then runs in turn.
+jobs="${CUDA_HOST_JOBS:-$(nproc)}"
+pids=()
+for t in "${tests[@]}"; do
+  for s in "${sanitizers[@]}"; do
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+    (build "$t" "$s" 2>"$(bin "$t" "$s").log" || rm -f "$(bin "$t" "$s")") &
+    pids+=($!)
+  done
+done
+wait "${pids[@]}" 2>/dev/null || true
+echo "cuda_host: built ${#tests[@]} file(s) x ${#sanitizers[@]} sanitizer(s) in $((SECONDS - start)) s"
+
 failed=()
 for t in "${tests[@]}"; do
   for s in "${sanitizers[@]}"; do
     t0=$SECONDS
-    if ! build "$t" "$s"; then
+    if [[ ! -x "$(bin "$t" "$s")" ]]; then
+      cat "$(bin "$t" "$s").log"
       failed+=("$t [$s build]")
       continue
     fi
