@@ -885,6 +885,12 @@ inline void __stwt(T* p, T v) {
   *p = v;
 }
 
+// CUDA declares the classification functions globally (device code calls isnan(v) unqualified).
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+using std::signbit;
+
 inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }

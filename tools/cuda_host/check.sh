@@ -46,7 +46,8 @@ else
   mapfile -t tests < <(ls tests/cuda_host/*_test.cc)
 fi
 read -r -a sanitizers <<<"${CUDA_HOST_SANITIZERS:-tsan asan}"
-COMMON=(-std=c++17 -O1 -g -fno-omit-frame-pointer -DONEFLOW_CUDA_HOST_STANDIN -I. -isystem
+# -ffp-contract=off: __fmul_rn/__dadd_rn and friends must not fuse into an fma, as on the GPU.
+COMMON=(-std=c++17 -O1 -g -fno-omit-frame-pointer -ffp-contract=off -DONEFLOW_CUDA_HOST_STANDIN -I. -isystem
   "$CUDA_INC" -Wall -Wno-unknown-pragmas -pthread)
 declare -A FLAGS=(
   [tsan]="-fsanitize=thread"
