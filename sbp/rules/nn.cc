@@ -207,6 +207,62 @@ std::vector<Signature> RmsNormGradRule(const RuleContext& c) {
   for (int64_t a = 0; a < lead; ++a) out.push_back({{S(a), S(a), S(a), B}, {S(a), P}});
   return out;
 }
+// scaled_dot_product_attention(q, k, v[, mask]) -> (out, lse): split a batch axis of q, k and v
+// (the mask split along it where it has it at full size, B where it broadcasts). With dropout
+// only axis 0: each rank draws its rows' part of the logical weights' mask (AttentionShard
+// gives its kernel the flat batch index its rows start at). The backward
+// (dout, q, k, v, out, lse[, mask]) -> (dq, dk, dv) splits the same way and is linear in dout.
+Sbp AttentionMaskSbp(const RuleContext& c, size_t mask_at, int64_t n, int64_t a) {
+  const Shape& m = c.in[mask_at].shape;
+  const int64_t ma = a - (n - m.ndim());
+  return ma >= 0 && m[ma] != 1 ? S(ma) : B;
+}
+std::vector<Signature> AttentionSplits(const RuleContext& c, size_t q_at) {
+  const int64_t n = c.in[q_at].shape.ndim();
+  const bool dropout = c.attrs.Get<double>("dropout_p") > 0;
+  const size_t mask_at = q_at + (q_at == 0 ? 3 : 5);
+  std::vector<Signature> out;
+  for (int64_t a = 0; a < n - 2 && (!dropout || a == 0); ++a) {
+    Signature s{std::vector<Sbp>(mask_at, S(a)), std::vector<Sbp>(c.out.size(), S(a))};
+    if (c.in.size() > mask_at) s.in.push_back(AttentionMaskSbp(c, mask_at, n, a));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+std::vector<Signature> AttentionRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (Signature& s : AttentionSplits(c, 0)) out.push_back(std::move(s));
+  return out;
+}
+std::vector<Signature> AttentionGradRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  Signature linear{std::vector<Sbp>(c.in.size(), B), {P, P, P}};
+  linear.in[0] = P;
+  out.push_back(std::move(linear));
+  for (Signature& s : AttentionSplits(c, 1)) out.push_back(std::move(s));
+  return out;
+}
+// The rank's kernel with attr batch_offset: where its batch rows start in the logical batch.
+LocalAttrsFn AttentionShard(size_t q_at) {
+  return [q_at](const ShardCall& call, Attrs* local) {
+    if (call.attrs.Get<double>("dropout_p") <= 0) return false;
+    const Shape& q = call.in[q_at].shape;
+    if (q.ndim() <= 2) return false;
+    const auto ranges = LocalRanges(q, call.placement.hierarchy(), call.in_sbps[q_at],
+                                    call.placement.Coord(call.rank));
+    int64_t inner = 1;
+    for (int64_t a = 1; a < q.ndim() - 2; ++a) inner *= q[a];
+    *local = call.attrs;
+    local->Set("batch_offset", call.attrs.Get<int64_t>("batch_offset") + ranges[0].first * inner);
+    return true;
+  };
+}
+SbpRule AttentionSbpRule(RuleFn candidates, size_t q_at) {
+  SbpRule r;
+  r.candidates = std::move(candidates);
+  r.local_attrs = AttentionShard(q_at);
+  return r;
+}
 
 }  // namespace
 
@@ -214,6 +270,9 @@ ONEFLOW_REGISTER_SBP_RULE(layer_norm, LayerNormRule);
 ONEFLOW_REGISTER_SBP_RULE(rms_norm, RmsNormRule);
 ONEFLOW_REGISTER_SBP_RULE(rms_norm_grad, RmsNormGradRule);
 ONEFLOW_REGISTER_SBP_RULE(layer_norm_grad, LayerNormGradRule);
+ONEFLOW_REGISTER_SBP_RULE(scaled_dot_product_attention, AttentionSbpRule(AttentionRule, 0));
+ONEFLOW_REGISTER_SBP_RULE(scaled_dot_product_attention_grad,
+                          AttentionSbpRule(AttentionGradRule, 1));
 ONEFLOW_REGISTER_SBP_RULE(conv2d, Conv2dRule);
 ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_input, Conv2dGradInputRule);
 ONEFLOW_REGISTER_SBP_RULE(conv2d_grad_weight, Conv2dGradWeightRule);

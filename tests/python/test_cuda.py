@@ -494,3 +494,128 @@ def test_cudnn_tf32_switch_keeps_convolutions_close():
         _assert_close(gpu(x.to("cuda")), want, tol=1e-2)
     finally:
         flow.backends.cudnn.allow_tf32 = saved
+
+
+@requires_cuda
+def test_random_draws_on_cuda_are_the_cpus_bit_for_bit():
+    # Drawn on the device by the CPU's counter-based generator (core/ops/counter_rng.h).
+    def both(draw):
+        flow.manual_seed(11)
+        on_cuda = _numpy(draw("cuda"))
+        flow.manual_seed(11)
+        return on_cuda, _numpy(draw("cpu"))
+
+    x = flow.ones(3, 1000)
+    for draw in (lambda d: flow.rand(3, 1000, device=d),
+                 lambda d: flow.rand(2, 999, device=d, dtype=flow.float64),
+                 lambda d: flow.randint(-5, 9, (4097,), device=d),
+                 lambda d: flow.randperm(1025, device=d),
+                 lambda d: flow.rand(1000, device=d, dtype=flow.bfloat16).float(),
+                 lambda d: F.dropout(x.to(d), 0.3, training=True),
+                 lambda d: F.dropout(x.to(d).half(), 0.5, training=True).float()):
+        a, b = both(draw)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (a[:8], b[:8])
+    # normal's log and cos are the platforms' (within 1 ulp): float32 rounds the difference off.
+    a, b = both(lambda d: flow.randn(4, 1025, device=d))
+    assert np.array_equal(a, b) or np.max(np.abs(a - b)) <= 1e-6, np.max(np.abs(a - b))
+    a, b = both(lambda d: flow.randn(4, 1025, device=d, dtype=flow.float64))
+    assert np.allclose(a, b, rtol=1e-14, atol=1e-14)
+
+
+@requires_cuda
+def test_a_bad_index_is_reported_at_the_next_synchronisation_naming_the_op():
+    x = flow.arange(10.0, device="cuda")
+    flow.cuda.set_sync_debug_mode("error")
+    try:
+        y = flow.index_select(x, 0, flow.full((3,), 12, dtype=flow.int64, device="cuda"))
+        z = flow.gather(x, 0, flow.full((2,), 1, dtype=flow.int64, device="cuda"))
+    finally:
+        flow.cuda.set_sync_debug_mode("default")  # the ops above waited for nothing
+    with pytest.raises(IndexError, match=r"index_select: index 12 is out of bounds for "
+                                         r"dimension 0 with size 10"):
+        flow.cuda.synchronize()
+    assert z.tolist() == [1.0, 1.0]  # the checks were read: later syncs see no error
+    t = flow.tensor([0, 7, 1]).cuda()
+    loss = F.nll_loss(flow.zeros(3, 4, device="cuda"), t)
+    with pytest.raises(RuntimeError, match="nll_loss: target 7 is out of bounds for 4 classes"):
+        loss.item()
+    del y
+
+
+@requires_cuda
+def test_a_training_step_on_cuda_has_no_host_wait():
+    r = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "dist",
+                                                     "sync_debug_checks.py")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.split() == ["modes", "ok", "reports", "ok", "gpt", "step", "ok", "resnet",
+                                "step", "ok"], r.stdout
+
+
+# =============================================================== fused attention
+
+
+def _attention_case(dev, dt, shapes, kw, seed=0):
+    """F.scaled_dot_product_attention on dev in dtype dt, its output and the inputs' gradients
+    (float32 numpy), from inputs drawn in float32 and rounded to dt."""
+    rs = np.random.default_rng(seed)
+    arrays = [rs.standard_normal(s).astype(np.float32) for s in shapes]
+    ts = [flow.tensor(a).to(dt).to(dev).detach().requires_grad_(True) for a in arrays]
+    kw = dict(kw)
+    if "attn_mask" in kw:
+        kw["attn_mask"] = kw["attn_mask"].to(dev)
+    flow.manual_seed(7)
+    y = F.scaled_dot_product_attention(*ts, **kw)
+    w = flow.tensor(rs.standard_normal(tuple(y.shape)).astype(np.float32)).to(dt).to(dev)
+    (y * w).sum().backward()
+    return [_numpy(y.float())] + [_numpy(t.grad.float()) for t in ts]
+
+
+@requires_cuda
+@pytest.mark.parametrize("case", [
+    "E64 causal L=S=130", "E128 Ev96 bool mask [B, 1, L, S]", "E32 float mask [L, S] L=65 S=127",
+    "E80 dropout causal", "E64 L=1 S=31", "E16 L=127 S=3",
+])
+def test_fused_attention_on_cuda_matches_the_cpu(case):
+    e = int(case.split()[0][1:])
+    shapes = {"E64 causal L=S=130": [(2, 3, 130, 64)] * 3,
+              "E128 Ev96 bool mask [B, 1, L, S]": [(2, 2, 40, 128), (2, 2, 33, 128), (2, 2, 33, 96)],
+              "E32 float mask [L, S] L=65 S=127": [(1, 2, 65, 32), (1, 2, 127, 32), (1, 2, 127, 32)],
+              "E80 dropout causal": [(2, 2, 70, 80)] * 3,
+              "E64 L=1 S=31": [(3, 1, 64), (3, 31, 64), (3, 31, 64)],
+              "E16 L=127 S=3": [(2, 127, 16), (2, 3, 16), (2, 3, 16)]}[case]
+    rs = np.random.default_rng(1)
+    kw = {}
+    if "causal" in case:
+        kw["is_causal"] = True
+    if "bool mask" in case:
+        m = rs.random((2, 1, 40, 33)) > 0.3
+        m[..., 0] = True
+        kw["attn_mask"] = flow.tensor(m)
+    if "float mask" in case:
+        kw["attn_mask"] = flow.tensor(rs.standard_normal((65, 127)).astype(np.float32))
+    if "dropout" in case:
+        kw["dropout_p"] = 0.2
+    assert shapes[0][-1] == e
+    ref = _attention_case("cpu", flow.float32, shapes, kw)
+    got = _attention_case("cuda", flow.float32, shapes, kw)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4)
+    for dt, tol in ((flow.bfloat16, 0.08), (flow.float16, 0.02)):
+        # the CPU widens the rounded inputs to float32: the same values the kernel computes on
+        ref = _attention_case("cpu", dt, shapes, kw)
+        got = _attention_case("cuda", dt, shapes, kw)
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@requires_cuda
+def test_fused_attention_on_cuda_refuses_what_it_does_not_take():
+    q = flow.randn(2, 4, 160, device="cuda")
+    with pytest.raises(RuntimeError, match="scaled_dot_product_attention: the CUDA kernel takes "
+                                           "head dims up to 128, got E = 160 and Ev = 160"):
+        F.scaled_dot_product_attention(q, q, q)
+    q = flow.randn(2, 4, 8, device="cuda", dtype=flow.float64)
+    with pytest.raises(RuntimeError, match="the CUDA kernel takes float32, float16 and bfloat16, "
+                                           "got float64"):
+        F.scaled_dot_product_attention(q, q, q)

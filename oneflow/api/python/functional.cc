@@ -284,6 +284,11 @@ void BindFunctional(py::module_& m) {
   m.def("rms_norm", [](const Tensor& x, const IntList& shape, py::object w, double eps) {
     return fn::rms_norm(x, shape, OptTensor(w), eps);
   });
+  m.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v,
+                                           py::object mask, double dropout_p, bool is_causal,
+                                           std::optional<double> scale) {
+    return fn::scaled_dot_product_attention(q, k, v, OptTensor(mask), dropout_p, is_causal, scale);
+  });
   m.def("max_dim",
         [](const Tensor& x, int64_t dim, bool keepdim) { return fn::max(x, dim, keepdim); });
   m.def("min_dim",
@@ -343,6 +348,11 @@ void BindFunctional(py::module_& m) {
   m.def("optim_update_", [](const std::string& op, const std::vector<Tensor>& tensors,
                             const std::map<std::string, bool>& flags) {
     optim::Update(op, tensors, optim::UpdateFlags(op, flags));
+  });
+  // The multi-tensor form (sgd_update, adam_update): `count` records, then shared hypers.
+  m.def("optim_update_multi_", [](const std::string& op, const std::vector<Tensor>& tensors,
+                                  int64_t count, const std::map<std::string, bool>& flags) {
+    optim::MultiUpdate(op, tensors, count, optim::UpdateFlags(op, flags));
   });
   // ---- everyday API (core/functional.h's everyday block); Python signatures in _ops.py and the
   // API modules

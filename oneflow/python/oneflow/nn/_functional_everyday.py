@@ -200,7 +200,9 @@ def _like(mask, ref):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None):
     """softmax(q k^T * scale + mask) v over the last two dims, as PyTorch 2's function: a bool
-    mask keeps where True, a float mask is added; is_causal masks j > i (top-left aligned)."""
+    mask keeps where True, a float mask is added; is_causal masks j > i (top-left aligned);
+    dropout_p drops attention weights (whenever it is > 0, as PyTorch's function). One fused op
+    with its backward (core/ops/nn/attention.cc); a row with every element masked gives NaN."""
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise ValueError("scaled_dot_product_attention: query, key and value need at least 2 "
                          f"dims, got {tuple(query.shape)}, {tuple(key.shape)}, "
@@ -213,23 +215,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                          f"value has {value.shape[-2]}")
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal, not both")
-    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    scores = _C.matmul(query, key.transpose(-2, -1)) * s
-    L, S = query.shape[-2], key.shape[-2]
-    if is_causal:
-        i = flow.arange(L, device=query.device).reshape(L, 1)
-        j = flow.arange(S, device=query.device).reshape(1, S)
-        attn_mask = _like(i >= j, scores)
     if attn_mask is not None:
-        attn_mask = _like(attn_mask, scores)
-        if attn_mask.dtype == flow.bool:
-            scores = flow.masked_fill(scores, attn_mask.logical_not(), float("-inf"))
-        else:
-            scores = scores + attn_mask
-    attn = _C.softmax(scores, -1)
-    if dropout_p > 0.0:
-        attn = flow.nn.functional.dropout(attn, dropout_p, True)
-    return _C.matmul(attn, value)
+        attn_mask = _like(attn_mask, query)
+    return _C.scaled_dot_product_attention(query, key, value, attn_mask, float(dropout_p),
+                                           bool(is_causal),
+                                           None if scale is None else float(scale))
 
 
 # ---------------------------------------------------------------- losses and similarity

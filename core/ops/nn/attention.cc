@@ -1,0 +1,381 @@
+// scaled_dot_product_attention as one op, with its backward op:
+//
+//   scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev][, mask])
+//       -> (out [..., L, Ev], lse [..., L])
+//   scaled_dot_product_attention_grad(dout, q, k, v, out, lse[, mask]) -> (dq, dk, dv)
+//
+//   Tensor y = fn::scaled_dot_product_attention(q, k, v, Tensor(), /*dropout_p=*/0.0,
+//                                               /*is_causal=*/true, std::nullopt);
+//
+// out = softmax(q k^T * scale + mask) v per batch element; lse is the log-sum-exp of each row of
+// the masked scores (what the backward recomputes the softmax from). The mask (bool: keep where
+// true; floating: added to the scores) broadcasts to [..., L, S]; is_causal keeps j <= i (top
+// left aligned). A row whose every element is masked gives NaN (0 / 0, as the softmax of such
+// a row) and lse -inf, and takes no part in the gradients. Dropout (attrs dropout_p, seed,
+// offset) multiplies the weights by the keep-mask dropout_mask would draw for a tensor of shape
+// [..., L, S] at that seed and offset, scaled by 1 / (1 - p), in the forward and the backward.
+//
+// The CPU kernels below are the reference (straight loops, accumulation in the compute type,
+// float32 for the half types); the CUDA kernels are core/kernels/cuda/attention.cu, the SBP rule
+// sbp/rules/nn.cc.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/nn/nn.h"
+#include "core/ops/op_util.h"
+
+namespace oneflow {
+
+namespace {
+
+constexpr char kOp[] = "scaled_dot_product_attention";
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The attrs' dropout: element c of the [..., L, S] weights is kept when the generator's uniform
+// draw at offset + c is >= p (core/ops/random.cc's dropout_mask).
+struct Dropout {
+  bool on = false;
+  double p = 0, scale = 1;
+  uint64_t seed = 0, offset = 0;
+  int64_t batch_offset = 0;
+  explicit Dropout(const Attrs& a) {
+    p = a.Get<double>("dropout_p");
+    on = p > 0;
+    scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    seed = static_cast<uint64_t>(a.Get<int64_t>("seed"));
+    offset = static_cast<uint64_t>(a.Get<int64_t>("offset"));
+    batch_offset = a.Get<int64_t>("batch_offset");
+  }
+  bool Keeps(int64_t b, int64_t i, int64_t j, int64_t L, int64_t S) const {
+    const uint64_t c = offset + static_cast<uint64_t>(((batch_offset + b) * L + i) * S + j);
+    const double u = (SplitMix64(seed ^ SplitMix64(c)) >> 11) * (1.0 / 9007199254740992.0);
+    return u >= p;
+  }
+};
+
+struct Dims {
+  int64_t batch = 1, L = 0, S = 0, E = 0, Ev = 0;
+};
+
+Dims DimsOf(const Shape& q, const Shape& k, const Shape& v) {
+  Dims d;
+  const int64_t n = q.ndim();
+  for (int64_t a = 0; a < n - 2; ++a) d.batch *= q[a];
+  d.L = q[n - 2];
+  d.E = q[n - 1];
+  d.S = k[n - 2];
+  d.Ev = v[n - 1];
+  return d;
+}
+
+void CheckInputs(const std::vector<TensorMeta>& in, size_t first, const char* op) {
+  const TensorMeta &q = in[first], &k = in[first + 1], &v = in[first + 2];
+  ONEFLOW_CHECK(IsFloating(q.dtype), op, ": expected floating point query, key and value, got ",
+                DTypeName(q.dtype));
+  ONEFLOW_CHECK(k.dtype == q.dtype && v.dtype == q.dtype, op,
+                ": query, key and value must have one dtype, got ", DTypeName(q.dtype), ", ",
+                DTypeName(k.dtype), ", ", DTypeName(v.dtype));
+  const int64_t n = q.shape.ndim();
+  ONEFLOW_CHECK(n >= 2 && k.shape.ndim() == n && v.shape.ndim() == n, op,
+                ": expected query, key and value of one rank >= 2, got ", q.shape, ", ", k.shape,
+                ", ", v.shape);
+  for (int64_t a = 0; a < n - 2; ++a) {
+    ONEFLOW_CHECK(k.shape[a] == q.shape[a] && v.shape[a] == q.shape[a], op,
+                  ": query, key and value must share their batch dims, got ", q.shape, ", ",
+                  k.shape, ", ", v.shape);
+  }
+  ONEFLOW_CHECK(k.shape[n - 1] == q.shape[n - 1], op, ": query's last dim ", q.shape[n - 1],
+                " differs from key's ", k.shape[n - 1]);
+  ONEFLOW_CHECK(v.shape[n - 2] == k.shape[n - 2], op, ": key has ", k.shape[n - 2],
+                " positions but value has ", v.shape[n - 2]);
+}
+
+// The mask (input `at` when present) broadcasts to q's batch dims + [L, S].
+void CheckMask(const std::vector<TensorMeta>& in, size_t at, const Dims& d, const Shape& q,
+               const char* op) {
+  if (in.size() <= at) return;
+  const TensorMeta& m = in[at];
+  ONEFLOW_CHECK(m.dtype == DType::kBool || IsFloating(m.dtype), op,
+                ": expected a bool or floating point attn_mask, got ", DTypeName(m.dtype));
+  std::vector<int64_t> fd = q.dims();
+  fd.back() = d.S;
+  const Shape full(fd);
+  bool fits = m.shape.ndim() <= full.ndim();
+  for (int64_t a = 1; fits && a <= m.shape.ndim(); ++a) {
+    const int64_t ms = m.shape[m.shape.ndim() - a], fs = full[full.ndim() - a];
+    fits = ms == 1 || ms == fs;
+  }
+  ONEFLOW_CHECK(fits, op, ": attn_mask of shape ", m.shape, " does not broadcast to ", full);
+}
+
+std::vector<TensorMeta> InferAttention(const std::vector<TensorMeta>& in, const Attrs&) {
+  ONEFLOW_CHECK(in.size() == 3 || in.size() == 4, kOp,
+                ": expected query, key, value and an optional attn_mask, got ", in.size(),
+                " tensors");
+  CheckInputs(in, 0, kOp);
+  const Dims d = DimsOf(in[0].shape, in[1].shape, in[2].shape);
+  CheckMask(in, 3, d, in[0].shape, kOp);
+  std::vector<int64_t> out = in[0].shape.dims();
+  out.back() = d.Ev;
+  std::vector<int64_t> lse(out.begin(), out.end() - 1);
+  const DType lse_type = in[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  return {{Shape(out), in[0].dtype, in[0].device}, {Shape(lse), lse_type, in[0].device}};
+}
+
+std::vector<TensorMeta> InferAttentionGrad(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[1], in[2], in[3]};
+}
+
+// The mask as the compute type T (bool masks as they are), with its strides over q's batch
+// dims + [L, S] (0 where it broadcasts).
+struct CpuMask {
+  int kind = 0;  // 0 none, 1 bool, 2 additive
+  Tensor t;
+  std::vector<int64_t> size, stride;  // batch dims of q
+  int64_t row_stride = 0, col_stride = 0;
+
+  template <typename T>
+  CpuMask(const std::vector<Tensor>& in, size_t at, const Shape& q, DType dt, T*) {
+    if (in.size() <= at) return;
+    t = in[at].dtype() == DType::kBool ? in[at] : fn::to_dtype(in[at], dt);
+    kind = t.dtype() == DType::kBool ? 1 : 2;
+    const int64_t n = q.ndim(), mn = t.ndim();
+    auto stride_at = [&](int64_t a) {  // a: axis of the full [..., L, S]
+      const int64_t ma = a - (n - mn);
+      return ma < 0 || t.shape()[ma] == 1 ? int64_t{0} : t.strides()[ma];
+    };
+    for (int64_t a = 0; a < n - 2; ++a) {
+      size.push_back(q[a]);
+      stride.push_back(stride_at(a));
+    }
+    row_stride = stride_at(n - 2);
+    col_stride = stride_at(n - 1);
+  }
+  int64_t BatchOffset(int64_t b) const {
+    int64_t off = 0;
+    for (int64_t d = static_cast<int64_t>(size.size()) - 1; d >= 0; --d) {
+      off += (b % size[d]) * stride[d];
+      b /= size[d];
+    }
+    return off;
+  }
+};
+
+// The scaled, masked score (-inf where masked). `ok`: inside the causal triangle.
+template <typename T>
+T Score(const CpuMask& m, const T* mdata, const bool* mkeep, int64_t mbase, T dot, double scale,
+        bool ok, int64_t i, int64_t j) {
+  if (!ok) return -std::numeric_limits<T>::infinity();
+  T x = dot * static_cast<T>(scale);
+  const int64_t at = mbase + i * m.row_stride + j * m.col_stride;
+  if (m.kind == 1 && !mkeep[at]) return -std::numeric_limits<T>::infinity();
+  if (m.kind == 2) x += mdata[at];
+  return x;
+}
+
+template <typename T>
+T Dot(const T* a, const T* b, int64_t n) {
+  T s = 0;
+  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
+  return s;
+}
+
+std::vector<Tensor> AttentionCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor q = Contig(in[0]), k = Contig(in[1]), v = Contig(in[2]);
+  Tensor y = Tensor::Empty(out[0]), lse = Tensor::Empty(out[1]);
+  const Dims d = DimsOf(q.shape(), k.shape(), v.shape());
+  const double scale = a.Get<double>("scale");
+  const bool causal = a.Get<bool>("is_causal");
+  const Dropout drop(a);
+  DispatchFloating(q.dtype(), kOp, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const CpuMask m(in, 3, q.shape(), q.dtype(), static_cast<T*>(nullptr));
+    const T* mdata = m.kind == 2 ? m.t.data<T>() : nullptr;
+    const bool* mkeep = m.kind == 1 ? m.t.data<bool>() : nullptr;
+    const T inf = std::numeric_limits<T>::infinity();
+    std::vector<T> s(d.S), o(d.Ev);
+    for (int64_t b = 0; b < d.batch; ++b) {
+      const T* qb = q.data<T>() + b * d.L * d.E;
+      const T* kb = k.data<T>() + b * d.S * d.E;
+      const T* vb = v.data<T>() + b * d.S * d.Ev;
+      const int64_t mbase = m.kind ? m.BatchOffset(b) : 0;
+      for (int64_t i = 0; i < d.L; ++i) {
+        T mx = -inf;
+        for (int64_t j = 0; j < d.S; ++j) {
+          s[j] = Score(m, mdata, mkeep, mbase, Dot(qb + i * d.E, kb + j * d.E, d.E), scale,
+                       !causal || j <= i, i, j);
+          mx = std::fmax(mx, s[j]);
+        }
+        T l = 0;
+        std::fill(o.begin(), o.end(), T(0));
+        if (mx != -inf) {
+          for (int64_t j = 0; j < d.S; ++j) {
+            T p = std::exp(s[j] - mx);
+            l += p;
+            if (drop.on && p != T(0)) {
+              p = drop.Keeps(b, i, j, d.L, d.S) ? p * static_cast<T>(drop.scale) : T(0);
+            }
+            if (p == T(0)) continue;
+            const T* vj = vb + j * d.Ev;
+            for (int64_t e = 0; e < d.Ev; ++e) o[e] += p * vj[e];
+          }
+        }
+        T* yr = y.data<T>() + (b * d.L + i) * d.Ev;
+        for (int64_t e = 0; e < d.Ev; ++e) yr[e] = o[e] / l;
+        lse.data<T>()[b * d.L + i] = mx + std::log(l);
+      }
+    }
+  });
+  return {y, lse};
+}
+
+// ds_ij = p_ij (dp'_ij - D_i) scale with p_ij = exp(score - lse_i), dp' = dout_i . v_j after
+// dropout, D_i = dout_i . out_i; dq_i = sum_j ds_ij k_j, dk_j = sum_i ds_ij q_i,
+// dv_j = sum_i p'_ij dout_i (p' after dropout).
+std::vector<Tensor> AttentionGradCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                     const std::vector<TensorMeta>& out) {
+  Tensor dy = Contig(in[0]), q = Contig(in[1]), k = Contig(in[2]), v = Contig(in[3]),
+         y = Contig(in[4]), lse = Contig(in[5]);
+  Tensor dq = Tensor::Empty(out[0]), dk = Tensor::Empty(out[1]), dv = Tensor::Empty(out[2]);
+  const Dims d = DimsOf(q.shape(), k.shape(), v.shape());
+  const double scale = a.Get<double>("scale");
+  const bool causal = a.Get<bool>("is_causal");
+  const Dropout drop(a);
+  DispatchFloating(q.dtype(), "scaled_dot_product_attention backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const CpuMask m(in, 6, q.shape(), q.dtype(), static_cast<T*>(nullptr));
+    const T* mdata = m.kind == 2 ? m.t.data<T>() : nullptr;
+    const bool* mkeep = m.kind == 1 ? m.t.data<bool>() : nullptr;
+    const T inf = std::numeric_limits<T>::infinity();
+    std::fill_n(dq.data<T>(), dq.numel(), T(0));
+    std::fill_n(dk.data<T>(), dk.numel(), T(0));
+    std::fill_n(dv.data<T>(), dv.numel(), T(0));
+    for (int64_t b = 0; b < d.batch; ++b) {
+      const T* qb = q.data<T>() + b * d.L * d.E;
+      const T* kb = k.data<T>() + b * d.S * d.E;
+      const T* vb = v.data<T>() + b * d.S * d.Ev;
+      T* dqb = dq.data<T>() + b * d.L * d.E;
+      T* dkb = dk.data<T>() + b * d.S * d.E;
+      T* dvb = dv.data<T>() + b * d.S * d.Ev;
+      const int64_t mbase = m.kind ? m.BatchOffset(b) : 0;
+      for (int64_t i = 0; i < d.L; ++i) {
+        const T* dyi = dy.data<T>() + (b * d.L + i) * d.Ev;
+        const T di = Dot(dyi, y.data<T>() + (b * d.L + i) * d.Ev, d.Ev);
+        const T li = lse.data<T>()[b * d.L + i];
+        const T* qi = qb + i * d.E;
+        for (int64_t j = 0; j < d.S; ++j) {
+          // A masked element, or any of a fully masked row (lse -inf), has ds = 0 and p' = 0;
+          // the products are still summed, so a NaN in q_i or dout_i reaches dk and dv (as in
+          // the CUDA kernels).
+          const T score = Score(m, mdata, mkeep, mbase, Dot(qi, kb + j * d.E, d.E), scale,
+                                !causal || j <= i, i, j);
+          const bool live = score != -inf && li != -inf;
+          T ds = 0, pv = 0;
+          if (live) {
+            const T p = std::exp(score - li);
+            T dp = Dot(dyi, vb + j * d.Ev, d.Ev);
+            pv = p;
+            if (drop.on) {
+              const bool kept = drop.Keeps(b, i, j, d.L, d.S);
+              dp = kept ? dp * static_cast<T>(drop.scale) : T(0);
+              pv = kept ? p * static_cast<T>(drop.scale) : T(0);
+            }
+            ds = p * (dp - di) * static_cast<T>(scale);
+          }
+          const T* kj = kb + j * d.E;
+          T* dkj = dkb + j * d.E;
+          T* dqi = dqb + i * d.E;
+          for (int64_t e = 0; e < d.E; ++e) {
+            dqi[e] += ds * kj[e];
+            dkj[e] += ds * qi[e];
+          }
+          T* dvj = dvb + j * d.Ev;
+          for (int64_t e = 0; e < d.Ev; ++e) dvj[e] += pv * dyi[e];
+        }
+      }
+    }
+  });
+  return {dq, dk, dv};
+}
+
+std::vector<Tensor> AttentionGrad(const GradCtx& c) {
+  std::vector<Tensor> in = {c.grad_outputs[0], c.inputs[0],  c.inputs[1],
+                            c.inputs[2],       c.outputs[0], c.outputs[1]};
+  if (c.inputs.size() == 4) in.push_back(c.inputs[3]);
+  auto g = CallOp(OP(scaled_dot_product_attention_grad), in, c.attrs);
+  std::vector<Tensor> r;
+  for (size_t i = 0; i < 3; ++i) r.push_back(c.needs_input_grad[i] ? g[i] : Tensor());
+  if (c.inputs.size() == 4) r.push_back(Tensor());
+  return r;
+}
+
+}  // namespace
+
+ONEFLOW_REGISTER_OP(scaled_dot_product_attention)
+    .Inputs(-1)
+    .Infer(InferAttention)
+    .Grad(AttentionGrad)
+    .NonDiffInputs({3})
+    .Kernel(DeviceType::kCPU, AttentionCpu);
+ONEFLOW_REGISTER_OP(scaled_dot_product_attention_grad)
+    .Inputs(-1)
+    .Infer(InferAttentionGrad)
+    .Grad(NoDoubleBackward)
+    .Kernel(DeviceType::kCPU, AttentionGradCpu);
+
+namespace fn {
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale) {
+  ONEFLOW_CHECK(query.ndim() >= 2 && key.ndim() >= 2 && value.ndim() >= 2, kOp,
+                ": query, key and value need at least 2 dims, got ", query.shape(), ", ",
+                key.shape(), ", ", value.shape());
+  ONEFLOW_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0, kOp,
+                ": dropout_p has to be between 0 and 1, got ", dropout_p);
+  ONEFLOW_CHECK(!(is_causal && attn_mask.defined()), kOp,
+                ": pass attn_mask or is_causal, not both");
+  ONEFLOW_CHECK(!attn_mask.defined() || !attn_mask.requires_grad(), kOp,
+                ": attn_mask requires grad, but its gradient is not computed; pass "
+                "attn_mask.detach()");
+  // Batch dims broadcast between query, key and value (matmul's rule).
+  auto lead = [](const Tensor& t) {
+    return Shape(std::vector<int64_t>(t.shape().dims().begin(), t.shape().dims().end() - 2));
+  };
+  const Shape batch =
+      BroadcastShapes(BroadcastShapes(lead(query), lead(key), kOp), lead(value), kOp);
+  auto widen = [&](const Tensor& t) {
+    std::vector<int64_t> s = batch.dims();
+    s.push_back(t.shape()[t.ndim() - 2]);
+    s.push_back(t.shape()[t.ndim() - 1]);
+    return Shape(s) == t.shape() ? t : expand(t, s);
+  };
+  Tensor q = widen(query), k = widen(key), v = widen(value);
+  const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.shape()[q.ndim() - 1]));
+  Attrs a;
+  a.Set("scale", s).Set("is_causal", is_causal).Set("dropout_p", dropout_p);
+  a.Set("batch_offset", int64_t{0});
+  if (dropout_p > 0.0) {
+    // The draws of a [..., L, S] dropout mask: the numbers F.dropout would use at this point.
+    const int64_t n = batch.numel() * q.shape()[q.ndim() - 2] * k.shape()[k.ndim() - 2];
+    a.Set("seed", static_cast<int64_t>(initial_seed()));
+    a.Set("offset", static_cast<int64_t>(generator_advance(static_cast<uint64_t>(n))));
+  } else {
+    a.Set("seed", int64_t{0}).Set("offset", int64_t{0});
+  }
+  std::vector<Tensor> in = {q, k, v};
+  if (attn_mask.defined()) in.push_back(attn_mask);
+  return CallOp(OP(scaled_dot_product_attention), in, a)[0];
+}
+
+}  // namespace fn
+}  // namespace oneflow
