@@ -78,10 +78,16 @@ std::vector<Tensor> BinaryCuda(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs& attrs,
+std::vector<Tensor> RemainderCuda(const std::vector<Tensor>& in, const Attrs&,
                                   const std::vector<TensorMeta>& out) {
   CheckNoIntegerZero(in[1], "remainder");  // a device % by zero would not trap
-  return BinaryCuda<RemF, false, Types::kAll>(in, attrs, out);
+  Tensor o = Tensor::Empty(out[0]);
+  Dispatch<Types::kAll>(in[0].dtype(), "remainder", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // bool is refused by the op's inference: no kernel for it.
+    if constexpr (!std::is_same_v<T, bool>) Map<T, T, T>("remainder", o, RemF{}, in[0], in[1]);
+  });
+  return {o};
 }
 
 // ---------------------------------------------------------------- where
@@ -176,10 +182,10 @@ void CopySameType(const Tensor& dst, const Tensor& src) {
   if (cuda::TransposeLayout(ops, g, batches)) {
     return cuda::LaunchTranspose<U>(g, batches, src.raw_data(), dst.raw_data(), sms, stream);
   }
-  ONEFLOW_CHECK(cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(
-                    ConvertF{}, ops, sms, stream) == cuda::ElementwiseStatus::kDone,
-                "copy_: CUDA kernels take at most ", cuda::kMaxDims,
-                " dims after merging contiguous ones, got shape ", dst.shape());
+  const cuda::ElementwiseStatus s =
+      cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(ConvertF{}, ops, sms, stream);
+  ONEFLOW_CHECK(s == cuda::ElementwiseStatus::kDone, "copy_: CUDA kernels take at most ",
+                cuda::kMaxDims, " dims after merging contiguous ones, got shape ", dst.shape());
 }
 
 std::vector<Tensor> CopyCuda(const std::vector<Tensor>& in, const Attrs&,

@@ -163,6 +163,8 @@ __device__ __forceinline__ Tuple<I...> LoadScalars(const Tuple<LinearOperand<I>.
 
 // out[i] = f(in[i]...) for i < n. REQUIRES: out and every non-broadcast input aligned to
 // kVec * sizeof(its type); blockDim.x == kElementwiseThreads.
+// ptxas_check: vector_loads
+// ptxas_check: block 256
 template <int kVec, typename O, typename F, typename... I>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ElementwiseVecKernel(int64_t n, O* out, F f, Tuple<LinearOperand<I>...> in) {
@@ -237,6 +239,7 @@ __device__ __forceinline__ Tuple<I...> LoadAt(const Tuple<const I*...>& in, cons
 // out[g.offset_0(i)] = f(in_k[g.offset_k(i)]...) for i < n, kStridedUnroll elements per thread
 // (a block takes kStridedUnroll * blockDim.x consecutive indices, lanes side by side).
 // Index is uint32_t (n and every offset below 2^31) or int64_t.
+// ptxas_check: block 256
 template <typename Index, typename O, typename F, typename... I>
 __global__ void __launch_bounds__(kElementwiseThreads)
     ElementwiseStridedKernel(Index n, StridedGeometry<Index, sizeof...(I) + 1> g, O* out, F f,
@@ -292,6 +295,7 @@ struct TransposeGeometry {
   }
 };
 
+// ptxas_check: block 256
 template <typename U>
 __global__ void __launch_bounds__(kTransposeThreads)
     TransposeTileKernel(int64_t batches, TransposeGeometry g, const U* src, U* dst) {
