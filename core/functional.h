@@ -214,13 +214,17 @@ Tensor dropout(const Tensor& x, double p, bool training);
 // normalized_shape) may be undefined (core/ops/nn/layer_norm.cc).
 Tensor layer_norm(const Tensor& x, const IntList& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps = 1e-5);
+// x / sqrt(mean(x^2 over normalized_shape) + eps) * weight; weight may be undefined (ones).
+Tensor rms_norm(const Tensor& x, const IntList& normalized_shape, const Tensor& weight, double eps);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // reduction: "mean", "sum" or "none". target holds class indices (int64).
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
                 const std::string& reduction = "mean", int64_t ignore_index = -100);
+// label_smoothing (PyTorch's) needs local logits of shape (C,) or (N, C) (the fused op).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
-                     const std::string& reduction = "mean", int64_t ignore_index = -100);
+                     const std::string& reduction = "mean", int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 
 // ---- everyday API: kernels in core/ops/index.cc (tril, triu, flip, scatter), core/ops/sort.cc

@@ -147,6 +147,44 @@ std::vector<Sample> MakeSamples() {
     add("layer_norm_grad", "[5, 4, 6] over " + std::to_string(k) + " dims",
         {r.Floats({5, 4, 6}), x, fwd[1], fwd[2], w}, a);
   }
+  // layer_norm: rows in registers (768 with 16-byte packs, 33 without), a block per long row
+  // (1025), the half types.
+  for (int64_t d : {33, 768, 1025}) {
+    Attrs a = Attrs().Set("normalized_ndim", int64_t{1}).Set("eps", 1e-5);
+    Tensor x = r.Floats({3, d}), w = r.Floats({d}), b = r.Floats({d});
+    add("layer_norm", StrCat("[3, ", d, "]"), {x, w, b}, a);
+    auto fwd = RunLocalKernel(OpRegistry::Global().Get("layer_norm"), {x, w, b}, a);
+    add("layer_norm_grad", StrCat("[3, ", d, "]"), {r.Floats({3, d}), x, fwd[1], fwd[2], w}, a);
+  }
+  for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+    Attrs a = Attrs().Set("normalized_ndim", int64_t{1}).Set("eps", 1e-5);
+    Tensor x = r.Floats({4, 64}, -2, 2, h), w = r.Floats({64}, 0.5, 1.5, h),
+           b = r.Floats({64}, -1, 1, h);
+    add("layer_norm", StrCat("[4, 64] ", DTypeName(h)), {x, w, b}, a);
+    auto fwd = RunLocalKernel(OpRegistry::Global().Get("layer_norm"), {x, w, b}, a);
+    add("layer_norm_grad", StrCat("[4, 64] ", DTypeName(h)),
+        {r.Floats({4, 64}, -1, 1, h), x, fwd[1], fwd[2], w}, a);
+  }
+  // rms_norm: over one and two dims, warp rows (768), block rows (1025), the half types.
+  for (int64_t d : {6, 768, 1025}) {
+    Attrs a = Attrs().Set("normalized_ndim", int64_t{1}).Set("eps", 1e-6);
+    Tensor x = r.Floats({3, d}), w = r.Floats({d});
+    add("rms_norm", StrCat("[3, ", d, "]"), {x, w}, a);
+    auto fwd = RunLocalKernel(OpRegistry::Global().Get("rms_norm"), {x, w}, a);
+    add("rms_norm_grad", StrCat("[3, ", d, "]"), {r.Floats({3, d}), x, fwd[1], w}, a);
+  }
+  {
+    Attrs a = Attrs().Set("normalized_ndim", int64_t{2}).Set("eps", 1e-6);
+    Tensor x = r.Floats({5, 4, 6}), w = r.Floats({4, 6});
+    add("rms_norm", "[5, 4, 6] over 2 dims", {x, w}, a);
+    auto fwd = RunLocalKernel(OpRegistry::Global().Get("rms_norm"), {x, w}, a);
+    add("rms_norm_grad", "[5, 4, 6] over 2 dims", {r.Floats({5, 4, 6}), x, fwd[1], w}, a);
+  }
+  for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+    Attrs a = Attrs().Set("normalized_ndim", int64_t{1}).Set("eps", 1e-5);
+    Tensor x = r.Floats({4, 64}, -2, 2, h), w = r.Floats({64}, 0.5, 1.5, h);
+    add("rms_norm", StrCat("[4, 64] ", DTypeName(h)), {x, w}, a);
+  }
   // ---- scaled_dot_product_attention: q [2, 3, 5, 4], k [2, 3, 6, 4], v [2, 3, 6, 3]; plain,
   // causal (L < S), a bool mask over [L, S] (a kept element in every row), a float mask over
   // [2, 1, L, S], dropout; the backward from each forward's out and lse
@@ -275,6 +313,23 @@ std::vector<Sample> MakeSamples() {
       Attrs().Set("dim", 0));
   add("index_select", "0-dim x, 0-dim index", {r.Floats({}), r.Ints({}, 0, 1)},
       Attrs().Set("dim", 0));
+  // The embedding lookup: rows of 32 floats (16-byte packs), negative indices.
+  add("index_select", "[6, 32] dim 0 index [9] with -1",
+      {r.Floats({6, 32}), FromVector({0, 5, -1, 2, 2, 0, -6, 3, 1}, {9}, i64)},
+      Attrs().Set("dim", 0));
+  add("index_select", "[6, 40] f16 dim 0 int32 index [5]",
+      {r.Floats({6, 40}, -2, 2, DType::kFloat16), r.Ints({5}, 0, 6, DType::kInt32)},
+      Attrs().Set("dim", 0));
+  auto isg = [](int64_t dim, IntList shape) { return Attrs().Set("dim", dim).Set("shape", shape); };
+  // index_select_grad: repeated and negative indices, rows no index names, dims 0 and 1.
+  add("index_select_grad", "[9, 6] into [5, 6] dim 0, repeats",
+      {r.Floats({9, 6}), FromVector({0, 4, -1, 2, 2, 0, -5, 4, 0}, {9}, i64)}, isg(0, {5, 6}));
+  add("index_select_grad", "[5, 4] into [5, 7] dim 1",
+      {r.Floats({5, 4}), FromVector({6, 1, 6, 3}, {4}, i64)}, isg(1, {5, 7}));
+  add("index_select_grad", "[1, 6] 0-dim int32 index into [4, 6] dim 0",
+      {r.Floats({1, 6}), r.Ints({}, 0, 4, DType::kInt32)}, isg(0, {4, 6}));
+  add("index_select_grad", "[7, 40] bf16 into [6, 40] dim 0",
+      {r.Floats({7, 40}, -2, 2, DType::kBFloat16), r.Ints({7}, 0, 6)}, isg(0, {6, 40}));
 
   // ---- everyday-API kernels: sort and scans, tril/triu, flip, scatter, multinomial
   for (bool desc : {false, true}) {
@@ -364,6 +419,16 @@ std::vector<Sample> MakeSamples() {
     add(op, "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})}, Attrs().Set("dim", 1));
     add(op, "[5, 7] dim -1", {r.Floats({5, 7})}, Attrs().Set("dim", -1));
   }
+  for (const char* op : {"softmax", "log_softmax"}) {
+    // Rows in registers (33: one pack per lane, 4 aligned columns), a block per long row (1025),
+    // and the half types.
+    add(op, "[3, 33] dim 1", {r.Floats({3, 33}, -6, 6)}, Attrs().Set("dim", 1));
+    add(op, "[2, 1025] dim 1", {r.Floats({2, 1025}, -6, 6)}, Attrs().Set("dim", 1));
+    add(op, "[4, 64] dim 1 f16", {r.Floats({4, 64}, -4, 4, DType::kFloat16)},
+        Attrs().Set("dim", 1));
+    add(op, "[3, 2, 40] dim 2 bf16", {r.Floats({3, 2, 40}, -4, 4, DType::kBFloat16)},
+        Attrs().Set("dim", 2));
+  }
   for (const char* op : {"softmax_grad", "log_softmax_grad"}) {
     add(op, "y [5, 6, 4] dy, dim 1", {r.Floats({5, 6, 4}), r.Floats({5, 6, 4})},
         Attrs().Set("dim", 1));
@@ -391,6 +456,40 @@ std::vector<Sample> MakeSamples() {
     add("nll_loss", "[5, 4, 3] none", {lp3, t3}, nll("none", 1));
     add("nll_loss_grad", "[5, 4, 3] mean", {r.Floats({}), t3},
         WithShape(nll("mean", 1), "input_shape", {5, 4, 3}));
+  }
+  {
+    // cross_entropy fused: 2-D and unbatched, ignore_index, label smoothing; warp rows (4, 33
+    // classes) and block rows (1025 classes), the half types.
+    auto ce = [](const char* reduction, int64_t ignore, double smoothing) {
+      return Attrs()
+          .Set("reduction", std::string(reduction))
+          .Set("ignore_index", ignore)
+          .Set("label_smoothing", smoothing);
+    };
+    Tensor t = FromVector({2, -100, 0, 3, 1}, {5}, i64);
+    for (const char* red : {"none", "sum", "mean"}) {
+      const std::string what = std::string("[5, 4] ") + red;
+      add("cross_entropy", what, {r.Floats({5, 4}), t}, ce(red, -100, 0.0));
+      Tensor x = r.Floats({5, 4});
+      Tensor lse =
+          RunLocalKernel(OpRegistry::Global().Get("cross_entropy"), {x, t}, ce(red, -100, 0.0))[1];
+      Tensor dy = std::string(red) == "none" ? r.Floats({5}) : r.Floats({});
+      add("cross_entropy_grad", what, {dy, x, t, lse}, ce(red, -100, 0.0));
+    }
+    add("cross_entropy", "[4] unbatched, smoothing 0.1", {r.Floats({4}), FromVector({3}, {}, i64)},
+        ce("mean", -100, 0.1));
+    for (int64_t c : {33, 1025}) {
+      Tensor x = r.Floats({3, c}, -4, 4), tc = FromVector({0, double(c - 1), 5}, {3}, i64);
+      const std::string what = StrCat("[3, ", c, "] mean, smoothing 0.2");
+      add("cross_entropy", what, {x, tc}, ce("mean", 5, 0.2));
+      Tensor lse =
+          RunLocalKernel(OpRegistry::Global().Get("cross_entropy"), {x, tc}, ce("mean", 5, 0.2))[1];
+      add("cross_entropy_grad", what, {r.Floats({}), x, tc, lse}, ce("mean", 5, 0.2));
+    }
+    for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+      add("cross_entropy", StrCat("[6, 40] sum ", DTypeName(h)),
+          {r.Floats({6, 40}, -3, 3, h), r.Ints({6}, 0, 40)}, ce("sum", -100, 0.0));
+    }
   }
 
   // ---- convolution ("input_shape" / "weight_shape" are rewritten to the local shard's shape)

@@ -1,4 +1,6 @@
-// Index ops: gather and scatter_add along a dim (each the other's gradient), index_select.
+// Index ops: gather and scatter_add along a dim (each the other's gradient), index_select and
+// its gradient index_select_grad (the rows of g added into zeros at the rows the index names,
+// in index order: the same sums on every device, no atomics on CUDA).
 #include <cstring>
 
 #include "core/kernels/cpu/cpu_util.h"
@@ -140,17 +142,60 @@ std::vector<Tensor> IndexSelectGrad(const GradCtx& c) {
   const Tensor& x = c.inputs[0];
   const Tensor& g = c.grad_outputs[0];
   if (x.ndim() == 0) return {g, Tensor()};
-  int64_t dim = WrapDim(c.attrs.Get<int64_t>("dim"), x.ndim(), "index_select");
-  // Spread the 1-D index over g's shape and scatter-add the rows back.
-  std::vector<int64_t> view(x.ndim(), 1);
-  view[dim] = g.shape()[dim];
   // A 0-dim index of a global call came in local (a scalar joins as broadcast): place it too.
   const Tensor& index = c.inputs[1];
-  Tensor idx = fn::expand(fn::reshape(index.is_global() ? index : fn::place_like(g, index), view),
-                          g.shape().dims());
   Attrs a;
-  a.Set("dim", dim).Set("shape", x.shape().dims());
-  return {CallOp1(OP(scatter_add), {idx, g}, a), Tensor()};
+  a.Set("dim", WrapDim(c.attrs.Get<int64_t>("dim"), x.ndim(), "index_select"))
+      .Set("shape", x.shape().dims());
+  return {
+      CallOp1(OP(index_select_grad), {g, index.is_global() ? index : fn::place_like(g, index)}, a),
+      Tensor()};
+}
+
+// index_select_grad is linear in g: its gradient is index_select of the incoming gradient.
+std::vector<Tensor> IndexSelectGradGrad(const GradCtx& c) {
+  Attrs a;
+  a.Set("dim", c.attrs.Get<int64_t>("dim"));
+  return {CallOp1(OP(index_select), {c.grad_outputs[0], c.inputs[1]}, a), Tensor()};
+}
+
+// index_select_grad(g, index) -> dx of attr shape: dx[i][index[j]][k] += g[i][j][k], j in order.
+std::vector<TensorMeta> InferIndexSelectGrad(const std::vector<TensorMeta>& in, const Attrs& a) {
+  CheckIndex(in[1], "index_select_grad");
+  ONEFLOW_CHECK(in[1].shape.ndim() <= 1, "index_select_grad: index must be 0-D or 1-D, got shape ",
+                in[1].shape);
+  const Shape x = AttrShape(a, "shape");
+  ONEFLOW_CHECK(x.ndim() >= 1, "index_select_grad: expected an input shape of at least 1 dim");
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), x.ndim(), "index_select_grad");
+  std::vector<int64_t> want = x.dims();
+  want[dim] = in[1].shape.numel();
+  ONEFLOW_CHECK(in[0].shape == Shape(want), "index_select_grad: expected a gradient of shape ",
+                Shape(want), ", got ", in[0].shape);
+  return {{x, in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> IndexSelectGradCpu(const std::vector<Tensor>& in, const Attrs& a,
+                                       const std::vector<TensorMeta>& out) {
+  Tensor g = Contig(in[0]);
+  Tensor o = Tensor::Empty(out[0]);
+  fn::fill_(o, 0.0);
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), o.ndim(), "index_select_grad");
+  const Around os = Split(o.shape(), dim);
+  const std::vector<int64_t> idx = IndexValues(in[1], os.n, "index_select_grad", dim);
+  const int64_t count = static_cast<int64_t>(idx.size());
+  DispatchAll(o.dtype(), "index_select_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = g.data<T>();
+    T* po = o.data<T>();
+    for (int64_t i = 0; i < os.outer; ++i) {
+      for (int64_t j = 0; j < count; ++j) {
+        const T* src = pg + (i * count + j) * os.inner;
+        T* dst = po + (i * os.n + idx[j]) * os.inner;
+        for (int64_t k = 0; k < os.inner; ++k) dst[k] += src[k];
+      }
+    }
+  });
+  return {o};
 }
 
 }  // namespace
@@ -173,6 +218,12 @@ ONEFLOW_REGISTER_OP(index_select)
     .Grad(IndexSelectGrad)
     .NonDiffInputs({1})
     .Kernel(DeviceType::kCPU, IndexSelectCpu);
+ONEFLOW_REGISTER_OP(index_select_grad)
+    .Inputs(2)
+    .Infer(InferIndexSelectGrad)
+    .Grad(IndexSelectGradGrad)
+    .NonDiffInputs({1})
+    .Kernel(DeviceType::kCPU, IndexSelectGradCpu);
 
 namespace fn {
 

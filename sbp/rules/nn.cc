@@ -106,6 +106,71 @@ SbpRule MeanAsSumRule(RuleFn candidates) {
   return r;
 }
 
+// cross_entropy(logits [N, C], target [N]) -> (loss, lse [N]): split the batch as nll_loss;
+// cross_entropy_grad(dy, logits, target, lse) -> dlogits likewise. 'mean' on split inputs is
+// the 'sum' divided by the global count of kept targets (CrossEntropyMeanAsSum).
+std::vector<Signature> CrossEntropyRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  if (c.in[0].shape.ndim() < 2) return out;
+  const std::string& reduction = c.attrs.Get<std::string>("reduction");
+  if (reduction == "none") out.push_back({{S(0), S(0)}, {S(0), S(0)}});
+  if (reduction == "sum") out.push_back({{S(0), S(0)}, {P, S(0)}});
+  return out;
+}
+std::vector<Signature> CrossEntropyGradRule(const RuleContext& c) {
+  std::vector<Signature> out{AllBroadcast(c)};
+  if (c.in[1].shape.ndim() < 2) return out;
+  const std::string& reduction = c.attrs.Get<std::string>("reduction");
+  if (reduction == "none") out.push_back({{S(0), S(0), S(0), S(0)}, {S(0)}});
+  if (reduction == "sum") out.push_back({{B, S(0), S(0), S(0)}, {S(0)}});
+  return out;
+}
+
+// As MeanAsSum for ops whose target is input `target_input` and whose other outputs (lse) do
+// not depend on the reduction: output 0 is the 'sum' divided by the global count.
+bool CrossEntropyMeanAsSum(const GlobalCall& c, std::vector<Tensor>* out, size_t target_input) {
+  if (c.attrs.Get<std::string>("reduction") != "mean") return false;
+  bool all_b = true;
+  for (const NdSbp& nd : c.in_sbps) {
+    for (const Sbp& s : nd) all_b &= s.is_broadcast();
+  }
+  if (all_b) return false;
+  Attrs a = c.attrs;
+  a.Set("reduction", std::string("sum"));
+  std::vector<Tensor> in = c.in;
+  if (target_input == 2) {
+    // The gradient is linear in dy: dy / count with 'sum' is the 'mean' gradient.
+    const double ignore = static_cast<double>(c.attrs.Get<int64_t>("ignore_index"));
+    Tensor valid = fn::ne(c.in[2], fn::constant_like(c.in[2], Shape(), ignore, DType::kInt64));
+    in[0] = fn::div(in[0], fn::sum(fn::to_dtype(valid, in[0].dtype())));
+    *out = CallOp(c.op, in, a);
+    return true;
+  }
+  std::vector<Tensor> r = CallOp(c.op, in, a);
+  const double ignore = static_cast<double>(c.attrs.Get<int64_t>("ignore_index"));
+  Tensor valid = fn::ne(c.in[1], fn::constant_like(c.in[1], Shape(), ignore, DType::kInt64));
+  r[0] = fn::div(r[0], fn::sum(fn::to_dtype(valid, r[0].dtype())));
+  *out = r;
+  return true;
+}
+
+SbpRule CrossEntropySbpRule() {
+  SbpRule r;
+  r.candidates = CrossEntropyRule;
+  r.rewrite = [](const GlobalCall& c, std::vector<Tensor>* out) {
+    return CrossEntropyMeanAsSum(c, out, 1);
+  };
+  return r;
+}
+SbpRule CrossEntropyGradSbpRule() {
+  SbpRule r;
+  r.candidates = CrossEntropyGradRule;
+  r.rewrite = [](const GlobalCall& c, std::vector<Tensor>* out) {
+    return CrossEntropyMeanAsSum(c, out, 2);
+  };
+  return r;
+}
+
 // batch_norm_elemt(x, mean, invstd, w, b) normalizes with given statistics: split the batch.
 std::vector<Signature> BatchNormElemtRule(const RuleContext& c) {
   Signature batch = Uniform(c, B, S(0));
@@ -129,6 +194,19 @@ std::vector<Signature> LayerNormGradRule(const RuleContext& c) {
   return out;
 }
 
+// rms_norm(x, w) -> (y, rstd) and rms_norm_grad(dy, x, rstd, w) -> (dx, dw): as layer_norm.
+std::vector<Signature> RmsNormRule(const RuleContext& c) {
+  const int64_t lead = c.in[0].shape.ndim() - c.attrs.Get<int64_t>("normalized_ndim");
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < lead; ++a) out.push_back({{S(a), B}, {S(a), S(a)}});
+  return out;
+}
+std::vector<Signature> RmsNormGradRule(const RuleContext& c) {
+  const int64_t lead = c.in[1].shape.ndim() - c.attrs.Get<int64_t>("normalized_ndim");
+  std::vector<Signature> out{AllBroadcast(c), {{P, B, B, B}, {P, P}}};
+  for (int64_t a = 0; a < lead; ++a) out.push_back({{S(a), S(a), S(a), B}, {S(a), P}});
+  return out;
+}
 // scaled_dot_product_attention(q, k, v[, mask]) -> (out, lse): split a batch axis of q, k and v
 // (the mask split along it where it has it at full size, B where it broadcasts). With dropout
 // only axis 0: each rank draws its rows' part of the logical weights' mask (AttentionShard
@@ -189,6 +267,8 @@ SbpRule AttentionSbpRule(RuleFn candidates, size_t q_at) {
 }  // namespace
 
 ONEFLOW_REGISTER_SBP_RULE(layer_norm, LayerNormRule);
+ONEFLOW_REGISTER_SBP_RULE(rms_norm, RmsNormRule);
+ONEFLOW_REGISTER_SBP_RULE(rms_norm_grad, RmsNormGradRule);
 ONEFLOW_REGISTER_SBP_RULE(layer_norm_grad, LayerNormGradRule);
 ONEFLOW_REGISTER_SBP_RULE(scaled_dot_product_attention, AttentionSbpRule(AttentionRule, 0));
 ONEFLOW_REGISTER_SBP_RULE(scaled_dot_product_attention_grad,
@@ -208,6 +288,8 @@ ONEFLOW_REGISTER_SBP_RULE(softmax_grad, SoftmaxGradRule);
 ONEFLOW_REGISTER_SBP_RULE(log_softmax_grad, SoftmaxGradRule);
 ONEFLOW_REGISTER_SBP_RULE(nll_loss, MeanAsSumRule(NllLossRule));
 ONEFLOW_REGISTER_SBP_RULE(nll_loss_grad, MeanAsSumRule(NllLossGradRule));
+ONEFLOW_REGISTER_SBP_RULE(cross_entropy, CrossEntropySbpRule());
+ONEFLOW_REGISTER_SBP_RULE(cross_entropy_grad, CrossEntropyGradSbpRule());
 // The fused training kernel needs statistics over the whole batch: broadcast. nn.BatchNorm on a
 // split global batch does not come here: it computes the statistics with global reductions and
 // normalises with batch_norm_elemt, which splits (oneflow/nn/modules/batchnorm.py).

@@ -149,6 +149,20 @@ std::vector<Signature> IndexSelectRule(const RuleContext& c) {
   return out;
 }
 
+// index_select_grad(g, index) into zeros of the input's shape along dim: split another axis, or
+// split the rows of g with the index (partial sums).
+std::vector<Signature> IndexSelectGradRule(const RuleContext& c) {
+  const int64_t n = c.out[0].shape.ndim();
+  const int64_t dim = Wrap(c.attrs.Get<int64_t>("dim"), n);
+  std::vector<Signature> out{AllBroadcast(c)};
+  for (int64_t a = 0; a < n; ++a) {
+    if (a != dim) out.push_back({{S(a), B}, {S(a)}});
+  }
+  if (c.in[1].shape.ndim() == 1) out.push_back({{S(dim), S(0)}, {P}});
+  out.push_back({{P, B}, {P}});
+  return out;
+}
+
 // scatter_add(index, src) into zeros of the output's shape along dim.
 std::vector<Signature> ScatterAddRule(const RuleContext& c) {
   const int64_t n = c.out[0].shape.ndim();
@@ -176,6 +190,7 @@ ONEFLOW_REGISTER_SBP_RULE(cat, [](const RuleContext& c) { return KeepOtherAxes(c
 ONEFLOW_REGISTER_SBP_RULE(gather, [](const RuleContext& c) { return KeepOtherAxes(c, false); });
 ONEFLOW_REGISTER_SBP_RULE(index_select, IndexSelectRule);
 ONEFLOW_REGISTER_SBP_RULE(scatter_add, ScatterAddRule);
+ONEFLOW_REGISTER_SBP_RULE(index_select_grad, IndexSelectGradRule);
 
 }  // namespace sbp
 }  // namespace oneflow

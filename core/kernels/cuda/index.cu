@@ -1,17 +1,22 @@
-// CUDA kernels of the index ops (core/ops/index.cc: gather, scatter_add, index_select) and of
-// the copying shape ops (core/ops/shape.cc: slice_grad, cat).
+// CUDA kernels of the index ops (core/ops/index.cc: gather, scatter_add, index_select,
+// index_select_grad) and of the copying shape ops (core/ops/shape.cc: slice_grad, cat).
+// index_select (the embedding lookup) and index_select_grad (its deterministic gradient: a CUB
+// radix sort of the positions by index, then a sum per run) are in kernels/embedding.cuh.
 //
 // Index tensors are read in place through their strides (the gradients of index_select and
 // max pass expanded ones), and an out-of-range index raises the CPU kernel's IndexError at the
 // next synchronisation point (see index_check.cuh). scatter_add accumulates with atomics, so float
 // sums may differ from the CPU's in the last bits and from run to run.
 #include <cstdint>
+#include <cub/cub.cuh>
 #include <string>
 #include <type_traits>
 
 #include "core/functional.h"
+#include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
+#include "core/kernels/cuda/kernels/embedding.cuh"
 #include "core/op_registry.h"
 #include "core/ops/op_util.h"
 
@@ -194,18 +199,7 @@ __global__ void CheckIndexKernel(IndexReader<I> index, int64_t count, int64_t bo
   }
 }
 
-// y[i][j][k] = x[i][index[j]][k], moving E, an unsigned type of the element's size.
-template <typename E, typename I>
-__global__ void IndexSelectKernel(const E* x, E* y, IndexReader<I> index, int64_t total,
-                                  int64_t count, int64_t n, int64_t inner) {
-  ONEFLOW_CUDA_GRID_LOOP(e, total) {
-    const int64_t k = e % inner, ij = e / inner;
-    int64_t t = index(ij % count);
-    if (t < -n || t >= n) continue;  // reported by CheckIndexKernel
-    if (t < 0) t += n;
-    y[e] = x[(ij / count * n + t) * inner + k];
-  }
-}
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename F>
 void DispatchBySize(size_t size, F&& f) {
@@ -240,15 +234,79 @@ std::vector<Tensor> IndexSelectCuda(const std::vector<Tensor>& in, const Attrs& 
                                                                          bad.slot());
     ONEFLOW_CUDA_CHECK(cudaGetLastError());
     if (o.numel() > 0) {
-      DispatchBySize(SizeOf(x.dtype()), [&](auto etag) {
-        using E = typename decltype(etag)::type;
-        IndexSelectKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
-            static_cast<const E*>(x.raw_data()), static_cast<E*>(o.raw_data()), reader, o.numel(),
-            count, xs.n, xs.inner);
-        ONEFLOW_CUDA_CHECK(cudaGetLastError());
-      });
+      const I* pi = index.data<I>();
+      const int64_t stride = index.ndim() == 1 ? index.strides()[0] : 0;
+      const size_t es = SizeOf(x.dtype());
+      using Pack16 = cuda::row::Pack<uint32_t, 4>;
+      if (xs.inner * es % sizeof(Pack16) == 0 && Aligned16(x.raw_data()) &&
+          Aligned16(o.raw_data())) {
+        cuda::embedding::Forward(static_cast<const Pack16*>(x.raw_data()),
+                                 static_cast<Pack16*>(o.raw_data()), pi, stride, count, xs.outer,
+                                 xs.n, static_cast<int64_t>(xs.inner * es / sizeof(Pack16)),
+                                 stream);
+      } else {
+        DispatchBySize(es, [&](auto etag) {
+          using E = typename decltype(etag)::type;
+          cuda::embedding::Forward(static_cast<const E*>(x.raw_data()),
+                                   static_cast<E*>(o.raw_data()), pi, stride, count, xs.outer, xs.n,
+                                   xs.inner, stream);
+        });
+      }
     }
     ThrowIfBad(bad, index, reader, xs.n, "index_select", dim, stream);
+  });
+  return {o};
+}
+
+// index_select_grad(g, index): zeros, then each run of equal indices adds its rows of g in
+// position order (the positions sorted stably by index with CUB's radix sort).
+std::vector<Tensor> IndexSelectGradCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                        const std::vector<TensorMeta>& out) {
+  Tensor g = fn::contiguous(in[0]);
+  Tensor index = in[1];
+  Tensor o = Tensor::Empty(out[0]);
+  cudaStream_t stream = cuda::StreamFor(o.device());
+  if (o.numel() > 0) {
+    ONEFLOW_CUDA_CHECK(cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));
+  }
+  const int64_t dim = WrapDim(a.Get<int64_t>("dim"), o.ndim(), "index_select_grad");
+  const Around os = Split(o.shape(), dim);
+  const int64_t count = index.numel();
+  if (count == 0) return {o};
+  cuda::BadIndex bad(o.device(), stream);
+  DispatchIndex(index.dtype(), [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const IndexReader<I> reader = MakeIndexReader<I>(&index, "index_select_grad");
+    CheckIndexKernel<<<cuda::Blocks(count), cuda::kThreads, 0, stream>>>(reader, count, os.n,
+                                                                         bad.slot());
+    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    if (o.numel() > 0) {
+      const int64_t stride = index.ndim() == 1 ? index.strides()[0] : 0;
+      auto make = [&](int64_t n) { return Tensor::Empty(Shape({n}), DType::kInt64, o.device()); };
+      Tensor keys = make(count), positions = make(count), sorted_keys = make(count),
+             sorted_positions = make(count);
+      cuda::embedding::SortKeys(index.data<I>(), stride, count, os.n, keys.data<int64_t>(),
+                                positions.data<int64_t>(), stream);
+      // Keys lie in [0, n] (n: out of range, sorted last): sort only their low bits.
+      int end_bit = 1;
+      while (end_bit < 63 && (int64_t{1} << end_bit) <= os.n) ++end_bit;
+      size_t temp_bytes = 0;
+      ONEFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+          nullptr, temp_bytes, keys.data<int64_t>(), sorted_keys.data<int64_t>(),
+          positions.data<int64_t>(), sorted_positions.data<int64_t>(), count, 0, end_bit, stream));
+      Tensor temp =
+          Tensor::Empty(Shape({static_cast<int64_t>(temp_bytes) + 1}), DType::kUInt8, o.device());
+      ONEFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+          temp.raw_data(), temp_bytes, keys.data<int64_t>(), sorted_keys.data<int64_t>(),
+          positions.data<int64_t>(), sorted_positions.data<int64_t>(), count, 0, end_bit, stream));
+      DispatchWithHalf(o.dtype(), "index_select_grad", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        cuda::embedding::Backward(cuda::Ptr<T>(g), sorted_keys.data<int64_t>(),
+                                  sorted_positions.data<int64_t>(), count, os.outer, os.n, os.inner,
+                                  cuda::Ptr<T>(o), stream);
+      });
+    }
+    ThrowIfBad(bad, index, reader, os.n, "index_select_grad", dim, stream);
   });
   return {o};
 }
@@ -435,6 +493,7 @@ std::vector<Tensor> ScatterCuda(const std::vector<Tensor>& in, const Attrs& a,
 ONEFLOW_REGISTER_KERNEL(gather, kCUDA, GatherCuda);
 ONEFLOW_REGISTER_KERNEL(scatter_add, kCUDA, ScatterAddCuda);
 ONEFLOW_REGISTER_KERNEL(index_select, kCUDA, IndexSelectCuda);
+ONEFLOW_REGISTER_KERNEL(index_select_grad, kCUDA, IndexSelectGradCuda);
 ONEFLOW_REGISTER_KERNEL(slice_grad, kCUDA, SliceGradCuda);
 ONEFLOW_REGISTER_KERNEL(cat, kCUDA, CatCuda);
 ONEFLOW_REGISTER_KERNEL(tril, kCUDA, TriangleCuda<false>);

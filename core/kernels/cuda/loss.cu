@@ -1,5 +1,7 @@
-// CUDA kernels of nll_loss and its gradient (core/ops/nn/loss.cc). The loss sums in one block,
-// in double as on CPU, so the result does not depend on scheduling.
+// CUDA kernels of nll_loss and cross_entropy and their gradients (core/ops/nn/loss.cc). The
+// losses sum in one block, in double as on CPU, so the result does not depend on scheduling.
+// cross_entropy's kernels (float32, float64, float16, bfloat16) are in
+// kernels/cross_entropy.cuh.
 
 #include <algorithm>
 #include <cstdint>
@@ -7,8 +9,10 @@
 #include <string>
 
 #include "core/functional.h"
+#include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
+#include "core/kernels/cuda/kernels/cross_entropy.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
 #include "core/ops/nn/nn_util.h"
@@ -179,9 +183,81 @@ std::vector<Tensor> NllLossGradCuda(const std::vector<Tensor>& in, const Attrs& 
   return {dx};
 }
 
+// ---------------------------------------------------------------- cross_entropy
+
+int ReductionCode(const std::string& r) {
+  return r == "none"  ? cuda::cross_entropy::kNone
+         : r == "sum" ? cuda::cross_entropy::kSum
+                      : cuda::cross_entropy::kMean;
+}
+
+// logits (C,) or (N, C) as rows x c (the inference checked the shapes).
+void CrossEntropyRows(const Shape& x, int64_t* rows, int64_t* c) {
+  *rows = x.ndim() == 1 ? 1 : x[0];
+  *c = x.ndim() == 1 ? x[0] : x[1];
+}
+
+void ThrowIfBadRow(const cuda::BadIndex& bad, const Tensor& target, int64_t c,
+                   cudaStream_t stream) {
+  const int64_t pos = bad.First(stream);
+  if (pos < 0) return;
+  const int64_t t = cuda::ReadIndexValue(target, pos, stream);
+  throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", c, " classes"));
+}
+
+std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs& attrs,
+                                     const std::vector<TensorMeta>& out) {
+  Tensor x = fn::contiguous(in[0]), target = fn::contiguous(in[1]);
+  Tensor y = Tensor::Empty(out[0]), lse = Tensor::Empty(out[1]);
+  int64_t rows, c;
+  CrossEntropyRows(x.shape(), &rows, &c);
+  const int reduction = ReductionCode(attrs.Get<std::string>("reduction"));
+  cudaStream_t stream = cuda::StreamFor(x.device());
+  // No rows: the finishing kernel still writes 'sum' 0 and 'mean' 0 / 0 = nan.
+  cuda::BadIndex bad(x.device(), stream);
+  DispatchFloatingWithHalf(x.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = cuda::Acc<cuda::DevT<T>>;
+    Tensor loss_rows = Tensor::Empty(Shape({rows}), lse.dtype(), x.device());
+    cuda::cross_entropy::Forward(
+        cuda::Ptr<T>(x), target.data<int64_t>(), rows, c, attrs.Get<int64_t>("ignore_index"),
+        attrs.Get<double>("label_smoothing"), reduction, cuda::Ptr<T>(y),
+        static_cast<A*>(lse.raw_data()), static_cast<A*>(loss_rows.raw_data()), bad.slot(), stream);
+  });
+  ThrowIfBadRow(bad, target, c, stream);
+  return {y, lse};
+}
+
+std::vector<Tensor> CrossEntropyGradCuda(const std::vector<Tensor>& in, const Attrs& attrs,
+                                         const std::vector<TensorMeta>& out) {
+  Tensor dy = fn::contiguous(in[0]), x = fn::contiguous(in[1]), target = fn::contiguous(in[2]),
+         lse = fn::contiguous(in[3]);
+  Tensor dx = Tensor::Empty(out[0]);
+  int64_t rows, c;
+  CrossEntropyRows(x.shape(), &rows, &c);
+  if (rows == 0 || c == 0) return {dx};
+  cudaStream_t stream = cuda::StreamFor(x.device());
+  const int reduction = ReductionCode(attrs.Get<std::string>("reduction"));
+  Tensor count = Tensor::Empty(Shape({1}), DType::kInt64, x.device());
+  DispatchFloatingWithHalf(x.dtype(), "cross_entropy_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = cuda::Acc<cuda::DevT<T>>;
+    cuda::cross_entropy::Backward(cuda::Ptr<T>(dy), cuda::Ptr<T>(x), target.data<int64_t>(),
+                                  static_cast<const A*>(lse.raw_data()), rows, c,
+                                  attrs.Get<int64_t>("ignore_index"),
+                                  attrs.Get<double>("label_smoothing"), reduction,
+                                  count.data<int64_t>(), cuda::Ptr<T>(dx), stream);
+  });
+  // Targets out of range were reported by the forward; the kernel gives their rows
+  // softmax * dy and never reads past the row.
+  return {dx};
+}
+
 }  // namespace
 
 ONEFLOW_REGISTER_KERNEL(nll_loss, kCUDA, NllLossCuda);
 ONEFLOW_REGISTER_KERNEL(nll_loss_grad, kCUDA, NllLossGradCuda);
+ONEFLOW_REGISTER_KERNEL(cross_entropy, kCUDA, CrossEntropyCuda);
+ONEFLOW_REGISTER_KERNEL(cross_entropy_grad, kCUDA, CrossEntropyGradCuda);
 
 }  // namespace oneflow

@@ -281,6 +281,9 @@ void BindFunctional(py::module_& m) {
         [](const Tensor& x, const IntList& shape, py::object w, py::object b, double eps) {
           return fn::layer_norm(x, shape, OptTensor(w), OptTensor(b), eps);
         });
+  m.def("rms_norm", [](const Tensor& x, const IntList& shape, py::object w, double eps) {
+    return fn::rms_norm(x, shape, OptTensor(w), eps);
+  });
   m.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v,
                                            py::object mask, double dropout_p, bool is_causal,
                                            std::optional<double> scale) {
@@ -336,7 +339,9 @@ void BindFunctional(py::module_& m) {
   m.def("softmax", &fn::softmax);
   m.def("log_softmax", &fn::log_softmax);
   m.def("nll_loss", &fn::nll_loss);
-  m.def("cross_entropy", &fn::cross_entropy);
+  m.def("cross_entropy", &fn::cross_entropy, py::arg("input"), py::arg("target"),
+        py::arg("reduction") = "mean", py::arg("ignore_index") = -100,
+        py::arg("label_smoothing") = 0.0);
   m.def("mse_loss", &fn::mse_loss);
   // The optimizer update ops (core/optim.h): tensors (param, grad, state..., hyper...) and
   // the op's bool attrs.

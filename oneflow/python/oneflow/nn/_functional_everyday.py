@@ -133,9 +133,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"normalized_shape {tuple(shape)}")
     if eps is None:
         eps = flow.finfo(input.dtype).eps
-    dims = list(range(input.dim() - k, input.dim()))
-    out = input * _C.rsqrt(_C.mean(input * input, dims, True) + eps)
-    return out if weight is None else out * weight
+    return _C.rms_norm(input, shape, weight, float(eps))
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -329,8 +329,12 @@ def cross_entropy(
         loss = -(target * log_softmax(input, 1)).sum(dim=1)
         return _reduce(loss, reduction)
 
-    if label_smoothing == 0 and weight is None:
-        return flow._C.cross_entropy(input, target, reduction, int(ignore_index))
+    # The fused op (one pass over the logits, label smoothing inside) for local (N, C) / (C,)
+    # logits; weights, more class dims and global logits with smoothing are composed below.
+    fused_smoothing = input.ndim <= 2 and not input.is_global
+    if weight is None and (label_smoothing == 0 or fused_smoothing):
+        return flow._C.cross_entropy(input, target, reduction, int(ignore_index),
+                                     float(label_smoothing))
 
     cdim = 1 if input.ndim > 1 else 0
     log_probs = log_softmax(input, cdim)
