@@ -7,6 +7,7 @@
 #include "core/autograd.h"
 #include "core/profiler.h"
 #include "core/size_check.h"
+#include "core/sync_check.h"
 #include "core/trace.h"
 
 namespace oneflow {
@@ -188,6 +189,8 @@ Tensor FakeCudaCopyTo(const Tensor& src, const Device& device) {
     throw Error(StrCat("to: ", device.ToString(), " does not exist: the stand-in CUDA device ",
                        "(ONEFLOW_FAKE_CUDA=1) has ", FakeCudaDeviceCount(), " devices"));
   }
+  // The real device's copy waits for the stream (cuda::CopyBytes): reported the same way.
+  HostSync(StrCat("a copy from ", src.device().ToString(), " to ", device.ToString()).c_str());
   Tensor dst = Tensor::Empty(src.shape(), src.dtype(), device);
   if (src.numel() > 0) {
     std::memcpy(dst.raw_data(), src.raw_data(),

@@ -369,7 +369,77 @@ std::vector<Tensor> FtrlCpu(const std::vector<Tensor>& in, const Attrs& a,
   return Done(u);
 }
 
+// ---------------------------------------------------------------- multi-tensor forms
+// multi_tensor_sgd_update / multi_tensor_adam_update, attrs count and the single op's flags:
+// `count` records (param, grad, state...[, step]) and then the single op's hyper-parameters
+// without the step, shared by every record. The update of each record is the single op's.
+
+size_t RecordSize(const UpdateLayout& l) {
+  const bool counts_steps = !l.hyper.empty() && l.hyper[0] == "step";
+  return 2 + l.state.size() + (counts_steps ? 1 : 0);
+}
+
+// The single op's inputs for record k.
+std::vector<Tensor> RecordInputs(const std::vector<Tensor>& in, int64_t count, size_t per,
+                                 int64_t k) {
+  std::vector<Tensor> one(in.begin() + k * per, in.begin() + (k + 1) * per);
+  one.insert(one.end(), in.begin() + count * per, in.end());
+  return one;
+}
+
+template <const char* kName, const char* kSingle>
+std::vector<TensorMeta> InferMulti(const std::vector<TensorMeta>& in, const Attrs& a) {
+  ONEFLOW_CHECK(a.Has("count"), kName, ": needs the attr count");
+  const int64_t count = a.Get<int64_t>("count");
+  const UpdateLayout l = LayoutOf(kSingle, a);
+  const size_t per = RecordSize(l), shared = l.hyper.size() - (per - 2 - l.state.size());
+  ONEFLOW_CHECK(count >= 1 && in.size() == count * per + shared, kName, ": expected ", count,
+                " records of ", per, " tensors and ", shared, " hyper-parameters, got ", in.size(),
+                " tensors");
+  std::vector<TensorMeta> out;
+  std::vector<TensorMeta> one(per + shared);
+  for (int64_t k = 0; k < count; ++k) {
+    for (size_t i = 0; i < per; ++i) one[i] = in[k * per + i];
+    for (size_t i = 0; i < shared; ++i) one[per + i] = in[count * per + i];
+    InferUpdate<kSingle>(one, a);
+    ONEFLOW_CHECK(in[k * per].dtype == in[0].dtype && in[k * per].device == in[0].device, kName,
+                  ": every parameter must have one dtype and device; parameter ", k, " is ",
+                  DTypeName(in[k * per].dtype), " on ", in[k * per].device.ToString(),
+                  ", parameter 0 ", DTypeName(in[0].dtype), " on ", in[0].device.ToString());
+    out.push_back(in[k * per]);
+  }
+  return out;
+}
+
+template <const char* kSingle,
+          std::vector<Tensor> (*kKernel)(const std::vector<Tensor>&, const Attrs&,
+                                         const std::vector<TensorMeta>&)>
+std::vector<Tensor> MultiCpu(const std::vector<Tensor>& in, const Attrs& a,
+                             const std::vector<TensorMeta>& out) {
+  const int64_t count = a.Get<int64_t>("count");
+  const size_t per = RecordSize(LayoutOf(kSingle, a));
+  std::vector<Tensor> res;
+  for (int64_t k = 0; k < count; ++k) {
+    res.push_back(kKernel(RecordInputs(in, count, per, k), a, {out[k]})[0]);
+  }
+  return res;
+}
+
+constexpr char kMultiSgd[] = "multi_tensor_sgd_update";
+constexpr char kMultiAdam[] = "multi_tensor_adam_update";
+
 }  // namespace
+
+ONEFLOW_REGISTER_OP(multi_tensor_sgd_update)
+    .Inputs(-1)
+    .Infer(InferMulti<kMultiSgd, kSgd>)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, MultiCpu<kSgd, SgdCpu>);
+ONEFLOW_REGISTER_OP(multi_tensor_adam_update)
+    .Inputs(-1)
+    .Infer(InferMulti<kMultiAdam, kAdam>)
+    .NonDifferentiable()
+    .Kernel(DeviceType::kCPU, MultiCpu<kAdam, AdamCpu>);
 
 #define ONEFLOW_REGISTER_UPDATE(name, var, kernel) \
   ONEFLOW_REGISTER_OP(name)                        \
@@ -399,6 +469,7 @@ Attrs UpdateFlags(const std::string& op, const std::map<std::string, bool>& flag
       {"ftrl_update", {}}};
   auto it = kFlags.find(op);
   ONEFLOW_CHECK(it != kFlags.end(), "optim: ", op, " is not an optimizer update op");
+  // (multi-tensor forms: MultiUpdate adds their count)
   Attrs a;
   for (const auto& [name, value] : flags) {
     const char* literal = nullptr;
@@ -415,6 +486,15 @@ void Update(const std::string& op, const std::vector<Tensor>& tensors, const Att
   const OpDef& def = OpRegistry::Global().Get(op);
   LayoutOf(op, attrs);  // refuses ops that are not updates
   CallOp(def, tensors, attrs);
+}
+
+void MultiUpdate(const std::string& op, const std::vector<Tensor>& tensors, int64_t count,
+                 const Attrs& attrs) {
+  ONEFLOW_CHECK(op == "sgd_update" || op == "adam_update", "optim: ", op,
+                " has no multi-tensor form (sgd_update and adam_update have)");
+  Attrs a = attrs;
+  a.Set("count", count);
+  CallOp(OpRegistry::Global().Get("multi_tensor_" + op), tensors, a);
 }
 
 Tensor HyperLike(const Tensor& t, double value) {

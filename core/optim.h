@@ -52,6 +52,12 @@ UpdateLayout LayoutOf(const std::string& op, const Attrs& attrs);
 Attrs UpdateFlags(const std::string& op, const std::map<std::string, bool>& flags);
 // Runs update op `op` on (param, grad, state..., hyper...), checking the count first.
 void Update(const std::string& op, const std::vector<Tensor>& tensors, const Attrs& attrs);
+// Runs the multi-tensor form of `op` (sgd_update or adam_update: multi_tensor_sgd_update,
+// multi_tensor_adam_update) on `count` records (param, grad, state...[, step]) followed by the
+// op's other hyper-parameters, shared: on CUDA every parameter in one launch per chunk list.
+// Every parameter must have one dtype and device.
+void MultiUpdate(const std::string& op, const std::vector<Tensor>& tensors, int64_t count,
+                 const Attrs& attrs);
 // A 0-dim float64 hyper-parameter tensor on t's device (or placement, broadcast).
 Tensor HyperLike(const Tensor& t, double value);
 

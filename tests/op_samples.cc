@@ -203,7 +203,15 @@ std::vector<Sample> MakeSamples() {
       Attrs().Set("dims", IntList{}).Set("keepdim", false));
   add("sum", "[5, 6] dim 0 bool", {r.Bools({5, 6})},
       Attrs().Set("dims", IntList{0}).Set("keepdim", false));
+  add("sum", "[5, 6, 4] dims (0, 2) bfloat16", {r.Floats({5, 6, 4}, -1, 1, DType::kBFloat16)},
+      Attrs().Set("dims", IntList{0, 2}).Set("keepdim", false));
+  add("sum", "[5, 6] all float16", {r.Floats({5, 6}, -1, 1, DType::kFloat16)},
+      Attrs().Set("dims", IntList{}).Set("keepdim", false));
+  add("prod", "[4, 6] dim 1 bfloat16", {r.Floats({4, 6}, 0.7, 1.3, DType::kBFloat16)},
+      Attrs().Set("dims", IntList{1}).Set("keepdim", false));
   for (const char* op : {"max_dim", "min_dim"}) {
+    add(op, "[5, 6, 4] dim 1 bfloat16", {r.Floats({5, 6, 4}, -1, 1, DType::kBFloat16)},
+        Attrs().Set("dim", 1).Set("keepdim", false));
     add(op, "[5, 6, 4] dim 1", {r.Floats({5, 6, 4})}, Attrs().Set("dim", 1).Set("keepdim", false));
     add(op, "[5, 7] dim -1 keepdim", {r.Floats({5, 7})},
         Attrs().Set("dim", -1).Set("keepdim", true));
@@ -336,6 +344,20 @@ std::vector<Sample> MakeSamples() {
   add("matmul", "[5, 4] @ [4, 3] int64", {r.Ints({5, 4}, -5, 5), r.Ints({4, 3}, -5, 5)});
   add("linear", "[5, 4] [6, 4] [6]", {r.Floats({5, 4}), r.Floats({6, 4}), r.Floats({6})});
   add("linear", "[7, 4] [5, 4] no bias", {r.Floats({7, 4}), r.Floats({5, 4})});
+  for (DType half : {DType::kFloat16, DType::kBFloat16}) {
+    const std::string name = DTypeName(half);
+    add("linear", "[9, 16] [8, 16] [8] " + name,
+        {r.Floats({9, 16}, -1, 1, half), r.Floats({8, 16}, -1, 1, half),
+         r.Floats({8}, -1, 1, half)});
+    add("linear_grad_weight_bias", "g [9, 8] x [9, 16] " + name,
+        {r.Floats({9, 8}, -1, 1, half), r.Floats({9, 16}, -1, 1, half)});
+  }
+  add("linear", "[33, 20] [12, 20] [12] odd sizes",
+      {r.Floats({33, 20}), r.Floats({12, 20}), r.Floats({12})});
+  add("linear_grad_weight_bias", "g [6, 5] x [6, 4]", {r.Floats({6, 5}), r.Floats({6, 4})});
+  add("linear_grad_weight_bias", "g [33, 12] x [33, 20]", {r.Floats({33, 12}), r.Floats({33, 20})});
+  add("linear_grad_weight_bias", "g [4, 3] x [4, 2] f64",
+      {r.Floats({4, 3}, -1, 1, f64), r.Floats({4, 2}, -1, 1, f64)});
 
   // ---- softmax and losses
   for (const char* op : {"softmax", "log_softmax"}) {
@@ -429,6 +451,30 @@ std::vector<Sample> MakeSamples() {
         eps);
     add("batch_norm_elemt_grad", "[5, 4, 3]",
         {r.Floats({5, 4, 3}), r.Floats({5, 4, 3}), c(), c(0.5, 2), c()}, eps);
+    // Training with running statistics, updated in place (inside cuDNN on CUDA).
+    Attrs mom = eps;
+    mom.Set("momentum", AttrValue(0.1));
+    add("batch_norm_train", "[5, 4, 3] running stats",
+        {r.Floats({5, 4, 3}), c(), c(), c(), c(0.5, 2)}, mom);
+    add("batch_norm_train", "[6, 4, 2, 3] running stats",
+        {r.Floats({6, 4, 2, 3}, -2, 3), c(), c(), c(), c(0.5, 2)}, mom);
+    add("batch_norm_train", "[7, 4] f64",
+        {r.Floats({7, 4}, -2, 2, f64), r.Floats({4}, -1, 1, f64), r.Floats({4}, -1, 1, f64)}, eps);
+    for (DType half : {DType::kFloat16, DType::kBFloat16}) {
+      const std::string name = DTypeName(half);
+      auto h = [&](double lo = -1, double hi = 1) { return r.Floats({4}, lo, hi, half); };
+      add("batch_norm_train", "[5, 4, 3] running stats " + name,
+          {r.Floats({5, 4, 3}, -1, 1, half), h(), h(), h(), h(0.5, 2)}, mom);
+      add("batch_norm_train_grad", "[5, 4, 3] " + name,
+          {r.Floats({5, 4, 3}, -1, 1, half), h(), h(), r.Floats({5, 4, 3}, -1, 1, half), h(),
+           h(0.5, 2), h()},
+          eps);
+      add("batch_norm_elemt", "[5, 4, 3] " + name,
+          {r.Floats({5, 4, 3}, -1, 1, half), h(), h(0.5, 2), h(), h()}, eps);
+      add("batch_norm_elemt_grad", "[5, 4, 3] " + name,
+          {r.Floats({5, 4, 3}, -1, 1, half), r.Floats({5, 4, 3}, -1, 1, half), h(), h(0.5, 2), h()},
+          eps);
+    }
   }
 
   // ---- creation and random ops: deterministic given seed and offset
@@ -495,6 +541,41 @@ std::vector<Sample> MakeSamples() {
               r.Floats({6, 5}, 0.5, 1)},
              h(adam_h)),
         ams);
+    // Multi-tensor forms: records (param, grad, state...[, step]) then the shared hypers; the
+    // third parameter spans three chunks of the CUDA kernel.
+    {
+      const std::vector<Shape> shapes = {Shape({5, 6}), Shape({3, 4}), Shape({300, 130})};
+      std::vector<Tensor> sgd_in, adam_in;
+      for (const Shape& sh : shapes) {
+        sgd_in = join(sgd_in, {r.Floats(sh), r.Floats(sh), r.Floats(sh)});
+        adam_in = join(adam_in, {r.Floats(sh), r.Floats(sh), r.Floats(sh), r.Floats(sh, 0, 1)});
+        adam_in.push_back(fn::full(Shape({}), 3, DType::kFloat64));
+      }
+      Attrs multi_sgd = sgdm;
+      multi_sgd.Set("count", int64_t{3});
+      add("multi_tensor_sgd_update", "3 parameters, momentum",
+          join(sgd_in, h({0.1, 0.01, 0.9, 0.1})), multi_sgd);
+      Attrs multi_adam = adam;
+      multi_adam.Set("count", int64_t{3});
+      add("multi_tensor_adam_update", "3 parameters, AdamW",
+          join(adam_in, h({0.01, 0.9, 0.999, 1e-8, 0.01})), multi_adam);
+      std::vector<Tensor> bf;
+      for (const Shape& sh : {Shape({5, 6}), Shape({4, 7})}) {
+        bf =
+            join(bf, {r.Floats(sh, -1, 1, DType::kBFloat16), r.Floats(sh, -1, 1, DType::kBFloat16),
+                      r.Floats(sh, -1, 1, DType::kBFloat16), r.Floats(sh, 0, 1, DType::kBFloat16)});
+        bf.push_back(fn::full(Shape({}), 1, DType::kFloat64));
+      }
+      Attrs multi_bf = adam;
+      multi_bf.Set("count", int64_t{2});
+      add("multi_tensor_adam_update", "2 bfloat16 parameters, AdamW",
+          join(bf, h({0.01, 0.9, 0.999, 1e-8, 0.01})), multi_bf);
+      Attrs single_half = sgd;
+      add("sgd_update", "[5, 6] float16",
+          join({r.Floats({5, 6}, -1, 1, DType::kFloat16), r.Floats({5, 6}, -1, 1, DType::kFloat16)},
+               h({0.1, 0.01})),
+          single_half);
+    }
     add("lamb_update", "[5, 6]",
         join({r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}), r.Floats({5, 6}, 0, 1)},
              h(adam_h)),

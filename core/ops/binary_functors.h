@@ -71,13 +71,14 @@ struct RemF {
 
 // The binary ops, one line each: X(name, Functor, CPU gradient, CUDA dtypes). The CPU side
 // (core/ops/elementwise.cc) registers the op, its gradient and kernel; the CUDA side
-// (core/kernels/cuda/elementwise.cu) its kernel over the dtypes named (elementwise.cu's Types).
+// (core/kernels/cuda/elementwise.cu) its kernel over the dtypes named (elementwise.cu's Types,
+// the half types included in each).
 // PowF is each file's own (the devices compute pow differently on purpose).
 #define ONEFLOW_BINARY_TABLE_OPS(X)   \
-  X(add, AddF, AddGrad, kWithHalf)    \
-  X(sub, SubF, SubGrad, kWithHalf)    \
-  X(mul, MulF, MulGrad, kWithHalf)    \
-  X(div, DivF, DivGrad, kWithHalf)    \
+  X(add, AddF, AddGrad, kAll)         \
+  X(sub, SubF, SubGrad, kAll)         \
+  X(mul, MulF, MulGrad, kAll)         \
+  X(div, DivF, DivGrad, kAll)         \
   X(pow, PowF, PowGrad, kAll)         \
   X(maximum, MaxF, MaximumGrad, kAll) \
   X(minimum, MinF, MinimumGrad, kAll)

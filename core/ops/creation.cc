@@ -127,10 +127,14 @@ Tensor full_like(const Tensor& t, double value) {
 }
 
 Tensor scalar_like(double value, const Tensor& like) {
+  if (like.device().type != DeviceType::kCPU) {
+    // Filled on the device by a kernel that takes the value as its argument: a host tensor
+    // copied over would make the host wait for the copy (cuda::CopyBytes).
+    return Full(TensorMeta{Shape(), like.dtype(), like.device()}, value);
+  }
   // Direct fill: this sits on the hot path of `x + 1` and needs no op machinery.
   Tensor t = Tensor::Empty(Shape(), like.dtype(), Device::CPU());
   fill_(t, value);
-  if (like.device() != t.device()) t = to_device(t, like.device());
   return t;
 }
 

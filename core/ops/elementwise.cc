@@ -6,6 +6,7 @@
 #include "core/kernels/cpu/onednn_eltwise.h"
 #include "core/ops/binary_functors.h"
 #include "core/ops/op_util.h"
+#include "core/ops/unary_functors.h"
 
 namespace oneflow {
 
@@ -225,27 +226,7 @@ std::vector<Tensor> UnaryCpu(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-#define DEFINE_UNARY_FUNCTOR(Name, expr) \
-  struct Name {                          \
-    template <typename T>                \
-    auto operator()(T x) const {         \
-      return expr;                       \
-    }                                    \
-  };
-DEFINE_UNARY_FUNCTOR(NegF, -x)
-DEFINE_UNARY_FUNCTOR(ExpF, std::exp(x))
-DEFINE_UNARY_FUNCTOR(LogF, std::log(x))
-DEFINE_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
-DEFINE_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
-DEFINE_UNARY_FUNCTOR(AbsF, x < T(0) ? T(-x) : x)
-DEFINE_UNARY_FUNCTOR(SignF, T((T(0) < x) - (x < T(0))))
-DEFINE_UNARY_FUNCTOR(SquareF, x* x)
-DEFINE_UNARY_FUNCTOR(ReluF, x > T(0) ? x : T(0))
-DEFINE_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
-DEFINE_UNARY_FUNCTOR(TanhF, std::tanh(x))
-DEFINE_UNARY_FUNCTOR(GeluF, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))))
-DEFINE_UNARY_FUNCTOR(NotF, !static_cast<bool>(x))
-#undef DEFINE_UNARY_FUNCTOR
+// The functors (NegF ... NotF) are core/ops/unary_functors.h's, shared with the CUDA kernels.
 
 // Unary kernels over floating types only; the functional API casts integers first.
 template <typename F>
@@ -310,7 +291,8 @@ std::vector<Tensor> ReluGradCpu(const std::vector<Tensor>& in, const Attrs&,
     const T* pg = g.data<T>();
     const T* py = y.data<T>();
     T* q = o.data<T>();
-    for (int64_t i = 0, n = g.numel(); i < n; ++i) q[i] = py[i] > T(0) ? pg[i] : T(0);
+    const ReluGradF f;
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) q[i] = f(pg[i], py[i]);
   });
   return {o};
 }
@@ -341,12 +323,8 @@ std::vector<Tensor> GeluGradCpu(const std::vector<Tensor>& in, const Attrs&,
     const T* pg = g.data<T>();
     const T* px = x.data<T>();
     T* q = o.data<T>();
-    for (int64_t i = 0, n = g.numel(); i < n; ++i) {
-      double v = px[i];
-      double cdf = 0.5 * (1.0 + std::erf(v * M_SQRT1_2));
-      double pdf = std::exp(-0.5 * v * v) * 0.3989422804014327;
-      q[i] = static_cast<T>(pg[i] * (cdf + v * pdf));
-    }
+    const GeluGradF f;
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) q[i] = f(pg[i], px[i]);
   });
   return {o};
 }
@@ -369,13 +347,8 @@ std::vector<Tensor> ClampCpu(const std::vector<Tensor>& in, const Attrs& a,
     using T = typename decltype(tag)::type;
     const T* p = x.data<T>();
     T* q = o.data<T>();
-    const T tlo = static_cast<T>(lo), thi = static_cast<T>(hi);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      T v = p[i];
-      if (has_min && v < tlo) v = tlo;
-      if (has_max && v > thi) v = thi;
-      q[i] = v;
-    }
+    const ClampF<T> f{has_min, has_max, static_cast<T>(lo), static_cast<T>(hi)};
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) q[i] = f(p[i]);
   });
   return {o};
 }

@@ -11,6 +11,7 @@
 
 #include "core/kernels/cpu/cpu_util.h"
 #include "core/ops/op_util.h"
+#include "core/size_check.h"
 
 namespace oneflow {
 namespace fn {
@@ -269,7 +270,11 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
                 "repeat_interleave: repeats of shape ", repeats.shape(),
                 " must have one element or one per element of dim ", d, " (size ", y.shape()[d],
                 ")");
-  Tensor r = Contig(to_dtype(to_device(repeats.detach(), Device::CPU()), DType::kInt64));
+  Tensor r;
+  {
+    SizeCheckOpScope op("repeat_interleave");  // names the host read (core/sync_check.h)
+    r = Contig(to_dtype(to_device(repeats.detach(), Device::CPU()), DType::kInt64));
+  }
   if (r.numel() == 1) return repeat_interleave(y, r.data<int64_t>()[0], d);
   std::vector<int64_t> idx;
   for (int64_t i = 0; i < r.numel(); ++i) {
@@ -418,6 +423,7 @@ UniqueResult unique(const Tensor& x) {
         "unique: not supported on a global tensor; use to_local() (each shard's "
         "values) or gather it first (to_global(sbp=broadcast))");
   }
+  SizeCheckOpScope op("unique");  // names the host read (core/sync_check.h)
   Tensor c = Contig(to_device(x.detach(), Device::CPU()));
   const int64_t n = c.numel();
   std::vector<int64_t> order(n);

@@ -236,6 +236,15 @@ std::vector<Tensor> LinearGrad(const GradCtx& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1];
   std::vector<Tensor> grads(c.inputs.size());
   if (c.needs_input_grad[0]) grads[0] = fn::matmul(g, w);
+  const bool bias_grad = c.inputs.size() == 3 && c.needs_input_grad[2];
+  if (c.needs_input_grad[1] && bias_grad && !g.is_cpu() && !g.is_global() && !x.is_global() &&
+      !GradModeEnabled()) {
+    // Both from one GEMM (the bias gradient in its epilogue on CUDA).
+    std::vector<Tensor> wb = CallOp(OP(linear_grad_weight_bias), {g, x});
+    grads[1] = wb[0];
+    grads[2] = wb[1];
+    return grads;
+  }
   if (c.needs_input_grad[1]) {
     // Straight into the weight's gradient buffer when it offers one (DDP's bucket) and the
     // product is a plain CPU GEMM; otherwise a fresh tensor.
@@ -252,8 +261,30 @@ std::vector<Tensor> LinearGrad(const GradCtx& c) {
       grads[1] = fn::matmul(fn::transpose(g, 0, 1), x);
     }
   }
-  if (c.inputs.size() == 3 && c.needs_input_grad[2]) grads[2] = fn::sum(g, {0});
+  if (bias_grad) grads[2] = fn::sum(g, {0});
   return grads;
+}
+
+// ---- linear_grad_weight_bias(g (m, n), x (m, k)) -> (g.T @ x (n, k), g.sum(0) (n,)) ----
+// linear's weight and bias gradients in one op: on CUDA one cuBLASLt GEMM whose epilogue sums g
+// for the bias as it reads it (core/kernels/cuda/matmul.cu).
+
+std::vector<TensorMeta> InferLinearGradWeightBias(const std::vector<TensorMeta>& in, const Attrs&) {
+  const Shape &g = in[0].shape, &x = in[1].shape;
+  ONEFLOW_CHECK(g.ndim() == 2 && x.ndim() == 2 && g[0] == x[0],
+                "linear_grad_weight_bias: expected g (m, n) and x (m, k), got ", g, " and ", x);
+  ONEFLOW_CHECK(in[0].dtype == in[1].dtype && IsFloating(in[0].dtype),
+                "linear_grad_weight_bias: expected one floating dtype, got ",
+                DTypeName(in[0].dtype), " and ", DTypeName(in[1].dtype));
+  return {{Shape({g[1], x[1]}), in[0].dtype, in[0].device},
+          {Shape({g[1]}), in[0].dtype, in[0].device}};
+}
+
+std::vector<Tensor> LinearGradWeightBiasCpu(const std::vector<Tensor>& in, const Attrs&,
+                                            const std::vector<TensorMeta>& out) {
+  Tensor dw = Tensor::Empty(out[0]);
+  if (dw.numel() > 0) MatmulInto(dw, fn::transpose(in[0], 0, 1), in[1]);
+  return {dw, fn::sum(in[0], {0})};
 }
 
 }  // namespace
@@ -264,6 +295,11 @@ ONEFLOW_REGISTER_OP(linear)
     .Grad(LinearGrad)
     .CpuHalf()
     .Kernel(DeviceType::kCPU, LinearCpu);
+ONEFLOW_REGISTER_OP(linear_grad_weight_bias)
+    .Inputs(2)
+    .Infer(InferLinearGradWeightBias)
+    .Grad(NoDoubleBackward)
+    .Kernel(DeviceType::kCPU, LinearGradWeightBiasCpu);
 ONEFLOW_REGISTER_OP(matmul)
     .Inputs(2)
     .Infer(InferMatmul)

@@ -2,12 +2,15 @@
 // of (seed, o + i), i its row-major index in the logical tensor. The same seed gives the same
 // numbers on every run, thread and process, and a rank drawing only its shard of a global
 // tensor (a shard window, core/shard_window.h: attrs "logical_shape" and "shard_start") draws
-// the numbers one process drawing the whole tensor holds there.
+// the numbers one process drawing the whole tensor holds there. The generator's functions are
+// core/ops/counter_rng.h, which the CUDA kernels (core/kernels/cuda/random.cu) share.
 #include <algorithm>
 #include <cmath>
 #include <mutex>
 
+#include "core/ops/counter_rng.h"
 #include "core/ops/op_util.h"
+#include "core/ops/random_state.h"
 #include "core/shard_window.h"
 
 namespace oneflow {
@@ -24,17 +27,7 @@ Generator& DefaultGenerator() {
   return *g;
 }
 
-inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, 1) from counter i.
-inline double Uniform01(uint64_t seed, uint64_t i) {
-  return (SplitMix64(seed ^ SplitMix64(i)) >> 11) * (1.0 / 9007199254740992.0);
-}
+using rng::Uniform01;
 
 Device AttrDevice(const Attrs& a) { return Device::Parse(a.Get<std::string>("device")); }
 
@@ -65,16 +58,24 @@ void SetWindow(Attrs* a, const Shape& logical, const std::optional<ShardWindow>&
 uint64_t Seed(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("seed")); }
 uint64_t Offset(const Attrs& a) { return static_cast<uint64_t>(a.Get<int64_t>("offset")); }
 
+// The kernel's seed and offset: its attrs', or an active RngCapture's state (random_state.h).
+void SeedAndOffset(const Attrs& a, const Tensor& t, uint64_t* seed, uint64_t* offset) {
+  const rng::Source src = RngSource(a, t.device());
+  *seed = src.Seed();
+  *offset = src.Offset();
+}
+
 std::vector<Tensor> UniformCpu(const std::vector<Tensor>&, const Attrs& a,
                                const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
   double low = a.Get<double>("low"), high = a.Get<double>("high");
-  uint64_t seed = Seed(a), off = Offset(a);
+  uint64_t seed = 0, off = 0;
+  SeedAndOffset(a, t, &seed, &off);
   DispatchFloating(t.dtype(), "uniform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
     ForEachDraw(t, a, [&](int64_t i, int64_t g) {
-      p[i] = static_cast<T>(low + (high - low) * Uniform01(seed, off + g));
+      p[i] = static_cast<T>(rng::UniformValue(seed, off + g, low, high));
     });
   });
   return {t};
@@ -84,15 +85,13 @@ std::vector<Tensor> NormalCpu(const std::vector<Tensor>&, const Attrs& a,
                               const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
   double mean = a.Get<double>("mean"), std = a.Get<double>("std");
-  uint64_t seed = Seed(a), off = Offset(a);
+  uint64_t seed = 0, off = 0;
+  SeedAndOffset(a, t, &seed, &off);
   DispatchFloating(t.dtype(), "normal", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
     ForEachDraw(t, a, [&](int64_t i, int64_t g) {
-      // Box-Muller on two counters per element.
-      double u1 = 1.0 - Uniform01(seed, 2 * (off + g));
-      double u2 = Uniform01(seed, 2 * (off + g) + 1);
-      p[i] = static_cast<T>(mean + std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
+      p[i] = static_cast<T>(rng::NormalValue(seed, off + g, mean, std));
     });
   });
   return {t};
@@ -108,12 +107,13 @@ std::vector<Tensor> RandintCpu(const std::vector<Tensor>&, const Attrs& a,
                                const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
   int64_t low = a.Get<int64_t>("low"), high = a.Get<int64_t>("high");
-  uint64_t seed = Seed(a), off = Offset(a);
+  uint64_t seed = 0, off = 0;
+  SeedAndOffset(a, t, &seed, &off);
   DispatchAll(t.dtype(), "randint", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data<T>();
     ForEachDraw(t, a, [&](int64_t i, int64_t g) {
-      p[i] = static_cast<T>(low + static_cast<int64_t>(Uniform01(seed, off + g) * (high - low)));
+      p[i] = static_cast<T>(rng::RandintValue(seed, off + g, low, high));
     });
   });
   return {t};
@@ -131,10 +131,10 @@ std::vector<Tensor> RandpermCpu(const std::vector<Tensor>&, const Attrs& a,
   int64_t n = t.numel();
   int64_t* p = t.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) p[i] = i;
-  uint64_t seed = Seed(a), off = Offset(a);
+  uint64_t seed = 0, off = 0;
+  SeedAndOffset(a, t, &seed, &off);
   for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
-    int64_t j = static_cast<int64_t>(Uniform01(seed, off + i) * (i + 1));
-    std::swap(p[i], p[j]);
+    std::swap(p[i], p[rng::PermutationPick(seed, off + i, i)]);
   }
   return {t};
 }
@@ -150,12 +150,13 @@ std::vector<Tensor> DropoutMaskCpu(const std::vector<Tensor>&, const Attrs& a,
   Tensor t = Tensor::Empty(out[0]);
   double p = a.Get<double>("p");
   double scale = 1.0 / (1.0 - p);
-  uint64_t seed = Seed(a), off = Offset(a);
+  uint64_t seed = 0, off = 0;
+  SeedAndOffset(a, t, &seed, &off);
   DispatchFloating(t.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* q = t.data<T>();
     ForEachDraw(t, a, [&](int64_t i, int64_t g) {
-      q[i] = Uniform01(seed, off + g) >= p ? static_cast<T>(scale) : T(0);
+      q[i] = rng::DropoutKeep(seed, off + g, p) ? static_cast<T>(scale) : T(0);
     });
   });
   return {t};
@@ -273,6 +274,125 @@ Tensor dropout_mask(const Tensor& x, double p) {
 }
 
 }  // namespace fn
+
+// ---------------------------------------------------------------- device-resident state
+
+namespace {
+thread_local const RngCapture* t_capture = nullptr;
+}  // namespace
+
+rng::Source RngSource(const Attrs& a, const Device& device) {
+  rng::Source src;
+  src.seed = Seed(a);
+  src.offset = Offset(a);
+  if (const RngCapture* c = RngCapture::Active(device)) {
+    src.state = c->state().data<int64_t>();
+    src.offset = c->Relative(src.offset);
+  }
+  return src;
+}
+
+rng::Window RngWindow(const Attrs& a, const Shape& local, const char* op) {
+  rng::Window w;
+  if (!a.Has("shard_start")) return w;
+  const Shape logical = AttrShape(a, "logical_shape");
+  const std::vector<int64_t> start = a.Get<std::vector<int64_t>>("shard_start");
+  ONEFLOW_CHECK(local.ndim() <= rng::kMaxWindowDims, op, ": a shard window of at most ",
+                rng::kMaxWindowDims, " dims, got ", local.ndim());
+  w.ndim = static_cast<int>(local.ndim());
+  for (int d = 0; d < w.ndim; ++d) {
+    w.local[d] = local[d];
+    w.logical[d] = logical[d];
+    w.start[d] = start[d];
+  }
+  return w;
+}
+
+namespace {
+
+// state = {seed, base} through a host tensor (a copy: the one host wait of an RngCapture).
+void WriteState(const Tensor& state, uint64_t seed, uint64_t base) {
+  Tensor host = Tensor::Empty(Shape({2}), DType::kInt64, Device::CPU());
+  host.data<int64_t>()[0] = static_cast<int64_t>(seed);
+  host.data<int64_t>()[1] = static_cast<int64_t>(base);
+  fn::copy_(state, host);
+}
+
+}  // namespace
+
+RngCapture::RngCapture(const Device& device)
+    : device_(device), state_(Tensor::Empty(Shape({2}), DType::kInt64, device)) {
+  const auto [seed, offset] = fn::generator_state();
+  seed_ = seed;
+  base_ = offset;
+  WriteState(state_, seed_, base_);
+}
+
+RngCapture::~RngCapture() {
+  if (active_ && t_capture == this) t_capture = prev_;
+}
+
+void RngCapture::Begin() {
+  ONEFLOW_CHECK(!active_, "RngCapture: Begin while already active on ", device_.ToString());
+  const auto [seed, offset] = fn::generator_state();
+  if (seed != seed_ || offset != base_) {
+    // Kernels also run during a capture (always on the stand-in device): the state must give
+    // eager's draws.
+    seed_ = seed;
+    base_ = offset;
+    WriteState(state_, seed_, base_);
+  }
+  begin_offset_ = offset;
+  prev_ = t_capture;
+  t_capture = this;
+  active_ = true;
+}
+
+void RngCapture::BeginReplay() {
+  ONEFLOW_CHECK(!active_, "RngCapture: BeginReplay while already active on ", device_.ToString());
+  prev_ = t_capture;
+  t_capture = this;
+  active_ = true;
+  replaying_ = true;
+}
+
+void RngCapture::End() {
+  ONEFLOW_CHECK(active_ && t_capture == this, "RngCapture: End without its Begin on ",
+                device_.ToString());
+  if (!replaying_) draws_ = fn::generator_state().second - begin_offset_;
+  t_capture = prev_;
+  active_ = false;
+  replaying_ = false;
+}
+
+uint64_t RngCapture::PrepareReplay() {
+  ONEFLOW_CHECK(!active_, "RngCapture: PrepareReplay during the capture on ", device_.ToString());
+  // generator_advance(n) reserves 2n counters; a capture's draws are such reservations.
+  const uint64_t start = fn::generator_advance(draws_ / 2);
+  const uint64_t seed = fn::initial_seed();
+  if (seed != seed_) {
+    seed_ = seed;
+    base_ = start;
+    WriteState(state_, seed_, base_);
+    return start;
+  }
+  if (start != base_) {
+    // base += start - old base on the device: a kernel taking the difference as its argument.
+    const int64_t delta = static_cast<int64_t>(start - base_);
+    Tensor b = fn::slice(state_, 0, 1, 2);
+    fn::copy_(b, fn::add(b, fn::scalar_like(static_cast<double>(delta), b)));
+    base_ = start;
+  }
+  return start;
+}
+
+const RngCapture* RngCapture::Active(const Device& device) {
+  for (const RngCapture* c = t_capture; c; c = c->prev_) {
+    if (c->device_ == device) return c;
+  }
+  return nullptr;
+}
+
 }  // namespace oneflow
 
 // ---------------------------------------------------------------- multinomial

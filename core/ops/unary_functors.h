@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/attrs.h"
 #include "core/ops/binary_functors.h"  // ONEFLOW_HOST_DEVICE
@@ -240,6 +241,93 @@ struct ThresholdF {
   template <typename T>
   ONEFLOW_HOST_DEVICE T Grad(T x) const {
     return x > static_cast<T>(threshold) ? T(1) : T(0);
+  }
+};
+
+// ---------------------------------------------------------------- outside the table
+// The elementwise ops with hand-written gradients (core/ops/elementwise.cc: neg ... gelu,
+// logical_not, relu_grad, gelu_grad), one expression for the CPU loops and the CUDA kernels
+// (core/kernels/cuda/elementwise.cu; the half types arrive there as float).
+#define ONEFLOW_UNARY_FUNCTOR(Name, expr)            \
+  struct Name {                                      \
+    template <typename T>                            \
+    ONEFLOW_HOST_DEVICE auto operator()(T x) const { \
+      return expr;                                   \
+    }                                                \
+  };
+ONEFLOW_UNARY_FUNCTOR(NegF, -x)
+ONEFLOW_UNARY_FUNCTOR(ExpF, std::exp(x))
+ONEFLOW_UNARY_FUNCTOR(LogF, std::log(x))
+ONEFLOW_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
+ONEFLOW_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
+ONEFLOW_UNARY_FUNCTOR(SquareF, x* x)
+ONEFLOW_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
+ONEFLOW_UNARY_FUNCTOR(TanhF, std::tanh(x))
+ONEFLOW_UNARY_FUNCTOR(GeluF, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))))
+ONEFLOW_UNARY_FUNCTOR(NotF, !static_cast<bool>(x))
+#undef ONEFLOW_UNARY_FUNCTOR
+
+// abs, sign and relu compare with zero; for unsigned types (bool included) the comparisons
+// are constant and spelled out, so neither compiler warns about them.
+struct AbsF {
+  template <typename T>
+  ONEFLOW_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x < T(0) ? T(-x) : x;
+    }
+  }
+};
+struct SignF {
+  template <typename T>
+  ONEFLOW_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return T(T(0) < x);
+    } else {
+      return T((T(0) < x) - (x < T(0)));
+    }
+  }
+};
+struct ReluF {
+  template <typename T>
+  ONEFLOW_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else {
+      return x > T(0) ? x : T(0);
+    }
+  }
+};
+
+// relu_grad(g, y) = g where y > 0.
+struct ReluGradF {
+  template <typename T>
+  ONEFLOW_HOST_DEVICE T operator()(T g, T y) const {
+    return y > T(0) ? g : T(0);
+  }
+};
+
+// gelu_grad(g, x) = g (Phi(x) + x phi(x)), exact (erf) gelu, in x's type (float for the half
+// types on CUDA).
+struct GeluGradF {
+  template <typename T>
+  ONEFLOW_HOST_DEVICE T operator()(T g, T x) const {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
+    return g * (cdf + x * pdf);
+  }
+};
+
+// clamp(x) to [lo, hi], each bound optional.
+template <typename T>
+struct ClampF {
+  bool has_min, has_max;
+  T lo, hi;
+  ONEFLOW_HOST_DEVICE T operator()(T v) const {
+    if (has_min && v < lo) v = lo;
+    if (has_max && v > hi) v = hi;
+    return v;
   }
 };
 

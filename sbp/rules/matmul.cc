@@ -44,9 +44,19 @@ std::vector<Signature> LinearRule(const RuleContext& c) {
   return out;
 }
 
+// linear_grad_weight_bias(g [m, out], x [m, in]) -> (dw [out, in], db [out])
+std::vector<Signature> LinearGradWeightBiasRule(const RuleContext& c) {
+  return {AllBroadcast(c),
+          {{S(0), S(0)}, {P, P}},     // data parallel: sums over the batch
+          {{S(1), B}, {S(0), S(0)}},  // output features
+          {{B, S(1)}, {S(1), B}},     // input features
+          {{P, B}, {P, P}}};
+}
+
 }  // namespace
 
 ONEFLOW_REGISTER_SBP_RULE(matmul, MatmulRule);
+ONEFLOW_REGISTER_SBP_RULE(linear_grad_weight_bias, LinearGradWeightBiasRule);
 ONEFLOW_REGISTER_SBP_RULE(linear, LinearRule);
 
 }  // namespace sbp

@@ -62,6 +62,12 @@ std::vector<Signature> UpdateRule(const RuleContext& c) {
 }
 // Every input keeps its Sbp (the longest update takes 13 tensors).
 const std::vector<int> kUpdateInputs = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+// The multi-tensor updates take any number of records: every input keeps its Sbp.
+const std::vector<int> kMultiUpdateInputs = [] {
+  std::vector<int> all(4096);
+  for (int i = 0; i < 4096; ++i) all[i] = i;
+  return all;
+}();
 
 }  // namespace
 
@@ -131,6 +137,8 @@ ONEFLOW_REGISTER_SBP_RULE(rmsprop_update, (SbpRule{UpdateRule, kUpdateInputs}));
 ONEFLOW_REGISTER_SBP_RULE(adadelta_update, (SbpRule{UpdateRule, kUpdateInputs}));
 ONEFLOW_REGISTER_SBP_RULE(ftrl_update, (SbpRule{UpdateRule, kUpdateInputs}));
 ONEFLOW_REGISTER_SBP_RULE(lamb_update, (SbpRule{BroadcastOnly, kUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(multi_tensor_sgd_update, (SbpRule{UpdateRule, kMultiUpdateInputs}));
+ONEFLOW_REGISTER_SBP_RULE(multi_tensor_adam_update, (SbpRule{UpdateRule, kMultiUpdateInputs}));
 
 }  // namespace sbp
 }  // namespace oneflow

@@ -496,6 +496,62 @@ def test_cudnn_tf32_switch_keeps_convolutions_close():
         flow.backends.cudnn.allow_tf32 = saved
 
 
+@requires_cuda
+def test_random_draws_on_cuda_are_the_cpus_bit_for_bit():
+    # Drawn on the device by the CPU's counter-based generator (core/ops/counter_rng.h).
+    def both(draw):
+        flow.manual_seed(11)
+        on_cuda = _numpy(draw("cuda"))
+        flow.manual_seed(11)
+        return on_cuda, _numpy(draw("cpu"))
+
+    x = flow.ones(3, 1000)
+    for draw in (lambda d: flow.rand(3, 1000, device=d),
+                 lambda d: flow.rand(2, 999, device=d, dtype=flow.float64),
+                 lambda d: flow.randint(-5, 9, (4097,), device=d),
+                 lambda d: flow.randperm(1025, device=d),
+                 lambda d: flow.rand(1000, device=d, dtype=flow.bfloat16).float(),
+                 lambda d: F.dropout(x.to(d), 0.3, training=True),
+                 lambda d: F.dropout(x.to(d).half(), 0.5, training=True).float()):
+        a, b = both(draw)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (a[:8], b[:8])
+    # normal's log and cos are the platforms' (within 1 ulp): float32 rounds the difference off.
+    a, b = both(lambda d: flow.randn(4, 1025, device=d))
+    assert np.array_equal(a, b) or np.max(np.abs(a - b)) <= 1e-6, np.max(np.abs(a - b))
+    a, b = both(lambda d: flow.randn(4, 1025, device=d, dtype=flow.float64))
+    assert np.allclose(a, b, rtol=1e-14, atol=1e-14)
+
+
+@requires_cuda
+def test_a_bad_index_is_reported_at_the_next_synchronisation_naming_the_op():
+    x = flow.arange(10.0, device="cuda")
+    flow.cuda.set_sync_debug_mode("error")
+    try:
+        y = flow.index_select(x, 0, flow.full((3,), 12, dtype=flow.int64, device="cuda"))
+        z = flow.gather(x, 0, flow.full((2,), 1, dtype=flow.int64, device="cuda"))
+    finally:
+        flow.cuda.set_sync_debug_mode("default")  # the ops above waited for nothing
+    with pytest.raises(IndexError, match=r"index_select: index 12 is out of bounds for "
+                                         r"dimension 0 with size 10"):
+        flow.cuda.synchronize()
+    assert z.tolist() == [1.0, 1.0]  # the checks were read: later syncs see no error
+    t = flow.tensor([0, 7, 1]).cuda()
+    loss = F.nll_loss(flow.zeros(3, 4, device="cuda"), t)
+    with pytest.raises(RuntimeError, match="nll_loss: target 7 is out of bounds for 4 classes"):
+        loss.item()
+    del y
+
+
+@requires_cuda
+def test_a_training_step_on_cuda_has_no_host_wait():
+    r = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "dist",
+                                                     "sync_debug_checks.py")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.split() == ["modes", "ok", "reports", "ok", "gpt", "step", "ok", "resnet",
+                                "step", "ok"], r.stdout
+
+
 # =============================================================== fused attention
 
 

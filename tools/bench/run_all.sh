@@ -14,10 +14,10 @@
 # local shard (bench_global_op.py: both columns are ours), a GPT block's training step at
 # GPT-small shapes (bench_gpt_step.py), bf16 matmul against our float32 (bench_bf16.py), the
 # GPT under tensor / data / pipeline parallelism (bench_gpt_parallel.py: TP layer 2 ranks vs 1,
-# DP against PyTorch DDP, the pipeline bubble), and on a machine with a GPU, matmul /
-# conv2d TFLOP/s and LeNet / MobileNetV2 training on CUDA against PyTorch on the same GPU
-# (bench_cuda.py; without a GPU it prints why it skipped and adds no rows; it fails the run when
-# results differ from PyTorch's). Each table section is headed by what its two columns are.
+# DP against PyTorch DDP, the pipeline bubble), and on a machine with a GPU, issue 40's table
+# on CUDA against PyTorch on the same GPU, each in its own process: per-op rows, matmul / conv,
+# ResNet-50 and GPT training in fp32 and bf16 autocast (bench_cuda.py; without a GPU it prints
+# why it skipped and adds no rows; a row whose result differs from PyTorch's is marked). Each table section is headed by what its two columns are.
 # Each script can also be run alone; see their docstrings. Prints the CPU, core count and date
 # first: figures from different machines are not comparable.
 set -euo pipefail

@@ -3,9 +3,11 @@
 #
 #   tools/gpu/check.sh pack     # here: builds the extension and the CUDA kernel test and packs
 #                               # them with ../shared/gpu/make_bundle.sh into .gpu/ (ignored)
-#   tools/gpu/check.sh          # on the GPU machine (device tool: carry [".gpu"], timeout_s
-#                               # ~480): each step below with its own time limit, one log and
-#                               # one JSON summary under $OUT (or /tmp/gpu_check without $OUT)
+#   tools/gpu/check.sh [STEP...] # on the GPU machine (device tool: carry [".gpu"], timeout_s
+#                               # ~480): each step below (or only the STEPs named: kernels
+#                               # memcheck test_cuda cuda_suites bench_cuda) with its own time
+#                               # limit, one log and one JSON summary under $OUT (or
+#                               # /tmp/gpu_check without $OUT)
 #
 # Steps: the kernel test with ONEFLOW_REQUIRE_CUDA=1 (every op's CUDA kernel against the CPU,
 # gradients included), the same under compute-sanitizer's memcheck where the machine has it,
@@ -28,8 +30,10 @@ LOG="$OUT/gpu_check.log"
 : >"$LOG"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$LOG" 2>&1
 STEPS=()
+ONLY=" $* "
 step() {  # step NAME SECONDS COMMAND (run inside the bundle: $PY, $BIN, $OFLIB)
   local name="$1" limit="$2" cmd="$3" start rc
+  [[ "$ONLY" == "  " || "$ONLY" == *" $name "* ]] || return 0
   start=$(date +%s)
   echo "=== $name" >>"$LOG"
   timeout -k 10 "$limit" bash .gpu/run.sh "$cmd" >>"$LOG" 2>&1
@@ -46,7 +50,8 @@ fi
 step test_cuda 90 'ONEFLOW_REQUIRE_CUDA=1 $PY -m pytest -q -p no:cacheprovider tests/python/test_cuda.py'
 step cuda_suites 180 '$PY -m pytest -q -p no:cacheprovider -x tests/python/test_global.py tests/python/test_gpt_parallel.py -k cuda'
 if [[ -f tools/bench/bench_cuda.py ]]; then
-  step bench_cuda 180 '$PY tools/bench/bench_cuda.py --json '"$OUT"'/bench_cuda.json'
+  # ours under the bundle's Python, PyTorch under the machine's python3, each in its own process
+  step bench_cuda 240 '$PY tools/bench/bench_cuda.py --quick --torch-python python3 --json '"$OUT"'/bench_cuda.json'
 else
   echo "=== bench_cuda: tools/bench/bench_cuda.py does not exist yet" >>"$LOG"
 fi

@@ -1,316 +1,249 @@
-// CUDA kernels of batch_norm_train, batch_norm_elemt and their backward ops
-// (core/ops/nn/batch_norm.cc). Own kernels rather than cuDNN's: the ops return the biased batch
-// variance (cuDNN keeps the unbiased one in its running statistics and returns the inverse
-// standard deviation) and take gradients for mean and var as inputs.
+// CUDA kernels of batch_norm_train, batch_norm_train_grad, batch_norm_elemt and
+// batch_norm_elemt_grad (core/ops/nn/batch_norm.cc) on cuDNN's batch normalization (spatial
+// mode, NCHW): x (N, C, S...) is cuDNN's 4-d (N, C, prod(S), 1).
 //
-// x (N, C, S...) is seen as (outer = N, C, inner = prod(S)). Per-channel sums go in two steps:
-// a grid of (channel, chunk) blocks writes partial sums, then one thread per channel adds its
-// chunks in order. Sums are in double, as the CPU kernels' totals; the elementwise passes
-// compute in T (float for the half types), as the CPU kernels do.
+//   training   cudnnBatchNormalizationForwardTraining: y, the batch mean and 1 / sqrt(var + eps)
+//              saved for the backward, and the running statistics updated inside cuDNN when the
+//              op gets them (exponentialAverageFactor = momentum, the unbiased variance, as
+//              OneFlow and PyTorch keep them); a small kernel turns the saved inverse standard
+//              deviation into the biased variance the op returns.
+//   backward   cudnnBatchNormalizationBackward from the saved mean and inverse standard
+//              deviation; the gradients of the mean and variance outputs (zero in a training
+//              step) are added by a kernel whose blocks return at once when they are zero.
+//   eval       cudnnBatchNormalizationForwardInference; its backward (frozen statistics) is a
+//              composite of reductions and elementwise ops in float.
+//
+// cuDNN keeps the per-channel tensors (weight, bias, statistics) in float for half inputs and in
+// double for double inputs: other dtypes are converted around the call. bfloat16 inputs go
+// through float32 copies of x and y.
+
+#include <cudnn.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/functional.h"
 #include "core/kernels/cuda/cuda_dispatch.h"
+#include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
+#include "core/kernels/cuda/dnn_handle.h"
+#include "core/kernels/cuda/kernels/batch_norm.cuh"
+#include "core/kernels/cuda/launch.cuh"
 #include "core/op_registry.h"
 
 namespace oneflow {
 
 namespace {
 
-using cuda::Acc;
+using cuda::CheckDnn;
 using cuda::DevT;
-using cuda::Load;
-using cuda::Store;
+using cuda::DnnInt;
+using cuda::DnnTensorDesc;
+using cuda::WithDnn;
 
-struct ChannelLayout {
-  int64_t outer, c, inner;
-  explicit ChannelLayout(const Shape& x) : outer(x[0]), c(x[1]), inner(1) {
-    for (int64_t d = 2; d < x.ndim(); ++d) inner *= x[d];
+// x (N, C, S...) as (n, c, s).
+struct Layout {
+  int64_t n, c, s;
+  explicit Layout(const Shape& x) : n(x[0]), c(x[1]), s(1) {
+    for (int64_t d = 2; d < x.ndim(); ++d) s *= x[d];
   }
-  __host__ __device__ int64_t per_channel() const { return outer * inner; }
 };
 
-// ---------------------------------------------------------------- per-channel sums
+// The dtype cuDNN reads x in (bfloat16 through float32) and the dtype of its per-channel tensors.
+DType DataDType(DType t) { return t == DType::kBFloat16 ? DType::kFloat32 : t; }
+DType ParamDType(DType t) { return t == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32; }
 
-constexpr int kReduceThreads = 256;  // a multiple of the warp size
-
-// Blocks per channel: enough blocks in all to fill the GPU, each with at least 16 elements
-// per thread.
-int64_t ChunksPerChannel(const ChannelLayout& l) {
-  const int64_t by_size = std::max<int64_t>(1, l.per_channel() / (kReduceThreads * 16));
-  const int64_t by_grid = std::max<int64_t>(1, 2048 / std::max<int64_t>(l.c, 1));
-  return std::min<int64_t>({by_size, by_grid, 65535});
-}
-
-// Sums a and b over the block; the result is in thread 0.
-__device__ void BlockSum2(double* a, double* b) {
-  __shared__ double sa[kReduceThreads / 32], sb[kReduceThreads / 32];
-  for (int off = 16; off > 0; off >>= 1) {
-    *a += __shfl_down_sync(0xffffffffu, *a, off);
-    *b += __shfl_down_sync(0xffffffffu, *b, off);
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    sa[warp] = *a;
-    sb[warp] = *b;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const int warps = blockDim.x / 32;
-    *a = lane < warps ? sa[lane] : 0.0;
-    *b = lane < warps ? sb[lane] : 0.0;
-    for (int off = 16; off > 0; off >>= 1) {
-      *a += __shfl_down_sync(0xffffffffu, *a, off);
-      *b += __shfl_down_sync(0xffffffffu, *b, off);
-    }
+cudnnDataType_t DnnType(DType t) {
+  switch (t) {
+    case DType::kFloat16:
+      return CUDNN_DATA_HALF;
+    case DType::kFloat64:
+      return CUDNN_DATA_DOUBLE;
+    default:
+      return CUDNN_DATA_FLOAT;
   }
 }
 
-// Grid (C, chunks): block (c, k) sums f over elements [k * chunk, (k + 1) * chunk) of channel
-// c into partial[(c * chunks + k) * 2 + {0, 1}]. f(c, offset, &s0, &s1) adds one element.
+// t contiguous in dtype d: t itself when it already is.
+Tensor As(const Tensor& t, DType d) {
+  return t.dtype() == d ? fn::contiguous(t) : fn::contiguous(fn::to_dtype(t, d));
+}
+
+// The descriptors of one call: x (and y, dy, dx) in dtype `data`, the per-channel tensors.
+struct Descs {
+  DnnTensorDesc x, param;
+  Descs(const Layout& l, DType data, const char* op) {
+    // cuDNN indexes x with int: refuse what it cannot address.
+    DnnInt(l.n * l.c * l.s, op);
+    CheckDnn(
+        CUDNN(cudnnSetTensor4dDescriptor)(x.get(), CUDNN_TENSOR_NCHW, DnnType(data),
+                                          DnnInt(l.n, op), DnnInt(l.c, op), DnnInt(l.s, op), 1),
+        "batch_norm: cudnnSetTensor4dDescriptor (input)");
+    CheckDnn(CUDNN(cudnnSetTensor4dDescriptor)(param.get(), CUDNN_TENSOR_NCHW,
+                                               DnnType(ParamDType(data)), 1, DnnInt(l.c, op), 1, 1),
+             "batch_norm: cudnnSetTensor4dDescriptor (per-channel)");
+  }
+};
+
+// cuDNN's blend factors: double for double data, float otherwise.
+struct Blend {
+  double d[2] = {1, 0};
+  float f[2] = {1, 0};
+  bool is_double;
+  explicit Blend(DType data) : is_double(data == DType::kFloat64) {}
+  const void* one() const { return is_double ? static_cast<const void*>(&d[0]) : &f[0]; }
+  const void* zero() const { return is_double ? static_cast<const void*>(&d[1]) : &f[1]; }
+};
+
+// Calls f(TypeTag<U>{}, TypeTag<P>{}) with U the device type of dtype t and P its cuDNN
+// per-channel type.
 template <typename F>
-__global__ void ChannelPartialSumsKernel(ChannelLayout l, int64_t chunk, F f, double* partial) {
-  const int64_t c = blockIdx.x, k = blockIdx.y;
-  const int64_t begin = k * chunk, end = min(begin + chunk, l.per_channel());
-  double s0 = 0, s1 = 0;
-  for (int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
-    const int64_t n = e / l.inner, s = e - n * l.inner;
-    f(c, (n * l.c + c) * l.inner + s, &s0, &s1);
-  }
-  BlockSum2(&s0, &s1);
-  if (threadIdx.x == 0) {
-    partial[(c * gridDim.y + k) * 2] = s0;
-    partial[(c * gridDim.y + k) * 2 + 1] = s1;
-  }
+void DispatchBn(DType t, const char* op, F&& f) {
+  cuda::DispatchFloatingWithHalf(t, op, [&](auto tag) {
+    using U = DevT<typename decltype(tag)::type>;
+    using P = std::conditional_t<std::is_same_v<U, double>, double, float>;
+    f(TypeTag<U>{}, TypeTag<P>{});
+  });
 }
 
-// Channel c's totals from its partial sums, added in chunk order (deterministic).
-__device__ void ChannelTotals(const double* partial, int64_t chunks, int64_t c, double* s0,
-                              double* s1) {
-  *s0 = 0, *s1 = 0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    *s0 += partial[(c * chunks + k) * 2];
-    *s1 += partial[(c * chunks + k) * 2 + 1];
-  }
-}
-
-// Scratch for the sums: 2 * chunks partials and `extra` more doubles per channel.
-struct Sums {
-  Tensor scratch;
-  int64_t chunks;
-  double* partial() const { return scratch.data<double>(); }
-  double* extra(int64_t i, int64_t c) const {
-    return scratch.data<double>() + 2 * chunks * c + i * c;
-  }
-};
-
-Sums MakeSums(const ChannelLayout& l, int64_t extra, const Device& device) {
-  Sums s;
-  s.chunks = ChunksPerChannel(l);
-  s.scratch = Tensor::Empty(Shape({l.c * (2 * s.chunks + extra)}), DType::kFloat64, device);
-  return s;
-}
-
-// Launches the partial sums of f over every channel.
-template <typename F>
-void LaunchPartialSums(const ChannelLayout& l, const Sums& sums, F f, cudaStream_t stream) {
-  const int64_t chunk = (l.per_channel() + sums.chunks - 1) / sums.chunks;
-  const dim3 grid(static_cast<unsigned>(l.c), static_cast<unsigned>(sums.chunks));
-  ChannelPartialSumsKernel<<<grid, kReduceThreads, 0, stream>>>(l, chunk, f, sums.partial());
-  ONEFLOW_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-struct SumOf {
-  const T* x;
-  __device__ void operator()(int64_t, int64_t off, double* s0, double*) const {
-    *s0 += static_cast<double>(Load(x[off]));
-  }
-};
-
-template <typename T>
-struct SquaredDeviationOf {
-  const T* x;
-  const double* mean;
-  __device__ void operator()(int64_t c, int64_t off, double* s0, double*) const {
-    const double d = static_cast<double>(Load(x[off])) - mean[c];
-    *s0 += d * d;
-  }
-};
-
-// sum(dy) and sum(dy * (x - mean)), what every batch_norm gradient needs.
-template <typename T>
-struct GradSumsOf {
-  const T *dy, *x, *mean;
-  __device__ void operator()(int64_t c, int64_t off, double* s0, double* s1) const {
-    const double g = static_cast<double>(Load(dy[off]));
-    *s0 += g;
-    *s1 += g * (static_cast<double>(Load(x[off])) - static_cast<double>(Load(mean[c])));
-  }
-};
-
-// ---------------------------------------------------------------- per-channel steps
-
-template <typename T>
-__global__ void MeanKernel(int64_t channels, int64_t chunks, double count, const double* partial,
-                           double* mean_acc, T* mean) {
-  ONEFLOW_CUDA_GRID_LOOP(c, channels) {
-    double s0, s1;
-    ChannelTotals(partial, chunks, c, &s0, &s1);
-    mean_acc[c] = s0 / count;
-    mean[c] = Store<T>(mean_acc[c]);
-  }
-}
-
-template <typename T>
-__global__ void VarKernel(int64_t channels, int64_t chunks, double count, const double* partial,
-                          T* var) {
-  ONEFLOW_CUDA_GRID_LOOP(c, channels) {
-    double s0, s1;
-    ChannelTotals(partial, chunks, c, &s0, &s1);
-    var[c] = Store<T>(s0 / count);
-  }
-}
-
-// y = (x - mean) / sqrt(var + eps) * w + b as y = x * scale + shift, computed in T as on CPU.
-template <typename T>
-__global__ void ScaleShiftKernel(int64_t channels, const T* mean, const T* var, const T* w,
-                                 const T* b, double eps, double* scale, double* shift) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(c, channels) {
-    const A s = Load(w[c]) / sqrt(Load(var[c]) + static_cast<A>(eps));
-    scale[c] = s;
-    shift[c] = Load(b[c]) - Load(mean[c]) * s;
-  }
-}
-
-template <typename T>
-__global__ void NormalizeKernel(int64_t total, int64_t inner, int64_t channels, const T* x,
-                                const double* scale, const double* shift, T* y) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(i, total) {
-    const int64_t c = (i / inner) % channels;
-    y[i] = Store<T>(Load(x[i]) * static_cast<A>(scale[c]) + static_cast<A>(shift[c]));
-  }
-}
-
-// y from x and per-channel mean, var, w, b (all of T, contiguous).
-template <typename T>
-void Normalize(const ChannelLayout& l, const Tensor& x, const Tensor& mean, const Tensor& var,
-               const Tensor& w, const Tensor& b, double eps, double* scale, double* shift,
-               const Tensor& y, cudaStream_t stream) {
-  ScaleShiftKernel<<<cuda::Blocks(l.c), cuda::kThreads, 0, stream>>>(
-      l.c, cuda::Ptr<T>(mean), cuda::Ptr<T>(var), cuda::Ptr<T>(w), cuda::Ptr<T>(b), eps, scale,
-      shift);
-  ONEFLOW_CUDA_CHECK(cudaGetLastError());
-  if (y.numel() == 0) return;
-  NormalizeKernel<<<cuda::Blocks(y.numel()), cuda::kThreads, 0, stream>>>(
-      y.numel(), l.inner, l.c, cuda::Ptr<T>(x), scale, shift, cuda::Ptr<T>(y));
-  ONEFLOW_CUDA_CHECK(cudaGetLastError());
-}
+// Blocks for one pass over n elements, a grid-stride loop covering the rest.
+unsigned BlocksFor(int64_t n) { return cuda::Blocks(n); }
 
 // ---------------------------------------------------------------- batch_norm_train
 
-// batch_norm_train(x, weight, bias), attr eps -> (y, mean, var); var is biased. Two passes
-// (mean, then squared deviations) as on CPU: E[x^2] - E[x]^2 cancels badly.
+// batch_norm_train(x, weight, bias[, running_mean, running_var]), attrs eps[, momentum]
+//   -> (y, mean, var); var is biased; the running statistics are updated in place.
 std::vector<Tensor> TrainCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                               const std::vector<TensorMeta>& out) {
+  const char* op = "batch_norm_train";
   Tensor y = Tensor::Empty(out[0]), mean = Tensor::Empty(out[1]), var = Tensor::Empty(out[2]);
-  cuda::DispatchFloatingWithHalf(in[0].dtype(), "batch_norm_train", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const ChannelLayout l(in[0].shape());
-    if (l.c == 0) return;
-    Tensor x = fn::contiguous(in[0]), w = fn::contiguous(in[1]), b = fn::contiguous(in[2]);
-    cudaStream_t stream = cuda::StreamFor(y.device());
-    const Sums sums = MakeSums(l, 3, y.device());  // extra: mean in double, scale, shift
-    double *mean_acc = sums.extra(0, l.c), *scale = sums.extra(1, l.c), *shift = sums.extra(2, l.c);
-    const double count = static_cast<double>(l.per_channel());  // 0 gives NaN, as on CPU
-
-    LaunchPartialSums(l, sums, SumOf<DevT<T>>{cuda::Ptr<T>(x)}, stream);
-    MeanKernel<<<cuda::Blocks(l.c), cuda::kThreads, 0, stream>>>(
-        l.c, sums.chunks, count, sums.partial(), mean_acc, cuda::Ptr<T>(mean));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
-    LaunchPartialSums(l, sums, SquaredDeviationOf<DevT<T>>{cuda::Ptr<T>(x), mean_acc}, stream);
-    VarKernel<<<cuda::Blocks(l.c), cuda::kThreads, 0, stream>>>(l.c, sums.chunks, count,
-                                                                sums.partial(), cuda::Ptr<T>(var));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
-    Normalize<T>(l, x, mean, var, w, b, attrs.Get<double>("eps"), scale, shift, y, stream);
+  const Layout l(in[0].shape());
+  const bool running = in.size() == 5;
+  if (l.c == 0) return {y, mean, var};
+  if (in[0].numel() == 0) {  // as on CPU: statistics of no values
+    fn::fill_(mean, std::numeric_limits<double>::quiet_NaN());
+    fn::fill_(var, std::numeric_limits<double>::quiet_NaN());
+    return {y, mean, var};
+  }
+  const double eps = attrs.Get<double>("eps");
+  const DType t = in[0].dtype(), data = DataDType(t), param = ParamDType(t);
+  const Device device = y.device();
+  Tensor x = As(in[0], data), w = As(in[1], param), b = As(in[2], param);
+  Tensor y_data = data == t ? y : Tensor::Empty(y.shape(), data, device);
+  Tensor save_mean = param == t ? mean : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor invstd = Tensor::Empty(Shape({l.c}), param, device);
+  Tensor rm, rv;
+  double momentum = 0;
+  if (running) {
+    rm = As(in[3], param);
+    rv = As(in[4], param);
+    momentum = attrs.Get<double>("momentum");
+  }
+  const Descs desc(l, data, op);
+  const Blend blend(data);
+  WithDnn(device, [&](cudnnHandle_t h) {
+    CheckDnn(CUDNN(cudnnBatchNormalizationForwardTraining)(
+                 h, CUDNN_BATCHNORM_SPATIAL, blend.one(), blend.zero(), desc.x.get(), x.raw_data(),
+                 desc.x.get(), y_data.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
+                 momentum, running ? rm.raw_data() : nullptr, running ? rv.raw_data() : nullptr,
+                 eps, save_mean.raw_data(), invstd.raw_data()),
+             "batch_norm_train: cudnnBatchNormalizationForwardTraining");
   });
+  cudaStream_t stream = cuda::StreamFor(device);
+  DispatchBn(t, op, [&](auto utag, auto ptag) {
+    using U = typename decltype(utag)::type;
+    using P = typename decltype(ptag)::type;
+    auto* kernel = cuda::BatchNormStatsKernel<U, P>;
+    OF_CUDA_LAUNCH(kernel, BlocksFor(l.c), cuda::kThreads, 0, stream, l.c, save_mean.data<P>(),
+                   invstd.data<P>(), eps,
+                   param == t ? nullptr : reinterpret_cast<U*>(mean.raw_data()),
+                   reinterpret_cast<U*>(var.raw_data()));
+  });
+  if (data != t) fn::copy_(y, y_data);
+  if (running) {
+    for (int i : {3, 4}) {
+      const Tensor& work = i == 3 ? rm : rv;
+      if (work.impl() != in[i].impl()) fn::copy_(in[i], work);
+      in[i].storage()->bump_version();
+    }
+  }
   return {y, mean, var};
 }
 
 // ---------------------------------------------------------------- batch_norm_train_grad
 
-// Per channel, with M values, invstd = 1 / sqrt(var + eps) and wi = w invstd:
-//   dx = a dy + b (x - mean) + k, a = wi, b = -wi invstd^2 sum(dy xc) / M + 2 dvar / M,
-//   k = -wi sum(dy) / M + dmean / M;  dweight = invstd sum(dy xc);  dbias = sum(dy).
-template <typename T>
-__global__ void TrainGradCoefficientsKernel(int64_t channels, int64_t chunks, double count,
-                                            const double* partial, const T* dmean, const T* dvar,
-                                            const T* var, const T* w, double eps, double* a,
-                                            double* b, double* k, T* dw, T* db) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(c, channels) {
-    double sum_dy, sum_dy_xc;
-    ChannelTotals(partial, chunks, c, &sum_dy, &sum_dy_xc);
-    const double inv_m = 1.0 / count;
-    const double invstd = 1.0 / sqrt(static_cast<double>(Load(var[c])) + eps);
-    const double wi = static_cast<double>(Load(w[c])) * invstd;
-    // Rounded to the compute type, as the CPU kernel rounds them to T.
-    a[c] = static_cast<A>(wi);
-    b[c] = static_cast<A>(-wi * invstd * invstd * sum_dy_xc * inv_m +
-                          2 * static_cast<double>(Load(dvar[c])) * inv_m);
-    k[c] = static_cast<A>(-wi * sum_dy * inv_m + static_cast<double>(Load(dmean[c])) * inv_m);
-    dw[c] = Store<T>(invstd * sum_dy_xc);
-    db[c] = Store<T>(sum_dy);
-  }
-}
-
-template <typename T>
-__global__ void TrainGradInputKernel(int64_t total, int64_t inner, int64_t channels, const T* dy,
-                                     const T* x, const T* mean, const double* a, const double* b,
-                                     const double* k, T* dx) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(i, total) {
-    const int64_t c = (i / inner) % channels;
-    dx[i] = Store<T>(static_cast<A>(a[c]) * Load(dy[i]) +
-                     static_cast<A>(b[c]) * (Load(x[i]) - Load(mean[c])) + static_cast<A>(k[c]));
-  }
+// Blocks per channel for a pass over its values: enough blocks in all to fill the GPU, each
+// with at least 16 values per thread.
+int64_t ChunksPerChannel(const Layout& l) {
+  const int64_t by_size = std::max<int64_t>(1, l.n * l.s / (cuda::kThreads * 16));
+  const int64_t by_grid = std::max<int64_t>(1, 2048 / std::max<int64_t>(l.c, 1));
+  return std::min<int64_t>(by_size, by_grid);
 }
 
 // batch_norm_train_grad(dy, dmean, dvar, x, mean, var, weight), attr eps -> (dx, dw, db).
 std::vector<Tensor> TrainGradCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& out) {
+  const char* op = "batch_norm_train_grad";
   Tensor dx = Tensor::Empty(out[0]), dw = Tensor::Empty(out[1]), db = Tensor::Empty(out[2]);
-  cuda::DispatchFloatingWithHalf(in[3].dtype(), "batch_norm_train_grad", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const ChannelLayout l(in[3].shape());
-    if (l.c == 0) return;
-    Tensor dy = fn::contiguous(in[0]), dmean = fn::contiguous(in[1]);
-    Tensor dvar = fn::contiguous(in[2]), x = fn::contiguous(in[3]);
-    Tensor mean = fn::contiguous(in[4]), var = fn::contiguous(in[5]), w = fn::contiguous(in[6]);
-    cudaStream_t stream = cuda::StreamFor(dx.device());
-    const Sums sums = MakeSums(l, 3, dx.device());  // extra: the coefficients a, b, k
-    double *a = sums.extra(0, l.c), *b = sums.extra(1, l.c), *k = sums.extra(2, l.c);
-
-    LaunchPartialSums(l, sums,
-                      GradSumsOf<DevT<T>>{cuda::Ptr<T>(dy), cuda::Ptr<T>(x), cuda::Ptr<T>(mean)},
-                      stream);
-    TrainGradCoefficientsKernel<<<cuda::Blocks(l.c), cuda::kThreads, 0, stream>>>(
-        l.c, sums.chunks, static_cast<double>(l.per_channel()), sums.partial(), cuda::Ptr<T>(dmean),
-        cuda::Ptr<T>(dvar), cuda::Ptr<T>(var), cuda::Ptr<T>(w), attrs.Get<double>("eps"), a, b, k,
-        cuda::Ptr<T>(dw), cuda::Ptr<T>(db));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
-    if (dx.numel() == 0) return;
-    TrainGradInputKernel<<<cuda::Blocks(dx.numel()), cuda::kThreads, 0, stream>>>(
-        dx.numel(), l.inner, l.c, cuda::Ptr<T>(dy), cuda::Ptr<T>(x), cuda::Ptr<T>(mean), a, b, k,
-        cuda::Ptr<T>(dx));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+  const Layout l(in[3].shape());
+  if (l.c == 0) return {dx, dw, db};
+  if (dx.numel() == 0) {  // sums over no values
+    fn::fill_(dw, 0.0);
+    fn::fill_(db, 0.0);
+    return {dx, dw, db};
+  }
+  const double eps = attrs.Get<double>("eps");
+  const DType t = in[3].dtype(), data = DataDType(t), param = ParamDType(t);
+  const Device device = dx.device();
+  Tensor dy = As(in[0], data), x = As(in[3], data), w = As(in[6], param);
+  Tensor mean = fn::contiguous(in[4]), var = fn::contiguous(in[5]);
+  Tensor dx_data = data == t ? dx : Tensor::Empty(dx.shape(), data, device);
+  Tensor dw_p = param == t ? dw : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor db_p = param == t ? db : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor mean_p = param == t ? mean : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor invstd = Tensor::Empty(Shape({l.c}), param, device);
+  cudaStream_t stream = cuda::StreamFor(device);
+  DispatchBn(t, op, [&](auto utag, auto ptag) {
+    using U = typename decltype(utag)::type;
+    using P = typename decltype(ptag)::type;
+    auto* kernel = cuda::BatchNormInvStdKernel<U, P>;
+    OF_CUDA_LAUNCH(kernel, BlocksFor(l.c), cuda::kThreads, 0, stream, l.c,
+                   reinterpret_cast<const U*>(mean.raw_data()),
+                   reinterpret_cast<const U*>(var.raw_data()), eps,
+                   param == t ? nullptr : mean_p.data<P>(), invstd.data<P>());
   });
+  const Descs desc(l, data, op);
+  const Blend blend(data);
+  WithDnn(device, [&](cudnnHandle_t h) {
+    CheckDnn(CUDNN(cudnnBatchNormalizationBackward)(
+                 h, CUDNN_BATCHNORM_SPATIAL, blend.one(), blend.zero(), blend.one(), blend.zero(),
+                 desc.x.get(), x.raw_data(), desc.x.get(), dy.raw_data(), desc.x.get(),
+                 dx_data.raw_data(), desc.param.get(), w.raw_data(), dw_p.raw_data(),
+                 db_p.raw_data(), eps, mean_p.raw_data(), invstd.raw_data()),
+             "batch_norm_train_grad: cudnnBatchNormalizationBackward");
+  });
+  // Through the mean and var outputs, in x's compute dtype.
+  Tensor dmean = As(in[1], data), dvar = As(in[2], data);
+  const int64_t chunks = ChunksPerChannel(l);
+  DispatchBn(data, op, [&](auto utag, auto ptag) {
+    using U = typename decltype(utag)::type;
+    using P = typename decltype(ptag)::type;
+    auto* kernel = cuda::BatchNormStatsGradKernel<U, P>;
+    OF_CUDA_LAUNCH(kernel, static_cast<unsigned>(l.c * chunks), cuda::kThreads, 0, stream, l.n, l.c,
+                   l.s, chunks, reinterpret_cast<const U*>(dmean.raw_data()),
+                   reinterpret_cast<const U*>(dvar.raw_data()),
+                   reinterpret_cast<const U*>(x.raw_data()), mean_p.data<P>(),
+                   reinterpret_cast<U*>(dx_data.raw_data()));
+  });
+  if (data != t) fn::copy_(dx, dx_data);
+  if (param != t) {
+    fn::copy_(dw, dw_p);
+    fn::copy_(db, db_p);
+  }
   return {dx, dw, db};
 }
 
@@ -319,83 +252,59 @@ std::vector<Tensor> TrainGradCuda(const std::vector<Tensor>& in, const Attrs& at
 // batch_norm_elemt(x, mean, var, weight, bias), attr eps -> y.
 std::vector<Tensor> ElemtCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                               const std::vector<TensorMeta>& out) {
+  const char* op = "batch_norm_elemt";
   Tensor y = Tensor::Empty(out[0]);
-  cuda::DispatchFloatingWithHalf(in[0].dtype(), "batch_norm_elemt", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const ChannelLayout l(in[0].shape());
-    if (l.c == 0) return;
-    Tensor x = fn::contiguous(in[0]), mean = fn::contiguous(in[1]), var = fn::contiguous(in[2]);
-    Tensor w = fn::contiguous(in[3]), b = fn::contiguous(in[4]);
-    Tensor scratch = Tensor::Empty(Shape({2 * l.c}), DType::kFloat64, y.device());
-    double* scale = scratch.data<double>();
-    Normalize<T>(l, x, mean, var, w, b, attrs.Get<double>("eps"), scale, scale + l.c, y,
-                 cuda::StreamFor(y.device()));
+  const Layout l(in[0].shape());
+  if (y.numel() == 0) return {y};
+  const DType t = in[0].dtype(), data = DataDType(t), param = ParamDType(t);
+  Tensor x = As(in[0], data), mean = As(in[1], param), var = As(in[2], param);
+  Tensor w = As(in[3], param), b = As(in[4], param);
+  Tensor y_data = data == t ? y : Tensor::Empty(y.shape(), data, y.device());
+  const Descs desc(l, data, op);
+  const Blend blend(data);
+  WithDnn(y.device(), [&](cudnnHandle_t h) {
+    CheckDnn(CUDNN(cudnnBatchNormalizationForwardInference)(
+                 h, CUDNN_BATCHNORM_SPATIAL, blend.one(), blend.zero(), desc.x.get(), x.raw_data(),
+                 desc.x.get(), y_data.raw_data(), desc.param.get(), w.raw_data(), b.raw_data(),
+                 mean.raw_data(), var.raw_data(), attrs.Get<double>("eps")),
+             "batch_norm_elemt: cudnnBatchNormalizationForwardInference");
   });
+  if (data != t) fn::copy_(y, y_data);
   return {y};
 }
 
 // ---------------------------------------------------------------- batch_norm_elemt_grad
 
-// Per channel, with invstd = 1 / sqrt(var + eps):
+// batch_norm_elemt_grad(dy, x, mean, var, weight), attr eps -> (dx, dmean, dvar, dw, db). With
+// invstd = 1 / sqrt(var + eps) and sums over every value of a channel:
 //   dx = dy w invstd;  dmean = -w invstd sum(dy);  dvar = -w invstd^3 / 2 sum(dy (x - mean));
 //   dweight = invstd sum(dy (x - mean));  dbias = sum(dy).
-template <typename T>
-__global__ void ElemtGradChannelKernel(int64_t channels, int64_t chunks, const double* partial,
-                                       const T* var, const T* w, double eps, double* scale,
-                                       T* dmean, T* dvar, T* dw, T* db) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(c, channels) {
-    double sum_dy, sum_dy_xc;
-    ChannelTotals(partial, chunks, c, &sum_dy, &sum_dy_xc);
-    const double invstd = 1.0 / sqrt(static_cast<double>(Load(var[c])) + eps);
-    const double wc = static_cast<double>(Load(w[c]));
-    scale[c] = static_cast<A>(wc * invstd);
-    dmean[c] = Store<T>(-wc * invstd * sum_dy);
-    dvar[c] = Store<T>(-0.5 * wc * invstd * invstd * invstd * sum_dy_xc);
-    dw[c] = Store<T>(invstd * sum_dy_xc);
-    db[c] = Store<T>(sum_dy);
-  }
-}
-
-template <typename T>
-__global__ void ScaleKernel(int64_t total, int64_t inner, int64_t channels, const T* dy,
-                            const double* scale, T* dx) {
-  using A = Acc<T>;
-  ONEFLOW_CUDA_GRID_LOOP(i, total) {
-    const int64_t c = (i / inner) % channels;
-    dx[i] = Store<T>(Load(dy[i]) * static_cast<A>(scale[c]));
-  }
-}
-
-// batch_norm_elemt_grad(dy, x, mean, var, weight), attr eps -> (dx, dmean, dvar, dw, db).
+// cuDNN has no backward for given statistics: reductions and elementwise ops in float (double
+// for double), the eval-mode backward of frozen batch norm layers.
 std::vector<Tensor> ElemtGradCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                   const std::vector<TensorMeta>& out) {
   std::vector<Tensor> res;
   for (const TensorMeta& m : out) res.push_back(Tensor::Empty(m));
-  cuda::DispatchFloatingWithHalf(in[1].dtype(), "batch_norm_elemt_grad", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const ChannelLayout l(in[1].shape());
-    if (l.c == 0) return;
-    Tensor dy = fn::contiguous(in[0]), x = fn::contiguous(in[1]), mean = fn::contiguous(in[2]);
-    Tensor var = fn::contiguous(in[3]), w = fn::contiguous(in[4]);
-    const Tensor& dx = res[0];
-    cudaStream_t stream = cuda::StreamFor(dx.device());
-    const Sums sums = MakeSums(l, 1, dx.device());  // extra: the dx scale
-    double* scale = sums.extra(0, l.c);
-
-    LaunchPartialSums(l, sums,
-                      GradSumsOf<DevT<T>>{cuda::Ptr<T>(dy), cuda::Ptr<T>(x), cuda::Ptr<T>(mean)},
-                      stream);
-    ElemtGradChannelKernel<<<cuda::Blocks(l.c), cuda::kThreads, 0, stream>>>(
-        l.c, sums.chunks, sums.partial(), cuda::Ptr<T>(var), cuda::Ptr<T>(w),
-        attrs.Get<double>("eps"), scale, cuda::Ptr<T>(res[1]), cuda::Ptr<T>(res[2]),
-        cuda::Ptr<T>(res[3]), cuda::Ptr<T>(res[4]));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
-    if (dx.numel() == 0) return;
-    ScaleKernel<<<cuda::Blocks(dx.numel()), cuda::kThreads, 0, stream>>>(
-        dx.numel(), l.inner, l.c, cuda::Ptr<T>(dy), scale, cuda::Ptr<T>(dx));
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
-  });
+  const Layout l(in[1].shape());
+  if (l.c == 0) return res;
+  const DType t = in[1].dtype(), p = ParamDType(t);
+  std::vector<int64_t> channel_shape(in[1].ndim(), 1), dims;
+  channel_shape[1] = l.c;
+  for (int64_t d = 0; d < in[1].ndim(); ++d) {
+    if (d != 1) dims.push_back(d);
+  }
+  auto per_channel = [&](const Tensor& v) { return fn::reshape(v, channel_shape); };
+  Tensor dy = As(in[0], p), x = As(in[1], p), mean = As(in[2], p), var = As(in[3], p);
+  Tensor w = As(in[4], p);
+  Tensor invstd = fn::rsqrt(fn::add_scalar(var, attrs.Get<double>("eps")));
+  Tensor wi = fn::mul(w, invstd);
+  Tensor sum_dy = fn::sum(dy, dims);
+  Tensor sum_dy_xc = fn::sum(fn::mul(dy, fn::sub(x, per_channel(mean))), dims);
+  fn::copy_(res[0], fn::mul(dy, per_channel(wi)));
+  fn::copy_(res[1], fn::neg(fn::mul(wi, sum_dy)));
+  fn::copy_(res[2], fn::mul_scalar(fn::mul(fn::mul(wi, fn::mul(invstd, invstd)), sum_dy_xc), -0.5));
+  fn::copy_(res[3], fn::mul(invstd, sum_dy_xc));
+  fn::copy_(res[4], sum_dy);
   return res;
 }
 

@@ -19,6 +19,7 @@
 #include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
+#include "core/kernels/cuda/dnn_handle.h"
 #include "core/op_registry.h"
 #include "core/ops/nn/geometry.h"
 #include "core/ops/nn/nn_util.h"
@@ -36,35 +37,9 @@ using cuda::ZeroFill;
 
 // ================================================================ convolution (cuDNN)
 
-// Throws "cuda: <what> failed: <status>: <cuDNN's last error message>" (on one line).
-void CheckDnn(cudnnStatus_t status, const char* what) {
-  if (status == CUDNN_STATUS_SUCCESS) return;
-  char detail[1024] = {0};
-  CUDNN(cudnnGetLastErrorString)(detail, sizeof(detail));
-  std::string last = detail;
-  for (char& c : last) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  throw Error(StrCat("cuda: ", what, " failed: ", CUDNN(cudnnGetErrorString)(status),
-                     last.empty() ? "" : ": ", last));
-}
-
-// The cuDNN handle of a device (cuda::PerDevice).
-struct DnnContext {
-  std::mutex mu;  // the handle's stream is set per call
-  cudnnHandle_t handle = nullptr;
-};
-
-// Runs f(handle) with the device's handle bound to its compute stream, holding the handle's lock.
-template <typename F>
-void WithDnn(const Device& device, F&& f) {
-  cudaStream_t stream = cuda::StreamFor(device);  // checks the device and makes it current
-  DnnContext& ctx = cuda::PerDevice<DnnContext>(device.index);
-  std::lock_guard<std::mutex> lock(ctx.mu);
-  if (!ctx.handle) CheckDnn(CUDNN(cudnnCreate)(&ctx.handle), "cudnnCreate");
-  CheckDnn(CUDNN(cudnnSetStream)(ctx.handle, stream), "cudnnSetStream");
-  f(ctx.handle);
-}
+using cuda::CheckDnn;
+using cuda::DnnInt;
+using cuda::WithDnn;
 
 // Largest workspace an algorithm may ask for; beyond it the next one in the ranking is taken.
 constexpr size_t kMaxConvWorkspaceBytes = size_t(1) << 30;
@@ -74,11 +49,6 @@ enum class ConvKind : int64_t { kForward, kGradInput, kGradWeight };
 // Shared with the CPU ops (core/ops/nn/geometry.h): one validation and output size for both.
 using nn_util::ConvGeom;
 using nn_util::MakeConvGeom;
-
-int DnnInt(int64_t v, const char* op) {
-  if (v > INT_MAX) throw Error(StrCat(op, ": size ", v, " is beyond cuDNN's int range"));
-  return static_cast<int>(v);
-}
 
 cudnnDataType_t DnnType(DType t) {
   switch (t) {

@@ -1,12 +1,12 @@
-// CUDA kernels of the creation ops (core/ops/creation.cc) and the random ops
-// (core/ops/random.cc). The random ops run their CPU kernel and copy the result over: the
-// documented guarantee is that one seed gives the same numbers on every device, and normal's
-// log and cos are not correctly rounded on the device.
+// CUDA kernels of the creation ops (core/ops/creation.cc; arange's and eye's kernels are
+// core/kernels/cuda/kernels/creation.cuh) and of multinomial, which draws on the host from the
+// probabilities copied there (a host wait). The other random ops draw on the device (random.cu).
 #include <algorithm>
 #include <cmath>
 
 #include "core/functional.h"
 #include "core/kernels/cuda/elementwise.cuh"
+#include "core/kernels/cuda/kernels/creation.cuh"
 #include "core/op_registry.h"
 
 namespace oneflow {
@@ -33,18 +33,9 @@ std::vector<Tensor> FullCuda(const std::vector<Tensor>&, const Attrs& a,
     using T = typename decltype(tag)::type;
     // The half types round from float on the device as Half(float) does on the host.
     using A = cuda::Acc<cuda::DevT<T>>;
-    cuda::Map<T>("full", t, ConstF<A>{static_cast<A>(value)});
+    cuda::MapContiguous<T>("full", t, ConstF<A>{static_cast<A>(value)});
   });
   return {t};
-}
-
-// start + i * step in double as on the CPU, without the contraction into one fma nvcc would
-// make: an integer dtype truncates the result, so the last bit can change the value.
-template <typename T>
-__global__ void ArangeKernel(int64_t n, T* p, double start, double step) {
-  ONEFLOW_CUDA_GRID_LOOP(i, n) {
-    p[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(static_cast<double>(i), step)));
-  }
 }
 
 std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
@@ -55,16 +46,9 @@ std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
     using T = typename decltype(tag)::type;
     const int64_t n = t.numel();
     if (n == 0) return;
-    ArangeKernel<T><<<cuda::Blocks(n), cuda::kThreads, 0, cuda::StreamFor(t.device())>>>(
-        n, t.data<T>(), start, step);
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    cuda::LaunchArange(n, t.data<T>(), start, step, cuda::StreamFor(t.device()));
   });
   return {t};
-}
-
-template <typename T>
-__global__ void EyeDiagonalKernel(int64_t k, T* p, int64_t m) {
-  ONEFLOW_CUDA_GRID_LOOP(i, k) { p[i * m + i] = static_cast<T>(1); }
 }
 
 std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,
@@ -76,50 +60,28 @@ std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,
     if (t.numel() == 0) return;
     cudaStream_t stream = cuda::StreamFor(t.device());
     ONEFLOW_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.numel() * sizeof(T), stream));
-    EyeDiagonalKernel<T><<<cuda::Blocks(k), cuda::kThreads, 0, stream>>>(k, t.data<T>(), m);
-    ONEFLOW_CUDA_CHECK(cudaGetLastError());
+    if (k > 0) cuda::LaunchEyeDiagonal(k, t.data<T>(), m, stream);
   });
   return {t};
 }
 
-// ---------------------------------------------------------------- random
+// ---------------------------------------------------------------- multinomial
 
-// Runs op's CPU kernel on host copies of the inputs (or, when the kernel reads only their
-// metadata, on uninitialised host tensors of that metadata, sparing a device-to-host copy) and
-// copies its outputs to the device. CopyBytes waits for each host-to-device copy, so the host
-// results may be freed on return.
-std::vector<Tensor> RunCpuKernel(const char* op, bool reads_inputs, const std::vector<Tensor>& in,
-                                 const Attrs& a, const std::vector<TensorMeta>& out) {
-  KernelFn cpu_kernel = OpRegistry::Global().Get(op).kernels[static_cast<int>(DeviceType::kCPU)];
-  ONEFLOW_CHECK(cpu_kernel != nullptr, op, ": no cpu kernel to draw the numbers with");
-  std::vector<Tensor> host_in;
-  for (const Tensor& t : in) {
-    host_in.push_back(reads_inputs ? fn::to_device(t, Device::CPU())
-                                   : Tensor::Empty(t.shape(), t.dtype(), Device::CPU()));
-  }
+// multinomial's CPU kernel on a host copy of the probabilities (a host wait, reported under
+// oneflow.cuda.set_sync_debug_mode), its samples copied to the device. CopyBytes waits for the
+// host-to-device copy, so the host result may be freed on return.
+std::vector<Tensor> MultinomialCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                    const std::vector<TensorMeta>& out) {
+  KernelFn cpu_kernel =
+      OpRegistry::Global().Get("multinomial").kernels[static_cast<int>(DeviceType::kCPU)];
+  ONEFLOW_CHECK(cpu_kernel != nullptr, "multinomial: no cpu kernel to draw the numbers with");
   std::vector<TensorMeta> host_out = out;
-  for (TensorMeta& m : host_out) m.device = Device::CPU();
-  std::vector<Tensor> host = cpu_kernel(host_in, a, host_out);
-  std::vector<Tensor> res;
-  for (size_t i = 0; i < out.size(); ++i) {
-    res.push_back(Tensor::Empty(out[i]));
-    cuda::CopyBytes(res.back(), host[i]);
-  }
-  return res;
+  host_out[0].device = Device::CPU();
+  Tensor host = cpu_kernel({fn::to_device(in[0], Device::CPU())}, a, host_out)[0];
+  Tensor res = Tensor::Empty(out[0]);
+  cuda::CopyBytes(res, host);
+  return {res};
 }
-
-template <const char* kOp, bool kReadsInputs = true>
-std::vector<Tensor> ViaCpuKernel(const std::vector<Tensor>& in, const Attrs& a,
-                                 const std::vector<TensorMeta>& out) {
-  return RunCpuKernel(kOp, kReadsInputs, in, a, out);
-}
-
-constexpr char kUniform[] = "uniform";
-constexpr char kNormal[] = "normal";
-constexpr char kRandint[] = "randint";
-constexpr char kRandperm[] = "randperm";
-constexpr char kDropoutMask[] = "dropout_mask";
-constexpr char kMultinomial[] = "multinomial";
 
 }  // namespace
 
@@ -127,13 +89,7 @@ ONEFLOW_REGISTER_KERNEL(full, kCUDA, FullCuda);
 ONEFLOW_REGISTER_KERNEL(arange, kCUDA, ArangeCuda);
 ONEFLOW_REGISTER_KERNEL(eye, kCUDA, EyeCuda);
 
-ONEFLOW_REGISTER_KERNEL(uniform, kCUDA, ViaCpuKernel<kUniform>);
-ONEFLOW_REGISTER_KERNEL(normal, kCUDA, ViaCpuKernel<kNormal>);
-ONEFLOW_REGISTER_KERNEL(randint, kCUDA, ViaCpuKernel<kRandint>);
-ONEFLOW_REGISTER_KERNEL(randperm, kCUDA, ViaCpuKernel<kRandperm>);
-// dropout_mask's input only gives the mask its shape, dtype and device.
-ONEFLOW_REGISTER_KERNEL(dropout_mask, kCUDA, (ViaCpuKernel<kDropoutMask, /*kReadsInputs=*/false>));
 // multinomial draws on the host from the probabilities copied there.
-ONEFLOW_REGISTER_KERNEL(multinomial, kCUDA, ViaCpuKernel<kMultinomial>);
+ONEFLOW_REGISTER_KERNEL(multinomial, kCUDA, MultinomialCuda);
 
 }  // namespace oneflow

@@ -11,6 +11,7 @@
 
 #include "core/kernels/cuda/cuda_libs.h"
 #include "core/storage.h"
+#include "core/sync_check.h"
 
 namespace oneflow {
 namespace cuda {
@@ -148,7 +149,10 @@ void Event::RecordOn(cudaStream_t stream) { ONEFLOW_CUDA_CHECK(cudaEventRecord(e
 void Event::WaitOn(cudaStream_t stream) const {
   ONEFLOW_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
 }
-void Event::Synchronize() const { ONEFLOW_CUDA_CHECK(cudaEventSynchronize(event_)); }
+void Event::Synchronize() const {
+  HostSync("an event synchronize");
+  ONEFLOW_CUDA_CHECK(cudaEventSynchronize(event_));
+}
 bool Event::Query() const {
   cudaError_t err = cudaEventQuery(event_);
   if (err == cudaErrorNotReady) {
@@ -196,15 +200,16 @@ void RemoveWatch(Watch* watch) {
 void WaitStream(int index, cudaStream_t stream) {
   if (g_watch_count.load() == 0) {
     ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return;
+  } else {
+    SetDevice(index);  // the event must live on the stream's device
+    Event reached;
+    reached.RecordOn(stream);
+    while (!reached.Query()) {
+      PollWatches();
+      Pause();
+    }
   }
-  SetDevice(index);  // the event must live on the stream's device
-  Event reached;
-  reached.RecordOn(stream);
-  while (!reached.Query()) {
-    PollWatches();
-    Pause();
-  }
+  ReportBadIndices(index);
 }
 
 void WaitDevice(int index) {
@@ -213,6 +218,98 @@ void WaitDevice(int index) {
   while (g_watch_count.load() > 0 && PollWatches()) Pause();
   SetDevice(index);
   ONEFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// ---------------------------------------------------------------- lazy index checks
+
+namespace {
+
+constexpr int kBadSlots = 4096;
+
+struct PendingCheck {
+  int slot;
+  std::function<void(int64_t)> raise;
+};
+
+struct BadSlots {
+  std::mutex mu;
+  unsigned long long* words = nullptr;  // kBadSlots x {position, value} on the device
+  cudaStream_t stream = nullptr;        // the stream the checks run on
+  int next = 0;
+  std::vector<bool> busy = std::vector<bool>(kBadSlots);
+  std::vector<PendingCheck> pending;  // in submission order
+};
+
+BadSlots& SlotsOf(int index) { return PerDevice<BadSlots>(index); }
+
+// Reads the pending slots of d (their work has finished: the caller waited) and returns the
+// first bad one's raise with its value; clears them all. Holds d.mu.
+std::function<void()> TakeFirstBad(BadSlots& d, int index) {
+  if (d.pending.empty()) return nullptr;
+  std::vector<unsigned long long> host(2 * kBadSlots);
+  SetDevice(index);
+  // The stream is idle (the caller waited): this copy waits for itself only.
+  ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(host.data(), d.words, host.size() * sizeof(host[0]),
+                                     cudaMemcpyDeviceToHost, d.stream));
+  ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  std::function<void()> first;
+  for (const PendingCheck& p : d.pending) {
+    d.busy[p.slot] = false;
+    if (!first && host[2 * p.slot] != ~0ull) {
+      const int64_t value = static_cast<int64_t>(host[2 * p.slot + 1]);
+      first = [raise = p.raise, value] { raise(value); };
+    }
+  }
+  d.pending.clear();
+  return first;
+}
+
+}  // namespace
+
+unsigned long long* AcquireBadSlot(int index, cudaStream_t stream) {
+  BadSlots& d = SlotsOf(index);
+  std::function<void()> raise;
+  unsigned long long* slot = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(d.mu);
+    if (!d.words) {
+      SetDevice(index);
+      ONEFLOW_CUDA_CHECK(cudaMalloc(&d.words, 2 * kBadSlots * sizeof(unsigned long long)));
+      d.stream = stream;
+    }
+    if (d.busy[d.next]) {
+      // Every slot waits for a synchronisation point: make one.
+      lock.unlock();
+      HostSync("index checks: every slot awaits a report; synchronise between steps");
+      ONEFLOW_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+      lock.lock();
+      raise = TakeFirstBad(d, index);
+    }
+    slot = d.words + 2 * d.next;
+    d.next = (d.next + 1) % kBadSlots;
+  }
+  if (raise) raise();
+  // All ones: the largest position, above every real one.
+  ONEFLOW_CUDA_CHECK(cudaMemsetAsync(slot, 0xff, 2 * sizeof(unsigned long long), stream));
+  return slot;
+}
+
+void SubmitBadSlot(int index, unsigned long long* slot, std::function<void(int64_t)> raise) {
+  BadSlots& d = SlotsOf(index);
+  std::lock_guard<std::mutex> lock(d.mu);
+  const int k = static_cast<int>((slot - d.words) / 2);
+  d.busy[k] = true;
+  d.pending.push_back({k, std::move(raise)});
+}
+
+void ReportBadIndices(int index) {
+  BadSlots& d = SlotsOf(index);
+  std::function<void()> raise;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    raise = TakeFirstBad(d, index);
+  }
+  if (raise) raise();
 }
 
 // ---------------------------------------------------------------- caching allocator
@@ -398,6 +495,8 @@ void CopyBytes(const Tensor& dst, const Tensor& src) {
   cudaStream_t s = StreamFor(dst_cuda ? dst.device() : src.device());
   if (dst_cuda && src_cuda && dst.device() != src.device()) {
     // Peer copy: order it after the source device's pending work.
+    HostSync(
+        StrCat("a copy from ", src.device().ToString(), " to ", dst.device().ToString()).c_str());
     Synchronize(src.device().index);
     ONEFLOW_CUDA_CHECK(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
                                            src.device().index, n, s));
@@ -412,6 +511,10 @@ void CopyBytes(const Tensor& dst, const Tensor& src) {
   cudaMemcpyKind kind = dst_cuda && src_cuda ? cudaMemcpyDeviceToDevice
                         : dst_cuda           ? cudaMemcpyHostToDevice
                                              : cudaMemcpyDeviceToHost;
+  if (kind != cudaMemcpyDeviceToDevice) {
+    HostSync(
+        StrCat("a copy from ", src.device().ToString(), " to ", dst.device().ToString()).c_str());
+  }
   ONEFLOW_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), n, kind, s));
   // The host side of the copy must not change (or be freed) before the copy read it, and a
   // host destination is read right after: both directions wait.

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -102,10 +103,25 @@ class Watch {
 };
 void AddWatch(Watch* watch);
 void RemoveWatch(Watch* watch);  // returns once no other thread is polling it
-// Waits on the host for the work queued so far on `stream` of device `index`.
+// Waits on the host for the work queued so far on `stream` of device `index`, then reports the
+// index checks that found a bad index (ReportBadIndices).
 void WaitStream(int index, cudaStream_t stream);
 // Waits on the host for all work of device `index`: its compute stream and the watched work.
 void WaitDevice(int index);
+
+// ---------------------------------------------------------------- lazy index checks
+// (index_check.cuh) Slots of device memory where kernels record a bad index: two words,
+// {first bad position or all ones, the index value there}.
+// A slot of device `index`, reset on stream (an asynchronous memset). When every slot still
+// waits for its report, the reports are made first: a host wait, reported as such under
+// oneflow.cuda.set_sync_debug_mode (4096 slots per device: a training step needs a few dozen).
+unsigned long long* AcquireBadSlot(int index, cudaStream_t stream);
+// The slot's check is complete on the stream: at the next synchronisation point, raise(value)
+// is called (and throws) when the slot holds a bad position.
+void SubmitBadSlot(int index, unsigned long long* slot, std::function<void(int64_t)> raise);
+// Reads the device's submitted slots (its work before them has finished) and throws the first
+// bad one's error. WaitStream calls it after each wait.
+void ReportBadIndices(int index);
 
 // The caching allocator's statistics (oneflow.cuda.memory_stats and the rest) are its
 // Allocator::Stats: GetAllocator(DeviceType::kCUDA)->Stats(index).

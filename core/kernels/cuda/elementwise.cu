@@ -1,8 +1,8 @@
 // CUDA kernels of the elementwise ops (core/ops/elementwise.cc) and of copy and cast
-// (core/ops/shape.cc), and cuda::CopyStrided behind them. Each functor repeats the expression
-// of the CPU kernel's functor so both devices compute the same thing in the same type; add,
-// sub, mul, div, neg, relu and relu_grad also take the half types (computed in float), which
-// the CPU kernels refuse.
+// (core/ops/shape.cc), and cuda::CopyStrided behind them. The functors are the CPU kernels'
+// own (core/ops/binary_functors.h, core/ops/unary_functors.h), so both devices compute one
+// expression; every kernel also takes float16 and bfloat16, computed in float (cuda::Acc).
+// The kernels themselves are core/kernels/cuda/kernels/elementwise.cuh's.
 #include <cmath>
 #include <type_traits>
 
@@ -10,36 +10,31 @@
 #include "core/op_registry.h"
 #include "core/ops/binary_functors.h"
 #include "core/ops/op_util.h"
+#include "core/ops/unary_functors.h"
 
 namespace oneflow {
 
 namespace {
 
 using cuda::Map;
+using cuda::MapContiguous;
 
-// Which element types a kernel accepts; the error for the others is the CPU kernel's.
-enum class Types { kAll, kFloating, kWithHalf, kFloatingWithHalf };
+// Which element types a kernel accepts, the half types always among them; the error for
+// the others is the CPU kernel's.
+enum class Types { kAll, kFloating };
 
 template <Types kTypes, typename Fn>
 void Dispatch(DType t, const char* op, Fn&& fn) {
   if constexpr (kTypes == Types::kAll) {
-    DispatchAll(t, op, fn);
-  } else if constexpr (kTypes == Types::kFloating) {
-    DispatchFloating(t, op, fn);
-  } else if constexpr (kTypes == Types::kWithHalf) {
     DispatchWithHalf(t, op, fn);
-  } else if (t == DType::kFloat16) {
-    fn(TypeTag<Half>{});
-  } else if (t == DType::kBFloat16) {
-    fn(TypeTag<BFloat16>{});
   } else {
-    DispatchFloating(t, op, fn);
+    DispatchFloatingWithHalf(t, op, fn);
   }
 }
 
 // ---------------------------------------------------------------- binary
 
-using namespace functors;  // NOLINT: the shared functors (binary_functors.h)
+using namespace functors;  // NOLINT: the shared functors (binary_ and unary_functors.h)
 
 // The CPU computes integer powers with std::pow in double and casts back. Device pow is not
 // correctly rounded, so an exact power could land just below the integer and truncate one
@@ -101,7 +96,7 @@ struct WhereF {
 std::vector<Tensor> WhereCuda(const std::vector<Tensor>& in, const Attrs&,
                               const std::vector<TensorMeta>& out) {
   Tensor o = Tensor::Empty(out[0]);
-  DispatchAll(o.dtype(), "where", [&](auto tag) {
+  DispatchWithHalf(o.dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Map<T, bool, T, T>("where", o, WhereF{}, in[0], in[1], in[2]);
   });
@@ -109,58 +104,6 @@ std::vector<Tensor> WhereCuda(const std::vector<Tensor>& in, const Attrs&,
 }
 
 // ---------------------------------------------------------------- unary
-
-#define DEFINE_UNARY_FUNCTOR(Name, expr)    \
-  struct Name {                             \
-    template <typename T>                   \
-    __device__ auto operator()(T x) const { \
-      return expr;                          \
-    }                                       \
-  };
-DEFINE_UNARY_FUNCTOR(NegF, -x)
-DEFINE_UNARY_FUNCTOR(ExpF, std::exp(x))
-DEFINE_UNARY_FUNCTOR(LogF, std::log(x))
-DEFINE_UNARY_FUNCTOR(SqrtF, std::sqrt(x))
-DEFINE_UNARY_FUNCTOR(RsqrtF, T(1) / std::sqrt(x))
-DEFINE_UNARY_FUNCTOR(SquareF, x* x)
-DEFINE_UNARY_FUNCTOR(SigmoidF, T(1) / (T(1) + std::exp(-x)))
-DEFINE_UNARY_FUNCTOR(TanhF, std::tanh(x))
-DEFINE_UNARY_FUNCTOR(GeluF, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))))
-DEFINE_UNARY_FUNCTOR(NotF, !static_cast<bool>(x))
-#undef DEFINE_UNARY_FUNCTOR
-
-// abs, sign and relu compare with zero; for unsigned types (bool included) the comparisons
-// are constant, spelled out here so nvcc does not warn about them.
-struct AbsF {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) {
-      return x;
-    } else {
-      return x < T(0) ? T(-x) : x;
-    }
-  }
-};
-struct SignF {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) {
-      return T(T(0) < x);
-    } else {
-      return T((T(0) < x) - (x < T(0)));
-    }
-  }
-};
-struct ReluF {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) {
-      return x;
-    } else {
-      return x > T(0) ? x : T(0);
-    }
-  }
-};
 
 template <typename F, Types kTypes, bool kToBool = false>
 std::vector<Tensor> UnaryCuda(const std::vector<Tensor>& in, const Attrs&,
@@ -174,47 +117,19 @@ std::vector<Tensor> UnaryCuda(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-template <typename T>
-struct ClampF {
-  bool has_min, has_max;
-  T lo, hi;
-  __device__ T operator()(T v) const {
-    if (has_min && v < lo) v = lo;
-    if (has_max && v > hi) v = hi;
-    return v;
-  }
-};
-
 std::vector<Tensor> ClampCuda(const std::vector<Tensor>& in, const Attrs& a,
                               const std::vector<TensorMeta>& out) {
   Tensor o = Tensor::Empty(out[0]);
   bool has_min = a.Get<bool>("has_min"), has_max = a.Get<bool>("has_max");
   double lo = a.Get<double>("min"), hi = a.Get<double>("max");
-  DispatchAll(in[0].dtype(), "clamp", [&](auto tag) {
+  DispatchWithHalf(in[0].dtype(), "clamp", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ClampF<T> f{has_min, has_max, static_cast<T>(lo), static_cast<T>(hi)};
+    using A = cuda::Acc<cuda::DevT<T>>;  // float for the half types: bounds compared in float
+    ClampF<A> f{has_min, has_max, static_cast<A>(lo), static_cast<A>(hi)};
     Map<T, T>("clamp", o, f, in[0]);
   });
   return {o};
 }
-
-struct ReluGradF {
-  template <typename T>
-  __device__ T operator()(T g, T y) const {
-    return y > T(0) ? g : T(0);
-  }
-};
-
-// Exact (erf) gelu, in double as on the CPU.
-struct GeluGradF {
-  template <typename T>
-  __device__ double operator()(T g, T x) const {
-    double v = x;
-    double cdf = 0.5 * (1.0 + erf(v * M_SQRT1_2));
-    double pdf = exp(-0.5 * v * v) * 0.3989422804014327;
-    return g * (cdf + v * pdf);
-  }
-};
 
 template <typename F, Types kTypes>
 std::vector<Tensor> ActivationGradCuda(const char* op, const std::vector<Tensor>& in,
@@ -229,7 +144,7 @@ std::vector<Tensor> ActivationGradCuda(const char* op, const std::vector<Tensor>
 
 std::vector<Tensor> ReluGradCuda(const std::vector<Tensor>& in, const Attrs&,
                                  const std::vector<TensorMeta>& out) {
-  return ActivationGradCuda<ReluGradF, Types::kFloatingWithHalf>("relu_grad", in, out);
+  return ActivationGradCuda<ReluGradF, Types::kFloating>("relu_grad", in, out);
 }
 
 std::vector<Tensor> GeluGradCuda(const std::vector<Tensor>& in, const Attrs&,
@@ -249,10 +164,22 @@ struct ConvertF {
 };
 
 // Copies of one dtype move elements of its size as unsigned integers: four kernels for all
-// dtypes, bit exact (NaN payloads included).
+// dtypes, bit exact (NaN payloads included). A source with its last two dims swapped goes
+// through shared-memory tiles; past 32-bit offsets the copies (alone) use 64-bit indexing.
 template <typename U>
 void CopySameType(const Tensor& dst, const Tensor& src) {
-  Map<U, U>("copy_", dst, ConvertF{}, src);
+  const cuda::ElementwiseOperand ops[] = {cuda::OperandOf(dst), cuda::OperandOf(src)};
+  const int sms = cuda::MultiprocessorCount(dst.device().index);
+  cudaStream_t stream = cuda::StreamFor(dst.device());
+  cuda::TransposeGeometry g;
+  int64_t batches = 0;
+  if (cuda::TransposeLayout(ops, g, batches)) {
+    return cuda::LaunchTranspose<U>(g, batches, src.raw_data(), dst.raw_data(), sms, stream);
+  }
+  ONEFLOW_CHECK(cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(
+                    ConvertF{}, ops, sms, stream) == cuda::ElementwiseStatus::kDone,
+                "copy_: CUDA kernels take at most ", cuda::kMaxDims,
+                " dims after merging contiguous ones, got shape ", dst.shape());
 }
 
 std::vector<Tensor> CopyCuda(const std::vector<Tensor>& in, const Attrs&,
@@ -296,7 +223,8 @@ void CopyStrided(const Tensor& dst, const Tensor& src) {
     using D = typename decltype(dtag)::type;
     DispatchWithHalf(src.dtype(), "copy_", [&](auto stag) {
       using S = typename decltype(stag)::type;
-      if constexpr (!std::is_same_v<D, S>) Map<D, S>("copy_", dst, ConvertF{}, src);
+      // Conversions of views copy them contiguous first (half the kernels to compile).
+      if constexpr (!std::is_same_v<D, S>) MapContiguous<D, S>("copy_", dst, ConvertF{}, src);
     });
   });
 }
@@ -317,7 +245,7 @@ ONEFLOW_REGISTER_KERNEL(remainder, kCUDA, RemainderCuda);
 
 #define REGISTER_UNARY(name, F, types) \
   ONEFLOW_REGISTER_KERNEL(name, kCUDA, (UnaryCuda<F, Types::types>))
-REGISTER_UNARY(neg, NegF, kWithHalf);  // with half: sub's and div's gradients negate
+REGISTER_UNARY(neg, NegF, kAll);
 REGISTER_UNARY(exp, ExpF, kFloating);
 REGISTER_UNARY(log, LogF, kFloating);
 REGISTER_UNARY(sqrt, SqrtF, kFloating);
@@ -325,7 +253,7 @@ REGISTER_UNARY(rsqrt, RsqrtF, kFloating);
 REGISTER_UNARY(abs, AbsF, kAll);
 REGISTER_UNARY(sign, SignF, kAll);
 REGISTER_UNARY(square, SquareF, kAll);
-REGISTER_UNARY(relu, ReluF, kWithHalf);
+REGISTER_UNARY(relu, ReluF, kAll);
 REGISTER_UNARY(sigmoid, SigmoidF, kFloating);
 REGISTER_UNARY(tanh, TanhF, kFloating);
 REGISTER_UNARY(gelu, GeluF, kFloating);

@@ -2,9 +2,9 @@
 // the copying shape ops (core/ops/shape.cc: slice_grad, cat).
 //
 // Index tensors are read in place through their strides (the gradients of index_select and
-// max pass expanded ones), and an out-of-range index raises the CPU kernel's IndexError (see
-// index_check.cuh). scatter_add accumulates with atomics, so float sums may differ from the
-// CPU's in the last bits and from run to run.
+// max pass expanded ones), and an out-of-range index raises the CPU kernel's IndexError at the
+// next synchronisation point (see index_check.cuh). scatter_add accumulates with atomics, so float
+// sums may differ from the CPU's in the last bits and from run to run.
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -52,15 +52,15 @@ IndexReader<I> MakeIndexReader(Tensor* index, const char* op) {
   return r;
 }
 
-// Throws the CPU's message when the kernels recorded a bad index.
+// The CPU's message, raised at the next synchronisation point when the kernels recorded a bad
+// index (index_check.cuh).
 template <typename I>
-void ThrowIfBad(const cuda::BadIndex& bad, const Tensor& index, const IndexReader<I>& reader,
-                int64_t bound, const char* op, int64_t dim, cudaStream_t stream) {
-  const int64_t pos = bad.First(stream);
-  if (pos < 0) return;
-  const int64_t k = cuda::ReadIndexValue(index, reader.Offset(pos), stream);
-  throw IndexError(
-      StrCat(op, ": index ", k, " is out of bounds for dimension ", dim, " with size ", bound));
+void ThrowIfBad(cuda::BadIndex& bad, const Tensor&, const IndexReader<I>& reader, int64_t bound,
+                const char* op, int64_t dim, cudaStream_t) {
+  bad.Report(reader, [op = std::string(op), dim, bound](int64_t k) {
+    throw IndexError(
+        StrCat(op, ": index ", k, " is out of bounds for dimension ", dim, " with size ", bound));
+  });
 }
 
 // Wraps a negative index; false (after recording e) when it is out of [-bound, bound).

@@ -81,12 +81,12 @@ __global__ void __launch_bounds__(kLossThreads)
   if (threadIdx.x == 0) y[0] = static_cast<T>(mean ? total / static_cast<double>(count) : total);
 }
 
-void ThrowIfBadTarget(const cuda::BadIndex& bad, const Tensor& target, const NllLayout& l,
-                      cudaStream_t stream) {
-  const int64_t pos = bad.First(stream);
-  if (pos < 0) return;
-  const int64_t t = cuda::ReadIndexValue(target, pos, stream);
-  throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", l.c, " classes"));
+void ThrowIfBadTarget(cuda::BadIndex& bad, const Tensor& target, const NllLayout& l, cudaStream_t) {
+  // Raised at the next synchronisation point (index_check.cuh).
+  bad.Report(
+      cuda::ContiguousIndexReader<int64_t>{target.data<int64_t>()}, [classes = l.c](int64_t t) {
+        throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", classes, " classes"));
+      });
 }
 
 std::vector<Tensor> NllLossCuda(const std::vector<Tensor>& in, const Attrs& attrs,

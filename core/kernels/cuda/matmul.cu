@@ -1,4 +1,9 @@
-// CUDA kernels of matmul and linear (core/ops/matmul.cc) on cuBLAS.
+// CUDA kernels of matmul, linear and linear_grad_weight_bias (core/ops/matmul.cc) on cuBLAS and
+// cuBLASLt: linear's bias is cuBLASLt's bias epilogue (added as the GEMM writes its output), and
+// the bias gradient of its backward is the bias-gradient epilogue of the weight gradient's GEMM
+// (CUBLASLT_EPILOGUE_BGRADB: the column sums of g, read once by the GEMM itself). Where cuBLASLt
+// offers no algorithm for a case (double, an alignment or layout its epilogues do not take),
+// the bias is written first and the GEMM adds to it (beta = 1), and the bias gradient is a sum.
 //
 // cuBLAS is column-major: a row-major (m, n) matrix with leading dimension ld is, read in place,
 // its (n, m) transpose. So row-major C = A B is computed as the column-major C^T = B^T A^T with
@@ -7,11 +12,15 @@
 // go to one strided-batched call where their strides allow it, else to a host loop of them.
 // Integer matmul (no cuBLAS for it) runs a plain kernel.
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -283,16 +292,178 @@ std::vector<Tensor> MatmulCuda(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
-// ---------------------------------------------------------------- linear
+// ---------------------------------------------------------------- cuBLASLt
 
-// o (m, n) = bias broadcast over the rows.
-template <typename T>
-__global__ void FillRowsKernel(int64_t total, int64_t n, const T* bias, int64_t bias_stride, T* o) {
-  ONEFLOW_CUDA_GRID_LOOP(i, total) { o[i] = bias[(i % n) * bias_stride]; }
+// The cuBLASLt handle of a device with its workspace and the algorithms chosen so far, by
+// geometry (nullopt: cuBLASLt has none for it).
+using LtKey = std::array<int64_t, 16>;
+struct LtContext {
+  std::mutex mu;
+  cublasLtHandle_t handle = nullptr;
+  Tensor workspace;  // from the caching allocator; only ever used on the device's stream
+  std::map<LtKey, std::optional<cublasLtMatmulAlgo_t>> algos;
+};
+
+// Descriptors destroyed with their scope.
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescs() {
+    if (op) CUBLASLT(cublasLtMatmulDescDestroy)(op);
+    if (a) CUBLASLT(cublasLtMatrixLayoutDestroy)(a);
+    if (b) CUBLASLT(cublasLtMatrixLayoutDestroy)(b);
+    if (d) CUBLASLT(cublasLtMatrixLayoutDestroy)(d);
+    if (pref) CUBLASLT(cublasLtMatmulPreferenceDestroy)(pref);
+  }
+};
+
+// The largest power of two up to 256 that divides p's address (cuBLASLt's heuristic assumes 256
+// unless told).
+uint32_t AlignmentOf(const void* p) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
 }
 
-// linear(x (m, k), w (n, k)[, bias (n,)]) = x @ w.T + bias: one gemm whose output starts as the
-// bias rows (beta = 1), as on CPU.
+// One column-major GEMM D (m, n) = op(A) op(B) with an epilogue: CUBLASLT_EPILOGUE_BIAS adds
+// bias (m,) to every column; CUBLASLT_EPILOGUE_BGRADB writes bias (n,) = the sums of op(B)'s
+// columns over k. A, B and D have T's type; bias too.
+struct LtGemm {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  int64_t lda = 0;
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  void* d = nullptr;
+  int64_t ldd = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  void* bias = nullptr;
+};
+
+// Runs g on the device's compute stream; false (nothing run) when cuBLASLt has no algorithm for
+// it. T: float, __half or __nv_bfloat16. `op` names the caller in errors.
+template <typename T>
+bool RunLt(const Device& device, const LtGemm& g, const char* op) {
+  cudaDataType_t type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if constexpr (std::is_same_v<T, float>) {
+    if (cuda::AllowTf32()) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    type = CUDA_R_16F;
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "RunLt: unsupported type");
+    type = CUDA_R_16BF;
+  }
+  auto check = [op](cublasStatus_t status, const char* call) {
+    if (status == CUBLAS_STATUS_SUCCESS) return;
+    throw Error(StrCat(op, ": ", call, " failed: ", CUBLAS(cublasGetStatusString)(status), " (",
+                       static_cast<int>(status), ")"));
+  };
+  cudaStream_t stream = cuda::StreamFor(device);  // checks the device and makes it current
+  LtContext& ctx = cuda::PerDevice<LtContext>(device.index);
+  std::lock_guard<std::mutex> lock(ctx.mu);
+  if (!ctx.handle) {
+    ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
+    check(CUBLASLT(cublasLtCreate)(&ctx.handle), "cublasLtCreate");
+  }
+  LtDescs desc;
+  check(CUBLASLT(cublasLtMatmulDescCreate)(&desc.op, compute, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  const int32_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t epilogue = g.epilogue;
+  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                                 sizeof(ta)),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                                 sizeof(tb)),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                 sizeof(epilogue)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  if (g.bias) {
+    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &g.bias, sizeof(g.bias)),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
+  // Stored column-major: op(A) is m x k, so A is (m, k) or, transposed, (k, m); likewise B.
+  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.a, type, g.trans_a ? g.k : g.m,
+                                             g.trans_a ? g.m : g.k, g.lda),
+        "cublasLtMatrixLayoutCreate(A)");
+  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.b, type, g.trans_b ? g.n : g.k,
+                                             g.trans_b ? g.k : g.n, g.ldb),
+        "cublasLtMatrixLayoutCreate(B)");
+  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.d, type, g.m, g.n, g.ldd),
+        "cublasLtMatrixLayoutCreate(D)");
+
+  const uint32_t align_a = AlignmentOf(g.a), align_b = AlignmentOf(g.b);
+  const uint32_t align_d = AlignmentOf(g.d), align_bias = AlignmentOf(g.bias);
+  const LtKey key = {static_cast<int64_t>(type),
+                     static_cast<int64_t>(compute),
+                     ta,
+                     tb,
+                     g.m,
+                     g.n,
+                     g.k,
+                     g.lda,
+                     g.ldb,
+                     g.ldd,
+                     epilogue,
+                     align_a,
+                     align_b,
+                     align_d,
+                     align_bias,
+                     g.bias != nullptr};
+  auto found = ctx.algos.find(key);
+  if (found == ctx.algos.end()) {
+    check(CUBLASLT(cublasLtMatmulPreferenceCreate)(&desc.pref), "cublasLtMatmulPreferenceCreate");
+    const uint64_t max_workspace = kBlasWorkspaceBytes;
+    check(CUBLASLT(cublasLtMatmulPreferenceSetAttribute)(desc.pref,
+                                                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &max_workspace, sizeof(max_workspace)),
+          "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d}};
+    for (const auto& [attr, value] : aligns) {
+      check(CUBLASLT(cublasLtMatmulPreferenceSetAttribute)(desc.pref, attr, &value, sizeof(value)),
+            "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int count = 0;
+    const cublasStatus_t status = CUBLASLT(cublasLtMatmulAlgoGetHeuristic)(
+        ctx.handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref, 1, &result, &count);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) check(status, "cublasLtMatmulAlgoGetHeuristic");
+    std::optional<cublasLtMatmulAlgo_t> algo;
+    if (status == CUBLAS_STATUS_SUCCESS && count > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
+        result.workspaceSize <= kBlasWorkspaceBytes) {
+      algo = result.algo;
+    }
+    found = ctx.algos.emplace(key, algo).first;
+  }
+  if (!found->second) return false;
+  const float alpha = 1, beta = 0;
+  const cublasStatus_t status = CUBLASLT(cublasLtMatmul)(
+      ctx.handle, desc.op, &alpha, g.a, desc.a, g.b, desc.b, &beta, g.d, desc.d, g.d, desc.d,
+      &*found->second, ctx.workspace.raw_data(), static_cast<size_t>(kBlasWorkspaceBytes), stream);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {  // the heuristic's algorithm refused: never again
+    found->second.reset();
+    return false;
+  }
+  check(status, "cublasLtMatmul");
+  return true;
+}
+
+// ---------------------------------------------------------------- linear
+
+// linear(x (m, k), w (n, k)[, bias (n,)]) = x @ w.T + bias: one cuBLASLt GEMM with the bias
+// epilogue; without a bias, or where cuBLASLt has no algorithm, a cuBLAS GEMM (after the bias
+// rows are written, with beta = 1).
 std::vector<Tensor> LinearCuda(const std::vector<Tensor>& in, const Attrs&,
                                const std::vector<TensorMeta>& out) {
   Tensor x = in[0], w = in[1];
@@ -303,22 +474,33 @@ std::vector<Tensor> LinearCuda(const std::vector<Tensor>& in, const Attrs&,
   const int64_t m = o.shape()[0], n = o.shape()[1], k = x.shape()[1];
   if (o.numel() == 0) return {o};
   const bool has_bias = in.size() == 3;
+  if (k == 0) {
+    if (has_bias) {
+      fn::copy_(o, in[2]);  // broadcast over the rows
+    } else {
+      cuda::ZeroFill(o, cuda::StreamFor(o.device()));
+    }
+    return {o};
+  }
   cuda::DispatchFloatingWithHalf(o.dtype(), "linear", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    cudaStream_t stream = cuda::StreamFor(o.device());
-    if (has_bias) {
-      const Tensor& bias = in[2];
-      FillRowsKernel<<<cuda::Blocks(o.numel()), cuda::kThreads, 0, stream>>>(
-          o.numel(), n, cuda::Ptr<T>(bias), bias.strides()[0], cuda::Ptr<T>(o));
-      ONEFLOW_CUDA_CHECK(cudaGetLastError());
-    }
-    if (k == 0) {
-      if (!has_bias) {
-        ONEFLOW_CUDA_CHECK(cudaMemsetAsync(o.raw_data(), 0, o.numel() * SizeOf(o.dtype()), stream));
-      }
-      return;
-    }
     // Column-major C^T (n, m) = W (n, k) X^T (k, m); w read in place is W^T unless transposed.
+    if constexpr (!std::is_same_v<T, double>) {
+      if (has_bias) {
+        Tensor bias = fn::contiguous(in[2]);
+        LtGemm g;
+        g.trans_a = !vw.trans;
+        g.trans_b = vx.trans;
+        g.m = n, g.n = m, g.k = k;
+        g.a = cuda::Ptr<T>(w), g.lda = vw.ld;
+        g.b = cuda::Ptr<T>(x), g.ldb = vx.ld;
+        g.d = cuda::Ptr<T>(o), g.ldd = n;
+        g.epilogue = CUBLASLT_EPILOGUE_BIAS;
+        g.bias = bias.raw_data();
+        if (RunLt<DevT<T>>(o.device(), g, "linear")) return;
+      }
+    }
+    if (has_bias) fn::copy_(o, in[2]);  // the bias rows, which the GEMM adds to
     Gemm g;
     g.trans_a = !vw.trans;
     g.trans_b = vx.trans;
@@ -332,9 +514,59 @@ std::vector<Tensor> LinearCuda(const std::vector<Tensor>& in, const Attrs&,
   return {o};
 }
 
+// linear_grad_weight_bias(g (m, n), x (m, k)) -> (dw = g.T @ x (n, k), db = g.sum(0) (n,)): one
+// cuBLASLt GEMM whose bias-gradient epilogue sums g as it reads it. Column-major:
+// dW^T (k, n) = X^T (k, m) G (m, n), G being g read in place transposed.
+std::vector<Tensor> LinearGradWeightBiasCuda(const std::vector<Tensor>& in, const Attrs&,
+                                             const std::vector<TensorMeta>& out) {
+  Tensor g = in[0], x = in[1];
+  if (!ViewOf(g).ld) g = fn::contiguous(g);
+  if (!ViewOf(x).ld) x = fn::contiguous(x);
+  const MatView vg = ViewOf(g), vx = ViewOf(x);
+  Tensor dw = Tensor::Empty(out[0]), db = Tensor::Empty(out[1]);
+  const int64_t m = g.shape()[0], n = g.shape()[1], k = x.shape()[1];
+  if (n == 0) return {dw, db};
+  cudaStream_t stream = cuda::StreamFor(dw.device());
+  if (m == 0) {  // sums of nothing
+    cuda::ZeroFill(dw, stream);
+    cuda::ZeroFill(db, stream);
+    return {dw, db};
+  }
+  cuda::DispatchFloatingWithHalf(dw.dtype(), "linear_grad_weight_bias", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, double>) {
+      if (k > 0) {
+        LtGemm lt;
+        lt.trans_a = vx.trans;
+        lt.trans_b = !vg.trans;
+        lt.m = k, lt.n = n, lt.k = m;
+        lt.a = cuda::Ptr<T>(x), lt.lda = vx.ld;
+        lt.b = cuda::Ptr<T>(g), lt.ldb = vg.ld;
+        lt.d = cuda::Ptr<T>(dw), lt.ldd = k;
+        lt.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+        lt.bias = db.raw_data();
+        if (RunLt<DevT<T>>(dw.device(), lt, "linear_grad_weight_bias")) return;
+      }
+    }
+    if (k > 0) {
+      Gemm c;
+      c.trans_a = vx.trans;
+      c.trans_b = !vg.trans;
+      c.m = k, c.n = n, c.k = m;
+      c.a = cuda::Ptr<T>(x), c.lda = vx.ld;
+      c.b = cuda::Ptr<T>(g), c.ldb = vg.ld;
+      c.c = cuda::Ptr<T>(dw), c.ldc = k;
+      RunGemm<DevT<T>>(dw.device(), c);
+    }
+    fn::copy_(db, fn::sum(IsHalf(g.dtype()) ? fn::to_dtype(g, DType::kFloat32) : g, {0}));
+  });
+  return {dw, db};
+}
+
 }  // namespace
 
 ONEFLOW_REGISTER_KERNEL(matmul, kCUDA, MatmulCuda);
 ONEFLOW_REGISTER_KERNEL(linear, kCUDA, LinearCuda);
+ONEFLOW_REGISTER_KERNEL(linear_grad_weight_bias, kCUDA, LinearGradWeightBiasCuda);
 
 }  // namespace oneflow

@@ -1,17 +1,24 @@
-// CUDA kernels of the optimizer update ops in core/optim.h (sgd, adam, lamb, adagrad, rmsprop,
-// adadelta, ftrl), each one fused kernel per parameter that reads every tensor once and writes
-// the parameter and its state in place (LAMB: two, around its norms). The hyper-parameters are
-// 0-dim float64 tensors on the device, read by every thread (no host read, so a CUDA graph
-// replays a new learning rate); a step count is incremented by a one-thread kernel first. The
-// arithmetic is the CPU kernel's (core/optim.cc), in the parameter's type, so results agree up
-// to rounding (nvcc may fuse a multiply-add the CPU rounds twice).
+// CUDA kernels of the optimizer update ops in core/optim.h. SGD and Adam/AdamW (sgd_update,
+// adam_update and their multi-tensor forms multi_tensor_sgd_update, multi_tensor_adam_update)
+// run the multi-tensor kernels of kernels/optim.cuh: every parameter of a call in one launch per
+// kOptimMaxBlocks chunks, after one launch that increments the step counts; float32, float64,
+// float16 and bfloat16 parameters (the half types computed in float). LAMB, Adagrad, RMSprop,
+// Adadelta and FTRL are one fused kernel per parameter (LAMB: two, around its norms). The
+// hyper-parameters are 0-dim float64 tensors on the device, read by every thread (no host read,
+// so a CUDA graph replays a new learning rate). The arithmetic is the CPU kernel's
+// (core/optim.cc), so results agree up to rounding (nvcc may fuse a multiply-add the CPU rounds
+// twice).
 //
 //   flow._C.optim_update_("adam_update", [p, g, m, v, step, lr, b1, b2, eps, wd], {...})
 #include <cmath>
 #include <cstdint>
 
 #include "core/functional.h"
+#include "core/kernels/cuda/cuda_dispatch.h"
+#include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
+#include "core/kernels/cuda/kernels/optim.cuh"
+#include "core/kernels/cuda/launch.cuh"
 #include "core/op_registry.h"
 #include "core/optim.h"
 
@@ -31,8 +38,6 @@ struct Ptrs {
   double* step;  // hyper[0] when the op counts steps, else null
   int64_t n;
 };
-
-bool Flag(const Attrs& a, const char* name) { return a.Has(name) && a.Get<bool>(name); }
 
 __global__ void IncrementKernel(double* step) { *step += 1; }
 
@@ -71,35 +76,154 @@ std::vector<Tensor> Launch(const char* op, const std::vector<Tensor>& in, const 
   return {in[0]};
 }
 
-// ---------------------------------------------------------------- sgd_update
-template <typename T>
-__global__ void SgdKernel(Ptrs<T> a, bool momentum, bool nesterov, T sign) {
-  const T lr = static_cast<T>(*a.hyper[0]) * sign, wd = static_cast<T>(*a.hyper[1]);
-  ONEFLOW_CUDA_GRID_LOOP(i, a.n) {
-    const T pi = a.p[i], d = a.g[i] + wd * pi;
-    if (!momentum) {
-      a.p[i] = pi - lr * d;
-      continue;
+// ---------------------------------------------------------------- sgd and adam, multi-tensor
+
+// The tensors of a (multi-tensor) update call: `count` records (param, grad, state...[, step])
+// followed by the shared hyper-parameters; the single-tensor ops are the count-1 case.
+struct MultiArgs {
+  std::vector<Tensor> p, g, step;
+  std::vector<std::vector<Tensor>> state;  // state[i][k]: state i of parameter k
+  std::vector<Tensor> hyper;
+};
+
+MultiArgs UnpackMulti(const char* op, const std::vector<Tensor>& in, int64_t count, size_t states,
+                      bool counts_steps) {
+  MultiArgs r;
+  r.state.resize(states);
+  const size_t per = 2 + states + (counts_steps ? 1 : 0);
+  for (int64_t k = 0; k < count; ++k) {
+    const size_t base = k * per;
+    ONEFLOW_CHECK(in[base].is_contiguous(), op, ": parameter ", k, " must be contiguous");
+    r.p.push_back(in[base]);
+    r.g.push_back(fn::contiguous(in[base + 1]));
+    for (size_t i = 0; i < states; ++i) {
+      ONEFLOW_CHECK(in[base + 2 + i].is_contiguous(), op, ": the state of parameter ", k,
+                    " must be contiguous");
+      r.state[i].push_back(in[base + 2 + i]);
     }
-    const T beta = static_cast<T>(*a.hyper[2]), keep = static_cast<T>(1 - *a.hyper[3]);
-    const T b = beta * a.state[0][i] + keep * d;
-    a.state[0][i] = b;
-    a.p[i] = pi - lr * (nesterov ? d + beta * b : b);
+    if (counts_steps) r.step.push_back(in[base + 2 + states]);
   }
+  for (size_t i = count * per; i < in.size(); ++i) r.hyper.push_back(in[i]);
+  return r;
 }
 
-std::vector<Tensor> SgdCuda(const std::vector<Tensor>& in, const Attrs& a,
-                            const std::vector<TensorMeta>&) {
-  const bool momentum = Flag(a, "momentum"), nesterov = Flag(a, "nesterov");
-  const double sign = Flag(a, "maximize") ? -1 : 1;
-  return Launch("sgd_update", in, a, false, [&](auto ptrs, cudaStream_t s) {
-    using T = std::remove_pointer_t<decltype(ptrs.p)>;
-    SgdKernel<T><<<cuda::Blocks(ptrs.n), cuda::kThreads, 0, s>>>(ptrs, momentum, nesterov,
-                                                                 static_cast<T>(sign));
+// Increments every step count (one thread each).
+void IncrementSteps(const std::vector<Tensor>& steps, cudaStream_t stream) {
+  for (size_t first = 0; first < steps.size(); first += cuda::kOptimMaxSteps) {
+    cuda::StepList list{};
+    for (size_t k = first; k < steps.size() && list.count < cuda::kOptimMaxSteps; ++k) {
+      list.step[list.count++] = steps[k].data<double>();
+    }
+    OF_CUDA_LAUNCH(cuda::IncrementStepsKernel, 1, cuda::kOptimMaxSteps, 0, stream, list);
+  }
+  for (const Tensor& s : steps) s.storage()->bump_version();
+}
+
+// Launches launch(list, blocks) over OptimList<U, kState> lists of every parameter's chunks.
+template <typename U, int kState, typename Launch>
+void ForEachLaunch(const MultiArgs& a, Launch&& launch) {
+  using List = cuda::OptimList<U, kState>;
+  cuda::ForEachOptimLaunch<List>(
+      static_cast<int64_t>(a.p.size()), [&](int64_t k) { return a.p[k].numel(); },
+      [&](List* list, int s, int64_t k) {
+        list->p[s] = reinterpret_cast<U*>(a.p[k].raw_data());
+        list->g[s] = reinterpret_cast<const U*>(a.g[k].raw_data());
+        for (int i = 0; i < kState && i < static_cast<int>(a.state.size()); ++i) {
+          list->state[i][s] = reinterpret_cast<U*>(a.state[i][k].raw_data());
+        }
+        list->step[s] = a.step.empty() ? nullptr : a.step[k].data<double>();
+        list->n[s] = a.p[k].numel();
+      },
+      launch);
+}
+
+bool Flag(const Attrs& a, const char* name) { return a.Has(name) && a.Get<bool>(name); }
+
+int64_t CountOf(const Attrs& a) { return a.Has("count") ? a.Get<int64_t>("count") : 1; }
+
+// sgd_update and multi_tensor_sgd_update: hyper lr, weight_decay[, momentum, dampening].
+std::vector<Tensor> SgdMultiCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                 const std::vector<TensorMeta>&) {
+  const char* op = a.Has("count") ? "multi_tensor_sgd_update" : "sgd_update";
+  const bool momentum = Flag(a, "momentum");
+  const MultiArgs args = UnpackMulti(op, in, CountOf(a), momentum ? 1 : 0, false);
+  cuda::SgdHyper h{};
+  h.lr = args.hyper[0].data<double>();
+  h.weight_decay = args.hyper[1].data<double>();
+  if (momentum) {
+    h.momentum = args.hyper[2].data<double>();
+    h.dampening = args.hyper[3].data<double>();
+  }
+  h.sign = Flag(a, "maximize") ? -1 : 1;
+  h.nesterov = Flag(a, "nesterov");
+  cudaStream_t stream = cuda::StreamFor(in[0].device());
+  cuda::DispatchFloatingWithHalf(in[0].dtype(), op, [&](auto tag) {
+    using U = cuda::DevT<typename decltype(tag)::type>;
+    ForEachLaunch<U, 1>(args, [&](const cuda::OptimList<U, 1>& list, int blocks) {
+      if (momentum) {
+        auto* kernel = cuda::SgdMultiKernel<U, true>;
+        OF_CUDA_LAUNCH(kernel, blocks, cuda::kOptimThreads, 0, stream, list, h);
+      } else {
+        auto* kernel = cuda::SgdMultiKernel<U, false>;
+        OF_CUDA_LAUNCH(kernel, blocks, cuda::kOptimThreads, 0, stream, list, h);
+      }
+    });
   });
+  std::vector<Tensor> out;
+  for (const Tensor& p : args.p) {
+    p.storage()->bump_version();
+    out.push_back(p);
+  }
+  for (const auto& states : args.state) {
+    for (const Tensor& s : states) s.storage()->bump_version();
+  }
+  return out;
 }
 
-// ---------------------------------------------------------------- adam_update / lamb_update
+// adam_update and multi_tensor_adam_update: per parameter a step count; shared hyper lr, beta1,
+// beta2, eps, weight_decay.
+std::vector<Tensor> AdamMultiCuda(const std::vector<Tensor>& in, const Attrs& a,
+                                  const std::vector<TensorMeta>&) {
+  const char* op = a.Has("count") ? "multi_tensor_adam_update" : "adam_update";
+  const bool amsgrad = Flag(a, "amsgrad");
+  const MultiArgs args = UnpackMulti(op, in, CountOf(a), amsgrad ? 3 : 2, true);
+  cuda::AdamHyper h{};
+  h.lr = args.hyper[0].data<double>();
+  h.beta1 = args.hyper[1].data<double>();
+  h.beta2 = args.hyper[2].data<double>();
+  h.eps = args.hyper[3].data<double>();
+  h.weight_decay = args.hyper[4].data<double>();
+  h.sign = Flag(a, "maximize") ? -1 : 1;
+  h.decoupled = Flag(a, "decoupled");
+  h.correct = Flag(a, "do_bias_correction");
+  cudaStream_t stream = cuda::StreamFor(in[0].device());
+  IncrementSteps(args.step, stream);
+  cuda::DispatchFloatingWithHalf(in[0].dtype(), op, [&](auto tag) {
+    using U = cuda::DevT<typename decltype(tag)::type>;
+    if (amsgrad) {
+      ForEachLaunch<U, 3>(args, [&](const cuda::OptimList<U, 3>& list, int blocks) {
+        auto* kernel = cuda::AdamMultiKernel<U, true>;
+        OF_CUDA_LAUNCH(kernel, blocks, cuda::kOptimThreads, 0, stream, list, h);
+      });
+    } else {
+      ForEachLaunch<U, 2>(args, [&](const cuda::OptimList<U, 2>& list, int blocks) {
+        auto* kernel = cuda::AdamMultiKernel<U, false>;
+        OF_CUDA_LAUNCH(kernel, blocks, cuda::kOptimThreads, 0, stream, list, h);
+      });
+    }
+  });
+  std::vector<Tensor> out;
+  for (const Tensor& p : args.p) {
+    p.storage()->bump_version();
+    out.push_back(p);
+  }
+  for (const auto& states : args.state) {
+    for (const Tensor& s : states) s.storage()->bump_version();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- lamb_update
 // Adam's moments and direction r = m_hat / (sqrt(v_hat) + eps) for element i.
 template <typename T>
 __device__ T AdamDirection(const Ptrs<T>& a, int64_t i, T d, bool correct, T* vmax) {
@@ -118,30 +242,6 @@ __device__ T AdamDirection(const Ptrs<T>& a, int64_t i, T d, bool correct, T* vm
     vmax[i] = vv;
   }
   return (mi / bc1) / (sqrt(vv) / sq_bc2 + eps);
-}
-
-template <typename T>
-__global__ void AdamKernel(Ptrs<T> a, bool decoupled, bool correct, bool amsgrad, T sign) {
-  const T lr = static_cast<T>(*a.hyper[1]), wd = static_cast<T>(*a.hyper[5]);
-  const T l2 = decoupled ? T(0) : wd, dwd = decoupled ? lr * wd : T(0);
-  ONEFLOW_CUDA_GRID_LOOP(i, a.n) {
-    const T pi = a.p[i];
-    const T r =
-        AdamDirection(a, i, sign * a.g[i] + l2 * pi, correct, amsgrad ? a.state[2] : nullptr);
-    a.p[i] = pi - lr * r - dwd * pi;
-  }
-}
-
-std::vector<Tensor> AdamCuda(const std::vector<Tensor>& in, const Attrs& a,
-                             const std::vector<TensorMeta>&) {
-  const bool decoupled = Flag(a, "decoupled"), correct = Flag(a, "do_bias_correction");
-  const bool amsgrad = Flag(a, "amsgrad");
-  const double sign = Flag(a, "maximize") ? -1 : 1;
-  return Launch("adam_update", in, a, true, [&](auto ptrs, cudaStream_t s) {
-    using T = std::remove_pointer_t<decltype(ptrs.p)>;
-    AdamKernel<T><<<cuda::Blocks(ptrs.n), cuda::kThreads, 0, s>>>(ptrs, decoupled, correct, amsgrad,
-                                                                  static_cast<T>(sign));
-  });
 }
 
 // LAMB: pass 1 writes r into the gradient's scratch copy and sums ||p||^2, ||r||^2 (atomics
@@ -298,8 +398,10 @@ std::vector<Tensor> FtrlCuda(const std::vector<Tensor>& in, const Attrs& a,
 
 }  // namespace
 
-ONEFLOW_REGISTER_KERNEL(sgd_update, kCUDA, SgdCuda);
-ONEFLOW_REGISTER_KERNEL(adam_update, kCUDA, AdamCuda);
+ONEFLOW_REGISTER_KERNEL(sgd_update, kCUDA, SgdMultiCuda);
+ONEFLOW_REGISTER_KERNEL(adam_update, kCUDA, AdamMultiCuda);
+ONEFLOW_REGISTER_KERNEL(multi_tensor_sgd_update, kCUDA, SgdMultiCuda);
+ONEFLOW_REGISTER_KERNEL(multi_tensor_adam_update, kCUDA, AdamMultiCuda);
 ONEFLOW_REGISTER_KERNEL(lamb_update, kCUDA, LambCuda);
 ONEFLOW_REGISTER_KERNEL(adagrad_update, kCUDA, AdagradCuda);
 ONEFLOW_REGISTER_KERNEL(rmsprop_update, kCUDA, RmspropCuda);

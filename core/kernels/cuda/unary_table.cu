@@ -1,5 +1,7 @@
 // CUDA kernels of the unary table's ops (core/ops/unary_table.cc): the same functors
-// (core/ops/unary_functors.h) compiled for the device, so both devices compute one expression.
+// (core/ops/unary_functors.h) compiled for the device, so both devices compute one expression,
+// over float32, float64, float16 and bfloat16 (the half types in float). Vectorised kernels
+// only (MapContiguous): a view is copied contiguous first.
 #include "core/kernels/cuda/elementwise.cuh"
 #include "core/op_registry.h"
 #include "core/ops/op_util.h"
@@ -9,7 +11,7 @@ namespace oneflow {
 
 namespace {
 
-using cuda::Map;
+using cuda::MapContiguous;
 
 template <typename F>
 struct GradOf {
@@ -25,9 +27,9 @@ std::vector<Tensor> TableCuda(const std::vector<Tensor>& in, const Attrs& a,
                               const std::vector<TensorMeta>& out) {
   Tensor o = Tensor::Empty(out[0]);
   const F f = functors::MakeFunctor<F>(a);
-  DispatchFloating(in[0].dtype(), "unary op", [&](auto tag) {
+  DispatchFloatingWithHalf(in[0].dtype(), "unary op", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Map<T, T>("unary op", o, f, in[0]);
+    MapContiguous<T, T>("unary op", o, f, in[0]);
   });
   return {o};
 }
@@ -37,9 +39,9 @@ std::vector<Tensor> TableGradCuda(const std::vector<Tensor>& in, const Attrs& a,
                                   const std::vector<TensorMeta>& out) {
   Tensor o = Tensor::Empty(out[0]);
   const GradOf<F> f{functors::MakeFunctor<F>(a)};
-  DispatchFloating(in[1].dtype(), "unary op gradient", [&](auto tag) {
+  DispatchFloatingWithHalf(in[1].dtype(), "unary op gradient", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Map<T, T, T>("unary op gradient", o, f, in[0], in[1]);
+    MapContiguous<T, T, T>("unary op gradient", o, f, in[0], in[1]);
   });
   return {o};
 }

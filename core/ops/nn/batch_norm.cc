@@ -1,6 +1,8 @@
 // batch_norm over dim 1 of (N, C) or (N, C, ...) input, as two ops:
-//   batch_norm_train(x, weight, bias) -> (y, mean, var)   training: normalise with the batch
-//       statistics (var biased), which it also returns for the running-statistics update
+//   batch_norm_train(x, weight, bias[, running_mean, running_var]) -> (y, mean, var)   training:
+//       normalise with the batch statistics (var biased), which it also returns; given running
+//       statistics (attr momentum), it updates them in place:
+//       running = (1 - momentum) running + momentum batch, with the unbiased variance
 //   batch_norm_elemt(x, mean, var, weight, bias) -> y   eval: normalise with given statistics
 // Each backward is one fused kernel: a pass for the per-channel sums, a pass for dx.
 
@@ -85,13 +87,30 @@ void GradSums(const ChannelLayout& l, const T* dy, const T* x, const T* mean,
   }
 }
 
-// ---- batch_norm_train(x, weight, bias), attr eps -> (y, mean, var) ----
+// ---- batch_norm_train(x, weight, bias[, running_mean, running_var]), attrs eps[, momentum]
+//      -> (y, mean, var) ----
 
-std::vector<TensorMeta> InferTrain(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<TensorMeta> InferTrain(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  if (in.size() != 3 && in.size() != 5) {
+    throw Error(StrCat("batch_norm_train: expected 3 tensors (x, weight, bias) or 5 (and ",
+                       "running_mean, running_var), got ", in.size()));
+  }
   const TensorMeta& x = in[0];
   CheckBatchNormInput(x, "batch_norm_train");
   CheckChannelVector(in[1], "weight", x, "batch_norm_train");
   CheckChannelVector(in[2], "bias", x, "batch_norm_train");
+  if (in.size() == 5) {
+    CheckChannelVector(in[3], "running_mean", x, "batch_norm_train");
+    CheckChannelVector(in[4], "running_var", x, "batch_norm_train");
+    if (!attrs.Has("momentum")) {
+      throw Error("batch_norm_train: running statistics need the attr momentum");
+    }
+    const int64_t m = x.shape.numel() / std::max<int64_t>(x.shape[1], 1);
+    if (m < 2) {
+      throw Error(StrCat("batch_norm_train: expected more than 1 value per channel to update ",
+                         "the running statistics, got input of shape ", x.shape));
+    }
+  }
   return {x, in[1], in[1]};
 }
 
@@ -126,6 +145,18 @@ std::vector<Tensor> TrainCpu(const std::vector<Tensor>& in, const Attrs& attrs,
       }
     }
     for (int64_t c = 0; c < l.c; ++c) var.data<T>()[c] = static_cast<T>(sq[c] / m);
+    if (in.size() == 5) {  // running = (1 - momentum) running + momentum batch, var unbiased
+      const double f = attrs.Get<double>("momentum"), unbias = m / (m - 1);
+      T* rm = in[3].data<T>();
+      T* rv = in[4].data<T>();
+      const int64_t sm = in[3].strides()[0], sv = in[4].strides()[0];
+      for (int64_t c = 0; c < l.c; ++c) {
+        rm[c * sm] = static_cast<T>((1 - f) * rm[c * sm] + f * static_cast<double>(md[c]));
+        rv[c * sv] = static_cast<T>((1 - f) * rv[c * sv] + f * unbias * (sq[c] / m));
+      }
+      in[3].storage()->bump_version();
+      in[4].storage()->bump_version();
+    }
     Normalize<T>(l, xd, md, var.data<T>(), w.data<T>(), b.data<T>(), attrs.Get<double>("eps"),
                  y.data<T>());
   });
@@ -137,6 +168,7 @@ std::vector<Tensor> TrainGrad(const GradCtx& ctx) {
   std::vector<Tensor> grads = CallOp(
       OP(batch_norm_train_grad),
       {g[0], g[1], g[2], ctx.inputs[0], ctx.outputs[1], ctx.outputs[2], ctx.inputs[1]}, ctx.attrs);
+  grads.resize(ctx.inputs.size());  // none for the running statistics
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!ctx.needs_input_grad[i]) grads[i] = Tensor();
   }
@@ -290,7 +322,11 @@ std::vector<Tensor> ElemtGradCpu(const std::vector<Tensor>& in, const Attrs& att
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(batch_norm_train).Inputs(3).Infer(InferTrain).Grad(TrainGrad);
+ONEFLOW_REGISTER_OP(batch_norm_train)
+    .Inputs(-1)
+    .Infer(InferTrain)
+    .Grad(TrainGrad)
+    .NonDiffInputs({3, 4});  // the running statistics
 ONEFLOW_REGISTER_KERNEL(batch_norm_train, kCPU, TrainCpu);
 ONEFLOW_REGISTER_OP(batch_norm_train_grad).Inputs(7).Infer(InferTrainGrad).Grad(NoDoubleBackward);
 ONEFLOW_REGISTER_KERNEL(batch_norm_train_grad, kCPU, TrainGradCpu);
@@ -330,18 +366,16 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     throw Error(StrCat("batch_norm: expected more than 1 value per channel when training, got ",
                        "input of shape ", x.shape()));
   }
-  std::vector<Tensor> out = CallOp(OP(batch_norm_train), {x, w, b}, a);
-  NoGradGuard no_grad;
-  // running = (1 - momentum) running + momentum batch, with the unbiased variance.
-  if (running_mean.defined()) {
-    fn::copy_(running_mean, fn::add(fn::mul_scalar(running_mean, 1 - momentum),
-                                    fn::mul_scalar(out[1], momentum)));
+  // The op updates the running statistics itself (inside cuDNN on CUDA); a lone one gets a
+  // scratch partner.
+  std::vector<Tensor> in = {x, w, b};
+  if (running_mean.defined() || running_var.defined()) {
+    in.push_back(running_mean.defined() ? running_mean
+                                        : fn::zeros(Shape({c}), x.dtype(), x.device()));
+    in.push_back(running_var.defined() ? running_var : fn::ones(Shape({c}), x.dtype(), x.device()));
+    a.Set("momentum", AttrValue(momentum));
   }
-  if (running_var.defined()) {
-    const double unbias = static_cast<double>(m) / static_cast<double>(m - 1);
-    fn::copy_(running_var, fn::add(fn::mul_scalar(running_var, 1 - momentum),
-                                   fn::mul_scalar(out[2], momentum * unbias)));
-  }
+  std::vector<Tensor> out = CallOp(OP(batch_norm_train), in, a);
   return out[0];
 }
 

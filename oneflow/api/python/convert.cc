@@ -4,6 +4,9 @@
 
 #include <cstring>
 
+#include "core/dispatch.h"
+#include "core/size_check.h"
+
 namespace oneflow {
 namespace python {
 
@@ -94,6 +97,19 @@ std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what) {
   return ToIntList(args, what);
 }
 
+namespace {
+
+// A 0-dim tensor of value on device: filled there by a kernel taking the value as its argument
+// (a host tensor copied over would make the host wait for the copy).
+Tensor ScalarOn(double value, DType dtype, const Device& device) {
+  if (device.type != DeviceType::kCPU) return Full(TensorMeta{Shape(), dtype, device}, value);
+  Tensor s = Tensor::Empty(Shape(), dtype, Device::CPU());
+  fn::fill_(s, value);
+  return s;
+}
+
+}  // namespace
+
 Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
   if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
   DType t = x.dtype();
@@ -102,15 +118,11 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
   }
   if (py::isinstance<py::int_>(other)) {
     if (t == DType::kBool) t = DType::kInt64;
-    Tensor s = Tensor::Empty(Shape(), t, Device::CPU());
-    fn::fill_(s, static_cast<double>(ToInt64(other, "tensor operand")));
-    return fn::to_device(s, x.device());
+    return ScalarOn(static_cast<double>(ToInt64(other, "tensor operand")), t, x.device());
   }
   if (py::isinstance<py::float_>(other)) {
     if (!IsFloating(t)) t = DType::kFloat32;
-    Tensor s = Tensor::Empty(Shape(), t, Device::CPU());
-    fn::fill_(s, other.cast<double>());
-    return fn::to_device(s, x.device());
+    return ScalarOn(other.cast<double>(), t, x.device());
   }
   // A numpy array or scalar (numpy is loaded when one exists): the number or tensor it stands
   // for, where x lives (oneflow._tensor_methods._numpy_operand decides). Off the hot path.
@@ -370,6 +382,7 @@ Tensor HostReadable(const Tensor& t) {
 }  // namespace
 
 py::object ToList(const Tensor& t) {
+  SizeCheckOpScope op("Tensor.tolist");  // names the host read (core/sync_check.h)
   Tensor c = HostReadable(t);
   int64_t pos = 0;
   return ListRec(c, 0, pos);
@@ -382,6 +395,7 @@ py::object Item(const Tensor& t) {
                "got shape ",
                t.shape()));
   }
+  SizeCheckOpScope op("Tensor.item");  // names the host read (core/sync_check.h)
   return ElementAt(HostReadable(t), 0);
 }
 

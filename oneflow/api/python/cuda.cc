@@ -8,6 +8,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/storage.h"
+#include "core/sync_check.h"
 #ifdef ONEFLOW_WITH_CUDA
 #include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_util.h"
@@ -71,9 +72,23 @@ py::dict StatsDict(const MemoryStats& s) {
   return d;
 }
 
+// Sync debug mode "warn": a Python UserWarning at the caller's line (an error when the warnings
+// filter makes it one).
+void WarnInPython(const std::string& message) {
+  py::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+}
+
 }  // namespace
 
 void BindCuda(py::module_& m) {
+  SetSyncWarnHandler(WarnInPython);
+  m.def("cuda_set_sync_debug_mode", [](int mode) {
+    ONEFLOW_CHECK(mode >= 0 && mode <= 2,
+                  "oneflow.cuda.set_sync_debug_mode: expected 0, 1 or 2, got ", mode);
+    SetSyncDebugMode(static_cast<SyncDebugMode>(mode));
+  });
+  m.def("cuda_get_sync_debug_mode", []() { return static_cast<int>(GetSyncDebugMode()); });
 #ifdef ONEFLOW_WITH_CUDA
   m.def("cuda_built", []() { return true; });
   m.def("cuda_unavailable", []() { return FakeCuda() ? std::string() : cuda::Unavailable(); });

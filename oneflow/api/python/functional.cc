@@ -344,6 +344,11 @@ void BindFunctional(py::module_& m) {
                             const std::map<std::string, bool>& flags) {
     optim::Update(op, tensors, optim::UpdateFlags(op, flags));
   });
+  // The multi-tensor form (sgd_update, adam_update): `count` records, then shared hypers.
+  m.def("optim_update_multi_", [](const std::string& op, const std::vector<Tensor>& tensors,
+                                  int64_t count, const std::map<std::string, bool>& flags) {
+    optim::MultiUpdate(op, tensors, count, optim::UpdateFlags(op, flags));
+  });
   // ---- everyday API (core/functional.h's everyday block); Python signatures in _ops.py and the
   // API modules
   m.def("linspace",

@@ -6,6 +6,7 @@
 
 #include "core/autograd.h"
 #include "core/inplace.h"
+#include "core/size_check.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/indexing.h"
 #include "oneflow/api/python/module.h"
@@ -61,6 +62,7 @@ struct HostCopy {
 // As OneFlow's numpy(): a copy of the values, also of a tensor that requires grad.
 py::object ToNumpy(const Tensor& t) {
   py::module_ np = py::module_::import("numpy");
+  SizeCheckOpScope op("Tensor.numpy");  // names the host read (core/sync_check.h)
   Tensor c = fn::contiguous(Whole(t).detach());
   if (!c.is_cpu()) c = fn::to_device(c, Device::CPU());
   if (c.dtype() == DType::kBFloat16) c = fn::to_dtype(c, DType::kFloat32);  // numpy has none

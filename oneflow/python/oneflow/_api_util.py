@@ -131,3 +131,13 @@ def _inplace(op_name, fn):
         return self._inplace_(lambda s: fn(s, *args, **kwargs), op_name)
     method.__name__ = op_name
     return method
+
+
+def _scalar_on(value, dtype, device):
+    """A 0-dim tensor of a Python number on device. Off the CPU it is filled there by a kernel
+    taking the number as its argument: a host tensor copied over would make the host wait for
+    the copy (flow.cuda.set_sync_debug_mode reports that). Integers beyond float64's 2**53
+    take the exact host path."""
+    if str(device) != "cpu" and not (isinstance(value, int) and builtins.abs(value) > 2**53):
+        return _C.full([], builtins.float(value), dtype, device)
+    return _C.tensor(value, dtype, None, False).to(device)

@@ -10,7 +10,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow._api_util import _inplace, _method, _tensor_arg
+from oneflow._api_util import _inplace, _method, _scalar_on, _tensor_arg
 
 Tensor = _C.Tensor
 
@@ -64,7 +64,7 @@ def _is_float(x):
 
 
 def _scalar(v, like):
-    return _C.tensor(v, like.dtype, None, False).to(like.device)
+    return _scalar_on(v, like.dtype, like.device)
 
 
 # ---------------------------------------------------------------- predicates

@@ -8,7 +8,7 @@ import builtins
 import warnings
 
 import oneflow._oneflow_internal as _C
-from oneflow._api_util import _MinMax, _size
+from oneflow._api_util import _MinMax, _scalar_on, _size
 from oneflow._creation import zeros
 
 Tensor = _C.Tensor
@@ -126,7 +126,7 @@ def masked_fill(input, mask, value):
             raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got shape {tuple(value.shape)}")
         value = value.to(input.dtype)
     else:
-        value = _C.tensor(value, input.dtype, None, False).to(input._device)
+        value = _scalar_on(value, input.dtype, input._device)
     shape = list(input._shape)
     return _C.where(_C.expand(mask, shape) if list(mask._shape) != shape else mask, value, input)
 
@@ -162,7 +162,7 @@ def clamp(x, min=None, max=None):
         out = _C.where(_C.lt(out, min), min.to(out.dtype), out)
     if max is not None:
         m = max.to(out.dtype) if isinstance(max, Tensor) else \
-            _C.tensor(builtins.float(max), out.dtype, None, False).to(out.device)
+            _scalar_on(builtins.float(max), out.dtype, out.device)
         out = _C.where(_C.gt(out, m), m, out)
     return out
 

@@ -93,6 +93,8 @@ class GradScaler:
         self._per_optimizer = {}  # id(optimizer) -> {"stage", "found_inf"}
 
     def _state(self, optimizer):
+        # found_inf: False, or after unscale_ the device counts of non-finite gradient values
+        # (a list, one per device) until step() or update() reads them.
         return self._per_optimizer.setdefault(id(optimizer), {"stage": self._READY, "found_inf": False})
 
     def scale(self, outputs):
@@ -116,7 +118,9 @@ class GradScaler:
         if state["stage"] == self._STEPPED:
             raise RuntimeError("GradScaler.unscale_: called after step(); call it before step()")
         inv_scale = 1.0 / self._scale
-        bad = 0.0
+        # The inf check stays on the device: one count per device, summed there; step() reads
+        # it once (the scaler's one host wait per step).
+        bad = {}
         with flow.no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
@@ -126,10 +130,21 @@ class GradScaler:
                     n_bad = (~flow.isfinite(g)).to(flow.float32).sum()
                     if n_bad.is_global:
                         n_bad = n_bad.to_global(sbp=flow.sbp.broadcast).to_local()
-                    bad += n_bad.item()
+                    key = str(n_bad.device)
+                    bad[key] = n_bad if key not in bad else bad[key] + n_bad
                     g.mul_(inv_scale)
-        state["found_inf"] = bad > 0
+        state["found_inf"] = list(bad.values())
         state["stage"] = self._UNSCALED
+
+    @staticmethod
+    def _read_found_inf(state):
+        """Whether the optimizer's gradients held inf or NaN: the host reads the device counts
+        here, once per step (as torch's GradScaler.step reads found_inf with .item())."""
+        found = state["found_inf"]
+        if isinstance(found, list):
+            found = any(float(n.item()) > 0 for n in found)
+            state["found_inf"] = found
+        return found
 
     def step(self, optimizer, *args, **kwargs):
         """optimizer.step(*args, **kwargs) unless the gradients held inf or NaN (then None)."""
@@ -142,7 +157,7 @@ class GradScaler:
             raise RuntimeError("GradScaler.step: already called on this optimizer since the last update()")
         if state["stage"] == self._READY:
             self.unscale_(optimizer)
-        retval = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        retval = None if self._read_found_inf(state) else optimizer.step(*args, **kwargs)
         state["stage"] = self._STEPPED
         return retval
 
@@ -155,7 +170,8 @@ class GradScaler:
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, flow.Tensor) else new_scale)
         else:
-            found = [s["found_inf"] for s in self._per_optimizer.values() if s["stage"] != self._READY]
+            found = [self._read_found_inf(s) for s in self._per_optimizer.values()
+                     if s["stage"] != self._READY]
             if not found:
                 raise RuntimeError("GradScaler.update: no inf checks were recorded prior to update(); call step() first")
             if any(found):

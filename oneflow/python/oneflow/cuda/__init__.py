@@ -5,8 +5,10 @@
     x = flow.ones(2, 3).to("cuda")  # "cuda" is the current device: cuda:<local rank> under the launcher
     flow.cuda.synchronize()
 
-Random numbers on CUDA are drawn by the same generator as on CPU (and copied), so a seed gives
-the same numbers on every device; flow.manual_seed seeds both.
+Random numbers on CUDA are drawn on the device by the same counter-based generator as on CPU, so
+a seed gives the same numbers on every device (bit for bit, but for float64 normal draws' last
+bits); flow.manual_seed seeds both. set_sync_debug_mode("warn" | "error") reports each host wait
+on CUDA work, naming the op, as torch.cuda's does.
 """
 
 import os
@@ -92,7 +94,40 @@ def _index(device):
 
 
 def synchronize(device=None):
+    """Waits for the device's queued work. Not reported by set_sync_debug_mode (the user asked
+    for the wait), as torch.cuda.synchronize."""
     _C.cuda_synchronize(_index(device))
+
+
+_SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_sync_debug_mode(debug_mode):
+    """torch.cuda.set_sync_debug_mode: "default" (0) lets host waits on CUDA work pass, "warn"
+    (1) warns and "error" (2) raises at each one, naming the op: a copy between a CUDA device
+    and the host (Tensor.item, numpy, tolist, bool(t), .to("cpu"), a tensor made from host data
+    on a CUDA device), a peer copy, an op whose CUDA kernel reads device values on the host
+    (nonzero, unique, repeat_interleave with tensor repeats, multinomial, ...). Not reported:
+    flow.cuda.synchronize() and the allocator's empty_cache, as in PyTorch. The stand-in
+    device (ONEFLOW_FAKE_CUDA=1) reports its host copies the same way."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_DEBUG_MODES:
+            raise RuntimeError(
+                "oneflow.cuda.set_sync_debug_mode: expected one of 'default', 'warn', 'error' "
+                f"(or 0, 1, 2), got {debug_mode!r}"
+            )
+        debug_mode = _SYNC_DEBUG_MODES[debug_mode]
+    elif isinstance(debug_mode, bool) or not isinstance(debug_mode, int):
+        raise RuntimeError(
+            "oneflow.cuda.set_sync_debug_mode: expected one of 'default', 'warn', 'error' "
+            f"(or 0, 1, 2), got {type(debug_mode).__name__} {debug_mode!r}"
+        )
+    _C.cuda_set_sync_debug_mode(debug_mode)
+
+
+def get_sync_debug_mode():
+    """The sync debug mode as PyTorch returns it: 0 (default), 1 (warn) or 2 (error)."""
+    return _C.cuda_get_sync_debug_mode()
 
 
 def memory_stats(device=None):
@@ -139,7 +174,7 @@ def empty_cache():
 
 
 def manual_seed_all(seed):
-    # CUDA draws from the CPU generator (see the module docstring).
+    # CUDA draws with the CPU's generator (see the module docstring).
     import oneflow
 
     oneflow.manual_seed(seed)

@@ -345,14 +345,48 @@ class Optimizer:
     def _clips_grads(self):
         return any("clip_grad_max_norm" in g for g in self.param_groups)
 
+    def _multi(self, group, params):
+        """SGD's and Adam's parameters on one CUDA device and dtype: one multi-tensor op (one
+        launch for many parameters, core/optim.h's MultiUpdate); other parameters, nn.Graph's
+        trace and global tensors keep an op per parameter."""
+        if len(params) < 2:
+            for p in params:
+                self._update(group, p, p.grad)
+            return
+        tensors = []
+        for p in params:
+            state = self.state.setdefault(p, {})
+            self._init_all(group, p, state, lambda p=p: flow.zeros_like(p))
+            tensors += [p, p.grad] + [state[k] for k in self._state_names(group)]
+            if self._counts_steps:
+                tensors.append(state["step"])
+        tensors += self._hypers(group, params[0])
+        flow._C.optim_update_multi_(self._op, tensors, len(params), self._flags(group))
+
+    def _multi_key(self, p):
+        """The bucket of p's multi-tensor update, or None for an update of its own."""
+        if (self._op not in ("sgd_update", "adam_update") or self._in_graph or p.is_global
+                or p.device.type != "cuda" or not p.is_contiguous()
+                or type(self)._update is not Optimizer._update):
+            return None
+        return (str(p.device), p.dtype)
+
     def step(self, closure=None):
         """One update of every parameter with a gradient (under no_grad)."""
         loss = self._run_closure(closure)
         with flow.no_grad():
             for group in self.param_groups:
+                buckets = {}
                 for p in group["params"]:
-                    if p.grad is not None:
+                    if p.grad is None:
+                        continue
+                    key = self._multi_key(p)
+                    if key is None:
                         self._update(group, p, p.grad)
+                    else:
+                        buckets.setdefault(key, []).append(p)
+                for params in buckets.values():
+                    self._multi(group, params)
         return loss
 
     def zero_grad(self, set_to_none=True):

@@ -95,14 +95,26 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, fused=False, error_if_n
             f"({total_value}), so it cannot be clipped; pass error_if_nonfinite=False to scale "
             "the gradients by it anyway"
         )
+    # The factor stays on the device: no host read of the norm (a training step under
+    # flow.cuda.set_sync_debug_mode("error") clips without a wait).
     coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
     with flow.no_grad():
+        cast = {}
         for g in grads:
             if g.is_global:
-                # Every rank holds the same factor; a Python number scales any layout.
-                g.mul_(float(coef))
+                # Every rank holds the same factor: broadcast on the gradient's placement, it
+                # scales any layout (S, B or P) without communication.
+                key = (str(g.placement), g.dtype)
+                if key not in cast:
+                    p = g.placement
+                    cast[key] = coef.to(g.dtype).to_global(
+                        placement=p, sbp=[flow.sbp.broadcast] * len(p.hierarchy)
+                    )
             else:
-                g.mul_(coef.to(g.dtype).to(g.device))
+                key = (str(g.device), g.dtype)
+                if key not in cast:
+                    cast[key] = coef.to(g.dtype).to(g.device)
+            g.mul_(cast[key])
     placements = {str(g.placement) if g.is_global else None for g in grads}
     if len(placements) == 1 and None not in placements:
         p = grads[0].placement
