@@ -25,6 +25,7 @@ const std::unordered_map<std::string, AutocastPolicy>& Table() {
       {"linear", AutocastPolicy::kLower},
       {"conv2d", AutocastPolicy::kLower},
       {"conv2d_grad_input", AutocastPolicy::kLower},  // conv_transpose2d's forward
+      {"scaled_dot_product_attention", AutocastPolicy::kLower},
       {"softmax", AutocastPolicy::kFloat32},
       {"log_softmax", AutocastPolicy::kFloat32},
       {"layer_norm", AutocastPolicy::kFloat32},

@@ -1,6 +1,7 @@
 // CUDA kernels of scaled_dot_product_attention and its backward (core/ops/nn/attention.cc): the
 // fused kernels of core/kernels/cuda/kernels/attention.cuh for float32, float16 and bfloat16
-// (computing in float) with head dims up to 128.
+// (computing in float) with head dims up to 128; above 128 the op composed of cuBLAS matmuls and
+// elementwise kernels (core/ops/nn/attention.h), which also takes float64.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/kernels/attention.cuh"
 #include "core/op_registry.h"
+#include "core/ops/nn/attention.h"
 #include "core/ops/op_util.h"
 
 namespace oneflow {
@@ -90,24 +92,15 @@ att::Params ParamsOf(const Tensor& q, const Tensor& k, const Tensor& v, const At
   return p;
 }
 
-// The head-dim template (64 or 128) that holds E and Ev, or a one-line refusal.
+// The head-dim template (64 or 128) that holds E and Ev; 0 above 128 (the composed path).
 int HeadTile(const att::Params& p) {
   const int64_t d = std::max(p.E, p.Ev);
-  ONEFLOW_CHECK(d <= 128, kOp, ": the CUDA kernel takes head dims up to 128, got E = ", p.E,
-                " and Ev = ", p.Ev);
-  return d <= 64 ? 64 : 128;
+  return d <= 64 ? 64 : d <= 128 ? 128 : 0;
 }
 
 int Grid(int64_t blocks) {
   ONEFLOW_CHECK(blocks <= INT_MAX, kOp, ": ", blocks, " blocks exceed the CUDA grid");
   return static_cast<int>(blocks);
-}
-
-template <typename F>
-void DispatchType(DType dt, const char* what, F f) {
-  ONEFLOW_CHECK(dt != DType::kFloat64, what,
-                ": the CUDA kernel takes float32, float16 and bfloat16, got float64");
-  cuda::DispatchFloatingWithHalf(dt, what, f);
 }
 
 template <typename DT, int kD>
@@ -148,10 +141,15 @@ std::vector<Tensor> AttentionCuda(const std::vector<Tensor>& in, const Attrs& a,
   att::Params p = ParamsOf(q, k, v, a);
   Tensor mask;
   p.mask = MaskViewOf(in, 3, q.shape(), &mask);
-  const int kd = HeadTile(p);
+  const int kd = q.dtype() == DType::kFloat64 ? 0 : HeadTile(p);
   if (p.batch == 0 || p.L == 0) return {y, lse};
+  if (kd == 0) {
+    std::vector<Tensor> c = {q, k, v};
+    if (in.size() > 3) c.push_back(in[3]);
+    return ComposedAttention(c, a, out);
+  }
   cudaStream_t stream = cuda::StreamFor(q.device());
-  DispatchType(q.dtype(), kOp, [&](auto tag) {
+  cuda::DispatchFloatingWithHalf(q.dtype(), kOp, [&](auto tag) {
     using DT = cuda::DevT<typename decltype(tag)::type>;
     if constexpr (!std::is_same_v<DT, double>) {
       if (kd == 64) {
@@ -173,11 +171,16 @@ std::vector<Tensor> AttentionGradCuda(const std::vector<Tensor>& in, const Attrs
   att::Params p = ParamsOf(t[1], t[2], t[3], a);
   Tensor mask;
   p.mask = MaskViewOf(in, 6, t[1].shape(), &mask);
-  const int kd = HeadTile(p);
+  const int kd = t[1].dtype() == DType::kFloat64 ? 0 : HeadTile(p);
   if (p.batch == 0 || (p.L == 0 && p.S == 0)) return g;
+  if (kd == 0) {
+    std::vector<Tensor> c = {t[0], t[1], t[2], t[3], y, lse};
+    if (in.size() > 6) c.push_back(in[6]);
+    return ComposedAttentionGrad(c, a, out);
+  }
   cudaStream_t stream = cuda::StreamFor(t[1].device());
   const char* what = "scaled_dot_product_attention backward";
-  DispatchType(t[1].dtype(), what, [&](auto tag) {
+  cuda::DispatchFloatingWithHalf(t[1].dtype(), what, [&](auto tag) {
     using DT = cuda::DevT<typename decltype(tag)::type>;
     if constexpr (!std::is_same_v<DT, double>) {
       const int64_t rows = p.batch * p.L;

@@ -17,7 +17,10 @@
 //
 // The CPU kernels below are the reference (straight loops, accumulation in the compute type,
 // float32 for the half types); the CUDA kernels are core/kernels/cuda/attention.cu, the SBP rule
-// sbp/rules/nn.cc.
+// sbp/rules/nn.cc; the op composed of other ops (ComposedAttention, attention.h) serves the CUDA
+// kernel outside the fused kernels' reach.
+#include "core/ops/nn/attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -318,7 +321,108 @@ std::vector<Tensor> AttentionGrad(const GradCtx& c) {
   return r;
 }
 
+// ---- the composed form (attention.h): float32 work (float64 for float64 inputs), masked
+// elements -inf, a fully masked row NaN with lse -inf and no gradient.
+
+struct ComposedParams {
+  double scale;
+  bool causal, dropout;
+  int64_t L, S;
+  ComposedParams(const Attrs& a, const Tensor& q, const Tensor& k)
+      : scale(a.Get<double>("scale")),
+        causal(a.Get<bool>("is_causal")),
+        dropout(a.Get<double>("dropout_p") > 0),
+        L(q.shape()[q.ndim() - 2]),
+        S(k.shape()[k.ndim() - 2]) {}
+};
+
+DType WorkType(const Tensor& t) {
+  return t.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+}
+Tensor As(const Tensor& t, DType wt) { return t.dtype() == wt ? t : fn::to_dtype(t, wt); }
+
+// The scaled, masked scores (float32, -inf where masked).
+Tensor ComposedScores(const Tensor& q, const Tensor& k, const std::vector<Tensor>& in,
+                      size_t mask_at, const ComposedParams& p) {
+  const DType wt = WorkType(q);
+  Tensor s = fn::mul_scalar(fn::matmul(As(q, wt), fn::transpose(As(k, wt), -2, -1)), p.scale);
+  Tensor ok;
+  if (p.causal) {
+    ok = fn::ne(fn::tril(fn::constant_like(q, Shape({p.L, p.S}), 1.0, wt)),
+                fn::constant_like(q, Shape(), 0.0, wt));
+  }
+  if (in.size() > mask_at) {
+    if (in[mask_at].dtype() == DType::kBool) {
+      ok = in[mask_at];
+    } else {
+      s = fn::add(s, As(in[mask_at], wt));
+    }
+  }
+  if (ok.defined()) {
+    s = fn::where(ok, s, fn::constant_like(s, Shape(), -INFINITY, wt));
+  }
+  return s;
+}
+
+// The dropout keep-mask scaled by 1 / (1 - p) over the scores' elements: dropout_mask's draws
+// at the op's counters (offset + ((batch_offset + b) * L + i) * S + j).
+Tensor ComposedKeep(const Tensor& s, const Attrs& a, const ComposedParams& p) {
+  const double dp = a.Get<double>("dropout_p");
+  if (dp >= 1.0) return fn::constant_like(s, Shape(), 0.0, s.dtype());
+  Attrs m;
+  m.Set("p", dp).Set("seed", a.Get<int64_t>("seed"));
+  m.Set("offset", a.Get<int64_t>("offset") + a.Get<int64_t>("batch_offset") * p.L * p.S);
+  return CallOp1(OP(dropout_mask), {s}, m);
+}
+
 }  // namespace
+
+std::vector<Tensor> ComposedAttention(const std::vector<Tensor>& in, const Attrs& a,
+                                      const std::vector<TensorMeta>& out) {
+  const ComposedParams p(a, in[0], in[1]);
+  const DType wt = WorkType(in[0]);
+  Tensor s = ComposedScores(in[0], in[1], in, 3, p);
+  Tensor m = fn::amax(s, {-1}, true);
+  const Tensor neg_inf = fn::constant_like(s, Shape(), -INFINITY, wt);
+  const Tensor zero = fn::constant_like(s, Shape(), 0.0, wt);
+  m = fn::where(fn::eq(m, neg_inf), zero, m);  // a fully masked row: exp(-inf) = 0 below
+  Tensor e = fn::exp(fn::sub(s, m));
+  Tensor l = fn::sum(e, {-1}, true);
+  Tensor w = fn::div(e, l);  // 0 / 0 = NaN for a fully masked row
+  if (p.dropout) w = fn::mul(w, ComposedKeep(s, a, p));
+  Tensor y = fn::to_dtype(fn::matmul(w, As(in[2], wt)), out[0].dtype);
+  Tensor lse = fn::squeeze(fn::add(m, fn::log(l)), -1);
+  return {fn::contiguous(y), fn::contiguous(fn::to_dtype(lse, out[1].dtype))};
+}
+
+std::vector<Tensor> ComposedAttentionGrad(const std::vector<Tensor>& in, const Attrs& a,
+                                          const std::vector<TensorMeta>& out) {
+  const ComposedParams p(a, in[1], in[2]);
+  const DType wt = WorkType(in[1]);
+  const Tensor dy = As(in[0], wt), q = As(in[1], wt), k = As(in[2], wt), v = As(in[3], wt),
+               y = As(in[4], wt);
+  Tensor s = ComposedScores(q, k, in, 6, p);
+  const Tensor lse = fn::unsqueeze(As(in[5], wt), -1);
+  const Tensor neg_inf = fn::constant_like(s, Shape(), -INFINITY, wt);
+  const Tensor zero = fn::constant_like(s, Shape(), 0.0, wt);
+  const Tensor dead = fn::eq(lse, neg_inf);  // fully masked rows: no gradient
+  Tensor w = fn::where(dead, zero, fn::exp(fn::sub(s, lse)));
+  Tensor dp = fn::matmul(dy, fn::transpose(v, -2, -1));
+  Tensor wv = w;
+  if (p.dropout) {
+    Tensor keep = ComposedKeep(s, a, p);
+    dp = fn::mul(dp, keep);
+    wv = fn::mul(w, keep);
+  }
+  Tensor d = fn::sum(fn::mul(dy, y), {-1}, true);
+  Tensor ds = fn::mul_scalar(fn::mul(w, fn::sub(dp, d)), p.scale);
+  ds = fn::where(dead, zero, ds);
+  auto back = [](const Tensor& t, const TensorMeta& m) {
+    return fn::contiguous(fn::to_dtype(t, m.dtype));
+  };
+  return {back(fn::matmul(ds, k), out[0]), back(fn::matmul(fn::transpose(ds, -2, -1), q), out[1]),
+          back(fn::matmul(fn::transpose(wv, -2, -1), dy), out[2])};
+}
 
 ONEFLOW_REGISTER_OP(scaled_dot_product_attention)
     .Inputs(-1)

@@ -2,7 +2,6 @@
 group, RMS), embedding, attention, and the losses and similarity functions built on them.
 Re-exported by oneflow.nn.functional."""
 
-import math
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
