@@ -9,6 +9,7 @@
 #include "core/functional.h"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
+#include "core/kernels/cuda/kernels/bad_index.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
 #include "core/ops/nn/nn_util.h"
