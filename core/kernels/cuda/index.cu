@@ -16,6 +16,7 @@
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
+#include "core/kernels/cuda/kernels/bad_index.cuh"
 #include "core/kernels/cuda/kernels/embedding.cuh"
 #include "core/op_registry.h"
 #include "core/ops/op_util.h"

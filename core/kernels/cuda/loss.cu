@@ -12,6 +12,7 @@
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
+#include "core/kernels/cuda/kernels/bad_index.cuh"
 #include "core/kernels/cuda/kernels/cross_entropy.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
