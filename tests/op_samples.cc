@@ -559,6 +559,15 @@ std::vector<Sample> MakeSamples() {
         {r.Floats({6, 4, 2, 3}, -2, 3), c(), c(), c(), c(0.5, 2)}, mom);
     add("batch_norm_train", "[7, 4] f64",
         {r.Floats({7, 4}, -2, 2, f64), r.Floats({4}, -1, 1, f64), r.Floats({4}, -1, 1, f64)}, eps);
+    // Mixed precision (autocast): a bfloat16 input, float32 weight and statistics.
+    add("batch_norm_train", "[5, 4, 3] bfloat16, float32 running stats",
+        {r.Floats({5, 4, 3}, -1, 1, DType::kBFloat16), c(), c(), c(), c(0.5, 2)}, mom);
+    add("batch_norm_train_grad", "[5, 4, 3] bfloat16, float32 statistics",
+        {r.Floats({5, 4, 3}, -1, 1, DType::kBFloat16), c(), c(),
+         r.Floats({5, 4, 3}, -1, 1, DType::kBFloat16), c(), c(0.5, 2), c()},
+        eps);
+    add("batch_norm_elemt", "[5, 4, 3] float16, float32 statistics",
+        {r.Floats({5, 4, 3}, -1, 1, DType::kFloat16), c(), c(0.5, 2), c(), c()}, eps);
     for (DType half : {DType::kFloat16, DType::kBFloat16}) {
       const std::string name = DTypeName(half);
       auto h = [&](double lo = -1, double hi = 1) { return r.Floats({4}, lo, hi, half); };

@@ -323,3 +323,33 @@ def test_gpt_block_bf16_autocast_trains_like_float32():
     print(f"gpt block, mean loss of the last 10 of 200 steps: float32 {np.mean(f32[-10:]):.4f}, "
           f"bf16 autocast {np.mean(bf16[-10:]):.4f} ({100 * gap:.2f}%)")
     assert gap <= 0.02, (f32[-10:], bf16[-10:])
+
+
+def test_batch_norm_takes_a_half_input_with_float32_statistics_like_torch():
+    # Under autocast a convolution gives bfloat16 while the layer's weight and running
+    # statistics stay float32: batch_norm takes them as they are (output in the input's dtype).
+    def run(m):
+        torch_like = m is torch
+        conv = m.nn.Conv2d(3, 4, 3)
+        bn = m.nn.BatchNorm2d(4, momentum=0.2)
+        if torch_like:
+            conv.weight.data = torch.tensor(KER[:4].copy())
+            conv.bias.data.zero_()
+        else:
+            conv.weight.data = flow.tensor(KER[:4].copy())
+            conv.bias.data.zero_()
+        x = m.tensor(IMG)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            y = bn(conv(x))
+        assert str(y.dtype).endswith("bfloat16")
+        (y.float() ** 2).sum().backward()
+        out = [y.float().detach().numpy(), bn.running_mean.detach().numpy(),
+               bn.running_var.detach().numpy(), bn.weight.grad.numpy(), conv.weight.grad.numpy()]
+        bn.eval()
+        with m.autocast("cpu", dtype=m.bfloat16):
+            out.append(bn(conv(x)).float().detach().numpy())
+        assert str(bn.running_mean.dtype).endswith("float32")
+        return out
+
+    for ours, theirs in zip(run(flow), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=3e-2, atol=5e-2)

@@ -622,3 +622,50 @@ def test_attention_beyond_the_fused_kernel_is_composed_on_cuda(dt, shapes, kw):
     tol = {flow.float32: 2e-4, flow.bfloat16: 0.08, flow.float64: 1e-6}[dt]
     for a, b in zip(got, ref):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_batch_norm_on_cudnn_matches_cpu_with_running_statistics():
+    # cuDNN's training forward updates the running statistics itself (momentum as
+    # exponentialAverageFactor, the unbiased variance); eval mode and the backward against CPU.
+    x = _random(6, 5, 7, 7, seed=11) * 3 + 1
+    bn = nn.BatchNorm2d(5, momentum=0.3)
+    gpu = copy.deepcopy(bn).to("cuda")
+    xc, xg = x.clone().requires_grad_(), x.to("cuda").requires_grad_()
+    for _ in range(2):
+        yc, yg = bn(xc), gpu(xg)
+        _assert_close(yg, yc, tol=1e-4)
+    (yc * yc).sum().backward()
+    (yg * yg).sum().backward()
+    _assert_close(xg.grad, xc.grad, tol=1e-3)
+    _assert_close(gpu.weight.grad, bn.weight.grad, tol=1e-3)
+    _assert_close(gpu.bias.grad, bn.bias.grad, tol=1e-3)
+    _assert_close(gpu.running_mean, bn.running_mean, tol=1e-5)
+    _assert_close(gpu.running_var, bn.running_var, tol=1e-5)
+    bn.eval(), gpu.eval()
+    _assert_close(gpu(x.to("cuda")), bn(x), tol=1e-4)
+
+
+@requires_cuda
+def test_multi_tensor_adamw_on_cuda_matches_cpu():
+    def train(device):
+        flow.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to(device)
+        opt = optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+        rs = np.random.RandomState(0)
+        for _ in range(5):
+            x = flow.tensor(rs.randn(7, 8).astype(np.float32)).to(device)
+            loss = (model(x) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return list(model.parameters())
+
+    for pg, pc in zip(train("cuda"), train("cpu")):
+        _assert_close(pg.detach(), pc.detach(), tol=1e-4)
+
+
+@requires_cuda
+def test_bf16_autocast_gpt_trains_like_float32_on_the_gpu():
+    from test_cuda_bf16_gpt import check_bf16_gpt_trains_like_float32
+
+    check_bf16_gpt_trains_like_float32({})

@@ -14,8 +14,9 @@
 //              composite of reductions and elementwise ops in float.
 //
 // cuDNN keeps the per-channel tensors (weight, bias, statistics) in float for half inputs and in
-// double for double inputs: other dtypes are converted around the call. bfloat16 inputs go
-// through float32 copies of x and y.
+// double for double inputs: other dtypes are converted around the call (a half x with float32
+// weight and statistics, as under autocast, needs none). bfloat16 inputs go through float32
+// copies of x and y.
 
 #include <cudnn.h>
 
@@ -134,7 +135,9 @@ std::vector<Tensor> TrainCuda(const std::vector<Tensor>& in, const Attrs& attrs,
   const Device device = y.device();
   Tensor x = As(in[0], data), w = As(in[1], param), b = As(in[2], param);
   Tensor y_data = data == t ? y : Tensor::Empty(y.shape(), data, device);
-  Tensor save_mean = param == t ? mean : Tensor::Empty(Shape({l.c}), param, device);
+  // The statistics outputs have the weight's dtype: x's, or float32 for a half x (mixed).
+  const DType stats = mean.dtype();
+  Tensor save_mean = stats == param ? mean : Tensor::Empty(Shape({l.c}), param, device);
   Tensor invstd = Tensor::Empty(Shape({l.c}), param, device);
   Tensor rm, rv;
   double momentum = 0;
@@ -154,13 +157,13 @@ std::vector<Tensor> TrainCuda(const std::vector<Tensor>& in, const Attrs& attrs,
              "batch_norm_train: cudnnBatchNormalizationForwardTraining");
   });
   cudaStream_t stream = cuda::StreamFor(device);
-  DispatchBn(t, op, [&](auto utag, auto ptag) {
+  DispatchBn(stats, op, [&](auto utag, auto ptag) {
     using U = typename decltype(utag)::type;
     using P = typename decltype(ptag)::type;
     auto* kernel = cuda::BatchNormStatsKernel<U, P>;
     OF_CUDA_LAUNCH(kernel, BlocksFor(l.c), cuda::kThreads, 0, stream, l.c, save_mean.data<P>(),
                    invstd.data<P>(), eps,
-                   param == t ? nullptr : reinterpret_cast<U*>(mean.raw_data()),
+                   stats == param ? nullptr : reinterpret_cast<U*>(mean.raw_data()),
                    reinterpret_cast<U*>(var.raw_data()));
   });
   if (data != t) fn::copy_(y, y_data);
@@ -202,19 +205,21 @@ std::vector<Tensor> TrainGradCuda(const std::vector<Tensor>& in, const Attrs& at
   Tensor dy = As(in[0], data), x = As(in[3], data), w = As(in[6], param);
   Tensor mean = fn::contiguous(in[4]), var = fn::contiguous(in[5]);
   Tensor dx_data = data == t ? dx : Tensor::Empty(dx.shape(), data, device);
-  Tensor dw_p = param == t ? dw : Tensor::Empty(Shape({l.c}), param, device);
-  Tensor db_p = param == t ? db : Tensor::Empty(Shape({l.c}), param, device);
-  Tensor mean_p = param == t ? mean : Tensor::Empty(Shape({l.c}), param, device);
+  // Per-channel tensors have the weight's dtype: x's, or float32 for a half x (mixed).
+  const DType stats = mean.dtype(), grads = dw.dtype();
+  Tensor dw_p = grads == param ? dw : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor db_p = grads == param ? db : Tensor::Empty(Shape({l.c}), param, device);
+  Tensor mean_p = stats == param ? mean : Tensor::Empty(Shape({l.c}), param, device);
   Tensor invstd = Tensor::Empty(Shape({l.c}), param, device);
   cudaStream_t stream = cuda::StreamFor(device);
-  DispatchBn(t, op, [&](auto utag, auto ptag) {
+  DispatchBn(stats, op, [&](auto utag, auto ptag) {
     using U = typename decltype(utag)::type;
     using P = typename decltype(ptag)::type;
     auto* kernel = cuda::BatchNormInvStdKernel<U, P>;
     OF_CUDA_LAUNCH(kernel, BlocksFor(l.c), cuda::kThreads, 0, stream, l.c,
                    reinterpret_cast<const U*>(mean.raw_data()),
                    reinterpret_cast<const U*>(var.raw_data()), eps,
-                   param == t ? nullptr : mean_p.data<P>(), invstd.data<P>());
+                   stats == param ? nullptr : mean_p.data<P>(), invstd.data<P>());
   });
   const Descs desc(l, data, op);
   const Blend blend(data);
@@ -240,7 +245,7 @@ std::vector<Tensor> TrainGradCuda(const std::vector<Tensor>& in, const Attrs& at
                    reinterpret_cast<U*>(dx_data.raw_data()));
   });
   if (data != t) fn::copy_(dx, dx_data);
-  if (param != t) {
+  if (grads != param) {
     fn::copy_(dw, dw_p);
     fn::copy_(db, db_p);
   }

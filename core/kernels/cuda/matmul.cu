@@ -294,21 +294,14 @@ std::vector<Tensor> MatmulCuda(const std::vector<Tensor>& in, const Attrs&,
 
 // ---------------------------------------------------------------- cuBLASLt
 
-// The cuBLASLt handle of a device with its workspace and the algorithms chosen so far, by
-// geometry (nullopt: cuBLASLt has none for it).
-using LtKey = std::array<int64_t, 16>;
-struct LtContext {
-  std::mutex mu;
-  cublasLtHandle_t handle = nullptr;
-  Tensor workspace;  // from the caching allocator; only ever used on the device's stream
-  std::map<LtKey, std::optional<cublasLtMatmulAlgo_t>> algos;
-};
-
-// Descriptors destroyed with their scope.
+// Descriptors destroyed with their owner.
 struct LtDescs {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
+  LtDescs() = default;
+  LtDescs(const LtDescs&) = delete;
+  LtDescs& operator=(const LtDescs&) = delete;
   ~LtDescs() {
     if (op) CUBLASLT(cublasLtMatmulDescDestroy)(op);
     if (a) CUBLASLT(cublasLtMatrixLayoutDestroy)(a);
@@ -316,6 +309,22 @@ struct LtDescs {
     if (d) CUBLASLT(cublasLtMatrixLayoutDestroy)(d);
     if (pref) CUBLASLT(cublasLtMatmulPreferenceDestroy)(pref);
   }
+};
+
+// One geometry's descriptors and algorithm (none: cuBLASLt has no algorithm for it), made once:
+// a call then only sets its bias pointer.
+struct LtPlan {
+  std::unique_ptr<LtDescs> desc;
+  std::optional<cublasLtMatmulAlgo_t> algo;
+};
+
+// The cuBLASLt handle of a device with its workspace and its plans by geometry.
+using LtKey = std::array<int64_t, 16>;
+struct LtContext {
+  std::mutex mu;  // held while a plan's bias pointer is set and its GEMM enqueued
+  cublasLtHandle_t handle = nullptr;
+  Tensor workspace;  // from the caching allocator; only ever used on the device's stream
+  std::map<LtKey, LtPlan> plans;
 };
 
 // The largest power of two up to 256 that divides p's address (cuBLASLt's heuristic assumes 256
@@ -369,36 +378,9 @@ bool RunLt(const Device& device, const LtGemm& g, const char* op) {
     ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
     check(CUBLASLT(cublasLtCreate)(&ctx.handle), "cublasLtCreate");
   }
-  LtDescs desc;
-  check(CUBLASLT(cublasLtMatmulDescCreate)(&desc.op, compute, CUDA_R_32F),
-        "cublasLtMatmulDescCreate");
   const int32_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                 tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const uint32_t epilogue = g.epilogue;
-  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                                 sizeof(ta)),
-        "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                                 sizeof(tb)),
-        "cublasLtMatmulDescSetAttribute(TRANSB)");
-  check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                 sizeof(epilogue)),
-        "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-  if (g.bias) {
-    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                   &g.bias, sizeof(g.bias)),
-          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-  }
-  // Stored column-major: op(A) is m x k, so A is (m, k) or, transposed, (k, m); likewise B.
-  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.a, type, g.trans_a ? g.k : g.m,
-                                             g.trans_a ? g.m : g.k, g.lda),
-        "cublasLtMatrixLayoutCreate(A)");
-  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.b, type, g.trans_b ? g.n : g.k,
-                                             g.trans_b ? g.k : g.n, g.ldb),
-        "cublasLtMatrixLayoutCreate(B)");
-  check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.d, type, g.m, g.n, g.ldd),
-        "cublasLtMatrixLayoutCreate(D)");
-
   const uint32_t align_a = AlignmentOf(g.a), align_b = AlignmentOf(g.b);
   const uint32_t align_d = AlignmentOf(g.d), align_bias = AlignmentOf(g.bias);
   const LtKey key = {static_cast<int64_t>(type),
@@ -417,8 +399,36 @@ bool RunLt(const Device& device, const LtGemm& g, const char* op) {
                      align_d,
                      align_bias,
                      g.bias != nullptr};
-  auto found = ctx.algos.find(key);
-  if (found == ctx.algos.end()) {
+  auto found = ctx.plans.find(key);
+  if (found == ctx.plans.end()) {
+    LtPlan plan;
+    plan.desc = std::make_unique<LtDescs>();
+    LtDescs& desc = *plan.desc;
+    check(CUBLASLT(cublasLtMatmulDescCreate)(&desc.op, compute, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                                   sizeof(ta)),
+          "cublasLtMatmulDescSetAttribute(TRANSA)");
+    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                                   sizeof(tb)),
+          "cublasLtMatmulDescSetAttribute(TRANSB)");
+    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                   &epilogue, sizeof(epilogue)),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    if (g.bias) {  // the heuristic reads its alignment
+      check(CUBLASLT(cublasLtMatmulDescSetAttribute)(desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &g.bias, sizeof(g.bias)),
+            "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    }
+    // Stored column-major: op(A) is m x k, so A is (m, k) or, transposed, (k, m); likewise B.
+    check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.a, type, g.trans_a ? g.k : g.m,
+                                               g.trans_a ? g.m : g.k, g.lda),
+          "cublasLtMatrixLayoutCreate(A)");
+    check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.b, type, g.trans_b ? g.n : g.k,
+                                               g.trans_b ? g.k : g.n, g.ldb),
+          "cublasLtMatrixLayoutCreate(B)");
+    check(CUBLASLT(cublasLtMatrixLayoutCreate)(&desc.d, type, g.m, g.n, g.ldd),
+          "cublasLtMatrixLayoutCreate(D)");
     check(CUBLASLT(cublasLtMatmulPreferenceCreate)(&desc.pref), "cublasLtMatmulPreferenceCreate");
     const uint64_t max_workspace = kBlasWorkspaceBytes;
     check(CUBLASLT(cublasLtMatmulPreferenceSetAttribute)(desc.pref,
@@ -439,20 +449,26 @@ bool RunLt(const Device& device, const LtGemm& g, const char* op) {
     const cublasStatus_t status = CUBLASLT(cublasLtMatmulAlgoGetHeuristic)(
         ctx.handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.pref, 1, &result, &count);
     if (status != CUBLAS_STATUS_NOT_SUPPORTED) check(status, "cublasLtMatmulAlgoGetHeuristic");
-    std::optional<cublasLtMatmulAlgo_t> algo;
     if (status == CUBLAS_STATUS_SUCCESS && count > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
         result.workspaceSize <= kBlasWorkspaceBytes) {
-      algo = result.algo;
+      plan.algo = result.algo;
     }
-    found = ctx.algos.emplace(key, algo).first;
+    found = ctx.plans.emplace(key, std::move(plan)).first;
   }
-  if (!found->second) return false;
+  LtPlan& plan = found->second;
+  if (!plan.algo) return false;
+  if (g.bias) {
+    check(CUBLASLT(cublasLtMatmulDescSetAttribute)(plan.desc->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &g.bias, sizeof(g.bias)),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
   const float alpha = 1, beta = 0;
+  const LtDescs& desc = *plan.desc;
   const cublasStatus_t status = CUBLASLT(cublasLtMatmul)(
       ctx.handle, desc.op, &alpha, g.a, desc.a, g.b, desc.b, &beta, g.d, desc.d, g.d, desc.d,
-      &*found->second, ctx.workspace.raw_data(), static_cast<size_t>(kBlasWorkspaceBytes), stream);
+      &*plan.algo, ctx.workspace.raw_data(), static_cast<size_t>(kBlasWorkspaceBytes), stream);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {  // the heuristic's algorithm refused: never again
-    found->second.reset();
+    plan.algo.reset();
     return false;
   }
   check(status, "cublasLtMatmul");

@@ -35,7 +35,9 @@ void CheckBatchNormInput(const TensorMeta& x, const char* op) {
   }
 }
 
-// A per-channel argument (statistics, weight, bias) must be (C,) of the input's dtype.
+// A per-channel argument (statistics, weight, bias) must be (C,) of the input's dtype, or of
+// float32 for a float16/bfloat16 input (mixed precision: the statistics and parameters stay
+// float32, the output has the input's dtype, as in PyTorch).
 void CheckChannelVector(const TensorMeta& t, const char* name, const TensorMeta& x,
                         const char* op) {
   const int64_t c = x.shape[1];
@@ -43,9 +45,10 @@ void CheckChannelVector(const TensorMeta& t, const char* name, const TensorMeta&
     throw Error(StrCat(op, ": expected ", name, " of shape (", c, ",) for an input with ", c,
                        " channels, got ", t.shape));
   }
-  if (t.dtype != x.dtype) {
+  if (t.dtype != x.dtype && !(IsHalf(x.dtype) && t.dtype == DType::kFloat32)) {
     throw Error(StrCat(op, ": expected ", name, " of dtype ", DTypeName(x.dtype),
-                       " like the input, got ", DTypeName(t.dtype)));
+                       IsHalf(x.dtype) ? " or float32" : "", " like the input, got ",
+                       DTypeName(t.dtype)));
   }
 }
 
@@ -353,10 +356,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (!training && (!running_mean.defined() || !running_var.defined())) {
     throw Error("batch_norm: running_mean and running_var are required when training is false");
   }
-  // Missing affine parameters are the identity.
+  // Missing affine parameters are the identity, in the dtype of the given per-channel tensors
+  // (float32 ones for a half input under mixed precision).
   const int64_t c = x.shape()[1];
-  Tensor w = weight.defined() ? weight : fn::ones(Shape({c}), x.dtype(), x.device());
-  Tensor b = bias.defined() ? bias : fn::zeros(Shape({c}), x.dtype(), x.device());
+  DType pd = x.dtype();
+  for (const auto& [t, name] : channel_args) {
+    if (t->defined()) {
+      pd = t->dtype();
+      break;
+    }
+  }
+  Tensor w = weight.defined() ? weight : fn::ones(Shape({c}), pd, x.device());
+  Tensor b = bias.defined() ? bias : fn::zeros(Shape({c}), pd, x.device());
   Attrs a;
   a.Set("eps", AttrValue(eps));  // AttrValue: a bare double would pick Set(name, int)
   if (!training) return CallOp1(OP(batch_norm_elemt), {x, running_mean, running_var, w, b}, a);
@@ -370,9 +381,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   // scratch partner.
   std::vector<Tensor> in = {x, w, b};
   if (running_mean.defined() || running_var.defined()) {
-    in.push_back(running_mean.defined() ? running_mean
-                                        : fn::zeros(Shape({c}), x.dtype(), x.device()));
-    in.push_back(running_var.defined() ? running_var : fn::ones(Shape({c}), x.dtype(), x.device()));
+    in.push_back(running_mean.defined() ? running_mean : fn::zeros(Shape({c}), pd, x.device()));
+    in.push_back(running_var.defined() ? running_var : fn::ones(Shape({c}), pd, x.device()));
     a.Set("momentum", AttrValue(momentum));
   }
   std::vector<Tensor> out = CallOp(OP(batch_norm_train), in, a);
