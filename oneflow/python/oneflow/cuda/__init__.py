@@ -162,3 +162,4 @@ def _use_local_rank_device():
 
 _use_local_rank_device()
 from oneflow.cuda import amp  # noqa: E402,F401  (autocast, GradScaler as torch.cuda.amp)
+from oneflow.cuda.graphs import CUDAGraph, graph, graph_pool_handle  # noqa: E402,F401
