@@ -212,6 +212,50 @@ del graph
 SCALE = 1.0
 print("constants ok", flush=True)
 
+# ---- GradScaler: its skip is a host read that splits the capture; skips while capturing retry
+def scaled_training(use_graph, steps=20):
+    model = mlp()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    # 2**140 overflows float32: the compile, the warm replay and two replays that were to
+    # capture skip their update and back off; the scale then grows every 3 clean steps until it
+    # overflows again, and a captured replay skips.
+    scaler = flow.amp.GradScaler("cuda", init_scale=2.0 ** 140, backoff_factor=2.0 ** -4,
+                                 growth_factor=2.0 ** 2, growth_interval=3)
+    scales = []
+    if use_graph:
+        graph = Train(model, opt, None)
+        graph.set_grad_scaler(scaler)
+        statuses = []
+        for x, y in batches(steps):
+            graph(x, y)
+            scales.append(scaler.get_scale())
+            statuses.append(graph._compiled[0].plan.cuda_graph_status())
+        return scales, [p.numpy() for p in model.parameters()], statuses
+    loss_fn = nn.CrossEntropyLoss()
+    for x, y in batches(steps):
+        loss = loss_fn(model(x) * SCALE, y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+    return scales, [p.numpy() for p in model.parameters()], None
+
+
+want_scales, want_params, _ = scaled_training(False)
+got_scales, got_params, statuses = scaled_training(True)
+print(f"status scaler: {statuses[-1]}", flush=True)
+assert got_scales == want_scales, (got_scales, want_scales)
+assert want_scales[:5] == [2.0 ** 136, 2.0 ** 132, 2.0 ** 128, 2.0 ** 124, 2.0 ** 124], want_scales
+assert any(b < a for a, b in zip(want_scales[5:], want_scales[6:])), want_scales  # a later skip
+assert statuses[3] == "cuda graph: on; the next replay captures", statuses[3]
+assert statuses[4].startswith("cuda graph: captured on cuda:0: 2 graphs"), statuses[4]
+assert "1 guard reads its flag on the host (GradScaler's skip), which splits the capture" in \
+    statuses[-1], statuses[-1]
+for g_p, w_p in zip(got_params, want_params):
+    np.testing.assert_allclose(g_p, w_p, rtol=1e-5, atol=1e-6)
+print("grad scaler ok", flush=True)
+
 # ---- a graph on the CPU keeps the plain replay and says why
 cpu_model = nn.Linear(4, 2)
 
