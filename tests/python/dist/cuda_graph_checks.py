@@ -123,6 +123,30 @@ assert graph_pools() == base_pools, (graph_pools(), base_pools)
 print("refusals ok", flush=True)
 
 
+# ---- make_graphed_callables: a module's forward and backward as graphs, trained eagerly
+results = {}
+for graphed in (False, True):
+    model = mlp()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    f = flow.cuda.make_graphed_callables(model, (flow.randn(8, 16, device=D),)) if graphed \
+        else model
+    losses = []
+    for x, y in batches(5):
+        loss = nn.functional.cross_entropy(f(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.numpy().copy())
+    results[graphed] = (losses, [p.numpy() for p in model.parameters()])
+np.testing.assert_allclose(results[True][0], results[False][0], rtol=1e-5, atol=1e-6)
+for g_p, w_p in zip(results[True][1], results[False][1]):
+    np.testing.assert_allclose(g_p, w_p, rtol=1e-5, atol=1e-6)
+del f, results
+gc.collect()
+assert graph_pools() == base_pools, (graph_pools(), base_pools)
+print("make_graphed_callables ok", flush=True)
+
+
 # ---- nn.Graph: replays through one CUDA graph equal eager training, lr schedule included
 class Train(nn.Graph):
     def __init__(self, model, opt, sch, cuda_graph=True):

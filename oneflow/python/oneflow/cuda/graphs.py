@@ -114,3 +114,102 @@ class graph:
         else:
             self.cuda_graph._graph.capture_abort()
         return False
+
+
+def _as_tuple(value, op):
+    from oneflow._tensor_types import Tensor
+
+    outs = (value,) if isinstance(value, Tensor) else tuple(value)
+    if not all(isinstance(o, Tensor) for o in outs):
+        raise TypeError(f"{op}: the callable must return a tensor or a tuple of tensors, got "
+                        f"{[type(o).__name__ for o in outs]}")
+    return outs
+
+
+def _graphed(fn, args, num_warmup_iters, allow_unused_input, pool):
+    """fn's forward and backward captured into two graphs of one pool, behind an
+    autograd.Function that replays them."""
+    from oneflow._creation import empty_like, ones_like
+    from oneflow._tensor_types import Tensor
+    from oneflow.autograd import Function
+    from oneflow.autograd import grad as autograd_grad
+
+    op = "oneflow.cuda.make_graphed_callables"
+    for a in args:
+        if not isinstance(a, Tensor) or a.is_global or a.device.type != "cuda":
+            raise TypeError(f"{op}: sample_args must be local cuda tensors, got "
+                            f"{a if not isinstance(a, Tensor) else a.device}")
+    params = tuple(p for p in fn.parameters() if p.requires_grad) \
+        if hasattr(fn, "parameters") else ()
+    static_inputs = tuple(args)  # the sample arguments are the graphs' input buffers
+    diff = [t for t in static_inputs + params if t.requires_grad]
+
+    def backward_of(outs, grad_outputs):
+        douts = [o for o in outs if o.requires_grad]
+        if not douts or not diff:
+            return ()
+        return autograd_grad(douts, diff, grad_outputs=grad_outputs(douts),
+                             allow_unused=allow_unused_input)
+
+    for _ in range(num_warmup_iters):  # lazy initialisations happen outside the capture
+        backward_of(_as_tuple(fn(*static_inputs), op), lambda ds: [ones_like(d) for d in ds])
+    fwd, bwd = CUDAGraph(), CUDAGraph()
+    with graph(fwd, pool=pool):
+        static_outputs = _as_tuple(fn(*static_inputs), op)
+    static_grad_outputs = [empty_like(o) for o in static_outputs if o.requires_grad]
+    with graph(bwd, pool=pool):
+        static_grads = backward_of(static_outputs, lambda ds: static_grad_outputs)
+    differentiable = [i for i, o in enumerate(static_outputs) if o.requires_grad]
+    n_inputs = len(static_inputs)
+
+    class Graphed(Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            for buffer, x in zip(static_inputs, inputs[:n_inputs]):
+                if x is not buffer:
+                    buffer.copy_(x)
+            fwd.replay()
+            return tuple(o.detach() for o in static_outputs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            for buffer, i in zip(static_grad_outputs, differentiable):
+                buffer.copy_(grads[i])
+            bwd.replay()
+            # One gradient per argument (the inputs, then the parameters), as copies: the
+            # graph's buffers change on the next replay.
+            it = iter(static_grads)
+            res = []
+            for t in static_inputs + params:
+                g = next(it) if t.requires_grad else None
+                res.append(None if g is None else g.clone())
+            return tuple(res)
+
+    def run(*user_args):
+        if len(user_args) != n_inputs:
+            raise TypeError(f"{op}: the graphed callable takes {n_inputs} tensors (as its "
+                            f"sample_args), got {len(user_args)}")
+        out = Graphed.apply(*(tuple(user_args) + params))
+        return out[0] if len(static_outputs) == 1 else out
+
+    run._graphs = (fwd, bwd)  # the graphs live as long as the callable
+    return run
+
+
+def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False):
+    """Each callable (a module or a function of tensors) with its forward and its backward
+    captured into CUDA graphs after num_warmup_iters eager iterations, as
+    torch.cuda.make_graphed_callables: calling the result copies the arguments into the
+    sample_args' memory and replays the forward graph; backward replays the backward graph.
+    Its outputs and gradients live in the graphs' memory until the next replay (gradients are
+    handed on as copies). One callable and a tuple of sample tensors, or tuples of both."""
+    single = not isinstance(callables, tuple)
+    if single:
+        callables, sample_args = (callables,), (sample_args,)
+    if len(callables) != len(sample_args):
+        raise ValueError(f"oneflow.cuda.make_graphed_callables: got {len(callables)} callables "
+                         f"and {len(sample_args)} sample_args")
+    pool = graph_pool_handle()
+    out = tuple(_graphed(fn, tuple(args), num_warmup_iters, allow_unused_input, pool)
+                for fn, args in zip(callables, sample_args))
+    return out[0] if single else out
