@@ -12,11 +12,6 @@ namespace {
 const CudaGraphRuntime* g_runtime = nullptr;
 thread_local CudaGraph* t_capture = nullptr;
 
-bool SameMemory(const Tensor& a, const Tensor& b) {
-  return a.storage()->data() == b.storage()->data() && a.offset() == b.offset() &&
-         a.strides() == b.strides() && a.shape() == b.shape() && a.dtype() == b.dtype();
-}
-
 // Checks, and on the stand-in device records, what an eager capture runs (every op call and
 // step reported by core/trace.h).
 class CaptureTracer : public Tracer {
@@ -38,7 +33,7 @@ class CaptureTracer : public Tracer {
     Attrs a = attrs;
     graph_->Record({op.name,
                     [def, a](const std::vector<Tensor>& in) { return RunLocalKernel(*def, in, a); },
-                    Handles(inputs), Handles(outputs)});
+                    FixedHandles(inputs), FixedHandles(outputs)});
   }
 
   void OnStep(const char* name, const std::vector<Tensor>& inputs,
@@ -49,7 +44,9 @@ class CaptureTracer : public Tracer {
     }
     if (host) return;
     Check(StrCat("step '", name, "'"), inputs, outputs);
-    if (record_) graph_->Record({name, std::move(replay), Handles(inputs), Handles(outputs)});
+    if (record_) {
+      graph_->Record({name, std::move(replay), FixedHandles(inputs), FixedHandles(outputs)});
+    }
   }
 
   void OnHostAccess(const Tensor& t) override {
@@ -88,12 +85,6 @@ class CaptureTracer : public Tracer {
       }
     }
   }
-  static std::vector<Tensor> Handles(const std::vector<Tensor>& ts) {
-    std::vector<Tensor> out;
-    out.reserve(ts.size());
-    for (const Tensor& t : ts) out.push_back(t.defined() ? FixedHandle(t) : Tensor());
-    return out;
-  }
 
   CudaGraph* graph_;
   Device device_;
@@ -120,6 +111,18 @@ Tensor FixedHandle(const Tensor& t) {
   impl->offset = t.offset();
   impl->dtype = t.dtype();
   return Tensor(std::move(impl));
+}
+
+std::vector<Tensor> FixedHandles(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(t.defined() ? FixedHandle(t) : Tensor());
+  return out;
+}
+
+bool SameMemory(const Tensor& a, const Tensor& b) {
+  return a.storage()->data() == b.storage()->data() && a.offset() == b.offset() &&
+         a.strides() == b.strides() && a.shape() == b.shape() && a.dtype() == b.dtype();
 }
 
 void Launch::Run() const {

@@ -44,6 +44,10 @@ CachingAllocator& CudaAllocator();
 // A handle on t's memory that owns nothing (same shape, strides, offset and dtype): what a
 // recorded launch reads and writes. REQUIRES: a local tensor.
 Tensor FixedHandle(const Tensor& t);
+// FixedHandle of each defined tensor (undefined ones stay undefined).
+std::vector<Tensor> FixedHandles(const std::vector<Tensor>& ts);
+// Whether a and b are the same view of the same memory.
+bool SameMemory(const Tensor& a, const Tensor& b);
 
 // One unit of recorded work: `run` redone on `inputs`; each result that is not already in the
 // matching output's memory is copied there.

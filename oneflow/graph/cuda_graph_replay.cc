@@ -13,18 +13,6 @@ namespace graph {
 
 namespace {
 
-bool SameMemory(const Tensor& a, const Tensor& b) {
-  return a.storage()->data() == b.storage()->data() && a.offset() == b.offset() &&
-         a.strides() == b.strides() && a.shape() == b.shape() && a.dtype() == b.dtype();
-}
-
-std::vector<Tensor> Handles(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  out.reserve(ts.size());
-  for (const Tensor& t : ts) out.push_back(t.defined() ? FixedHandle(t) : Tensor());
-  return out;
-}
-
 // This thread's allocations on one device go to a pool while it lives (or until End).
 class Routing {
  public:
@@ -162,50 +150,75 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
   }
 
   std::unique_ptr<CudaGraph> open;
-  size_t open_first = 0, open_guard = 0;
+  size_t open_first = 0, open_guard = 0, next_guard = 0;
   std::vector<Tensor> snapshot;  // the slots when the open graph began (a failed capture redoes)
   std::vector<size_t> pending;   // guard items waiting for the end of their steps
-  auto close = [&](size_t end) {
-    if (!open) return;
-    open->CaptureEnd();
-    if (!runs) open->Replay();  // a GPU's capture ran nothing: the steps after it need its values
+  // A capture on the GPU failed (nothing of it ran): the plan keeps the plain replay from now
+  // on, and this replay redoes the open graph's steps plainly, from the slots they began with.
+  // Returns where the replay goes on. On the stand-in device the steps ran: rethrows.
+  auto fail = [&](const std::string& what, const Error& e) -> size_t {
+    open->CaptureAbort();
+    open.reset();
+    if (runs) throw e;  // a plain replay fails the same way
+    failure = StrCat(what, " failed: ", e.what());
+    stop(/*for_good=*/true);
+    v = std::move(snapshot);
+    next_guard = open_guard;
+    return open_first;
+  };
+  const size_t kGoOn = static_cast<size_t>(-1);
+  auto close = [&](size_t end) -> size_t {  // kGoOn, or where a failed capture redoes from
+    if (!open) return kGoOn;
+    try {
+      open->CaptureEnd();
+      if (!runs) open->Replay();  // a GPU's capture ran nothing: the steps after need its values
+    } catch (const Error& e) {
+      return fail(StrCat("capturing steps ", open_first, "-", end - 1), e);
+    }
     Item item;
     item.graph = std::move(open);
     item.first = open_first;
     item.last = end;
     items_.push_back(std::move(item));
     snapshot.clear();
+    return kGoOn;
   };
-  auto end_guards = [&](size_t i) {
+  auto end_guards = [&](size_t i) -> size_t {
     for (size_t k = 0; k < pending.size();) {
-      Item& g = items_[pending[k]];
-      if (p.guards_[g.guard].end != i) {
+      if (p.guards_[items_[pending[k]].guard].end != i) {
         ++k;
         continue;
       }
-      close(i);
+      if (const size_t redo = close(i); redo != kGoOn) return redo;
       items_[pending[k]].skip_to = items_.size();
       pending.erase(pending.begin() + k);
     }
+    return kGoOn;
   };
 
   std::vector<Tensor> in, out;
-  size_t next_guard = 0;
-  for (size_t i = 0; i < p.steps_.size(); ++i) {
-    if (capturing) end_guards(i);
+  for (size_t i = 0; i <= p.steps_.size(); ++i) {
+    size_t redo = capturing ? end_guards(i) : kGoOn;
+    if (redo == kGoOn && capturing && i == p.steps_.size()) redo = close(i);
+    if (redo != kGoOn) {
+      i = redo - 1;  // the loop's ++i goes on at redo
+      continue;
+    }
+    if (i == p.steps_.size()) break;
     bool skip = false;
     while (!skip && next_guard < p.guards_.size() && p.guards_[next_guard].begin == i) {
-      const size_t gi = next_guard++;
+      const size_t gi = next_guard;
       GraphPlan::Guard& g = p.guards_[gi];
       if (capturing) {
-        close(i);
+        if ((redo = close(i)) != kGoOn) break;
         Item item;
         item.guard = static_cast<int>(gi);
         item.flag = v[g.flag];
         items_.push_back(std::move(item));
         pending.push_back(items_.size() - 1);
-        if (g.end == g.begin) end_guards(i);
+        if (g.end == g.begin && (redo = end_guards(i)) != kGoOn) break;
       }
+      ++next_guard;
       g.ran = GraphPlan::FlagIsZero(v[g.flag]);
       if (!g.ran && g.end > g.begin) {
         // The update is skipped on the replay that captures: its steps cannot be captured now
@@ -224,6 +237,10 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
         skip = true;
       }
     }
+    if (redo != kGoOn) {
+      i = redo - 1;
+      continue;
+    }
     if (skip) continue;
     if (capturing && hoisted_[i]) continue;  // ran before the capture
     const GraphPlan::Step& step = p.steps_[i];
@@ -240,15 +257,7 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
       try {
         out = p.RunStep(i, in, offsets_);
       } catch (const Error& e) {
-        open->CaptureAbort();
-        open.reset();
-        if (runs) throw;  // the stand-in ran the step: a plain replay fails the same way
-        // Nothing of the failed capture ran: this replay redoes its steps plainly.
-        failure = StrCat("capturing step ", i, " '", step.name, "' failed: ", e.what());
-        stop(/*for_good=*/true);
-        v = std::move(snapshot);
-        next_guard = open_guard;
-        i = open_first - 1;
+        i = fail(StrCat("capturing step ", i, " '", step.name, "'"), e) - 1;
         continue;
       }
       if (runs) {
@@ -258,10 +267,13 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
                       [plan, i, offsets](const std::vector<Tensor>& x) {
                         return plan->RunStep(i, x, *offsets);
                       },
-                      Handles(in), Handles(out)});
+                      FixedHandles(in), FixedHandles(out)});
       }
     } else {
-      if (capturing) close(i);
+      if (capturing && (redo = close(i)) != kGoOn) {
+        i = redo - 1;
+        continue;
+      }
       out = p.RunStep(i, in, offsets_);
       if (capturing) {
         GraphPlan* plan = &p;
@@ -283,10 +295,6 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
       if (step.out[k] >= 0) v[step.out[k]] = std::move(out[k]);
     }
     for (int s : step.free_after) v[s] = Tensor();
-  }
-  if (capturing) {
-    close(p.steps_.size());
-    end_guards(p.steps_.size());
   }
   std::vector<Tensor> result;
   for (int s : p.output_slots_) result.push_back(v[s]);
