@@ -27,6 +27,7 @@ class CaptureTracer : public Tracer {
                          "graph would replay the same ones (the generator's state is not on the ",
                          "device yet); draw them outside the capture"));
     }
+    if (HostOnly(inputs, outputs)) return;  // host work (a host tensor made): not captured
     Check(what, inputs, outputs);
     if (!record_) return;
     const OpDef* def = &op;
@@ -38,11 +39,7 @@ class CaptureTracer : public Tracer {
 
   void OnStep(const char* name, const std::vector<Tensor>& inputs,
               const std::vector<Tensor>& outputs, StepFn replay) override {
-    bool host = true;  // host work on host tensors (a Python number made a tensor): not captured
-    for (const auto* list : {&inputs, &outputs}) {
-      for (const Tensor& t : *list) host &= !t.defined() || (!t.is_global() && t.is_cpu());
-    }
-    if (host) return;
+    if (HostOnly(inputs, outputs)) return;  // a Python number made a host tensor: not captured
     Check(StrCat("step '", name, "'"), inputs, outputs);
     if (record_) {
       graph_->Record({name, std::move(replay), FixedHandles(inputs), FixedHandles(outputs)});
@@ -58,6 +55,13 @@ class CaptureTracer : public Tracer {
   }
 
  private:
+  static bool HostOnly(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+    bool host = true;
+    for (const auto* list : {&inputs, &outputs}) {
+      for (const Tensor& t : *list) host &= !t.defined() || (!t.is_global() && t.is_cpu());
+    }
+    return host;
+  }
   void Check(const std::string& what, const std::vector<Tensor>& inputs,
              const std::vector<Tensor>& outputs) const {
     for (const auto* list : {&inputs, &outputs}) {

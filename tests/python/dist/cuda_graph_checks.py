@@ -106,7 +106,7 @@ def capture(fn):
 
 expect_error(lambda: capture(lambda: flow.nn.functional.dropout(static_x, 0.5, training=True)),
              "cuda graph capture: op 'dropout_mask' draws random numbers")
-expect_error(lambda: capture(lambda: static_x * 2),
+expect_error(lambda: capture(lambda: static_x + flow.ones(8, 16).to(D)),
              "cuda graph capture: step 'to_device' copies a cpu tensor to cuda:0 (a Python number")
 expect_error(lambda: capture(lambda: (static_x + static_x).sum().item()),
              "cuda graph capture: step 'to_device' copies cuda:0 to the host; a captured graph "
@@ -228,7 +228,9 @@ got_losses, got_params, graph = train(True, steps=6)
 status = graph._compiled[0].plan.cuda_graph_status()
 print(f"status constants: {status}", flush=True)
 assert "1 graph" in status and "1 launch per replay" in status, status
-assert "2 steps making constants (Python numbers as tensors) ran once" in status, status
+# Python numbers made on the host (and copied) ran once at the capture; made on the device they
+# are in the graph: no step runs outside it either way.
+assert "outside the graphs" not in status, status
 np.testing.assert_allclose(np.array(got_losses), np.array(want_losses), rtol=1e-5, atol=1e-6)
 for g_p, w_p in zip(got_params, want_params):
     np.testing.assert_allclose(g_p, w_p, rtol=1e-5, atol=1e-6)
