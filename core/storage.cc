@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/caching_allocator.h"
 #include "core/error.h"
 #include "core/profiler.h"
 
@@ -105,52 +106,15 @@ class CpuAllocator : public Allocator {
   MemoryStats stats_;
 };
 
-// The stand-in CUDA device's memory: host blocks (64-byte aligned), each its own segment, with
-// the statistics of every device index.
-class FakeCudaAllocator : public Allocator {
+// The stand-in CUDA device's memory: host segments (512-byte aligned, as the blocks cut from
+// them are), cached and split by the same allocator as a GPU's.
+class HostMemory : public RawMemory {
  public:
-  void* Allocate(size_t nbytes, const Device& device) override {
-    if (nbytes == 0) return nullptr;
-    const size_t size = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, size);
-    std::lock_guard<std::mutex> lock(mu_);
-    MemoryStats& s = stats_[device.index];
-    if (!p) {
-      ++s.num_ooms;
-      throw Error(StrCat("cuda allocator: out of memory allocating ", nbytes, " bytes on ",
-                         device.ToString(), " (the stand-in device, ONEFLOW_FAKE_CUDA=1)"));
-    }
-    const auto bytes = static_cast<int64_t>(size);
-    s.allocated_bytes.Add(bytes);
-    s.reserved_bytes.Add(bytes);
-    s.allocation.Add(1);
-    s.segment.Add(1);
-    return p;
+  void* Malloc(size_t nbytes, int) override { return std::aligned_alloc(512, nbytes); }
+  void Free(void* ptr, int) override { std::free(ptr); }
+  std::string Name(int index) override {
+    return StrCat(Device::CUDA(index).ToString(), " (the stand-in device, ONEFLOW_FAKE_CUDA=1)");
   }
-  void Deallocate(void* ptr, size_t nbytes, const Device& device) override {
-    std::free(ptr);
-    const auto bytes = static_cast<int64_t>((nbytes + 63) / 64 * 64);
-    std::lock_guard<std::mutex> lock(mu_);
-    MemoryStats& s = stats_[device.index];
-    s.allocated_bytes.Sub(bytes);
-    s.reserved_bytes.Sub(bytes);
-    s.allocation.Sub(1);
-    s.segment.Sub(1);
-  }
-  MemoryStats Stats(int index) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = stats_.find(index);
-    return it == stats_.end() ? MemoryStats() : it->second;
-  }
-  void ResetPeakStats(int index) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = stats_.find(index);
-    if (it != stats_.end()) it->second.ResetPeak();
-  }
-
- private:
-  std::mutex mu_;
-  std::unordered_map<int, MemoryStats> stats_;
 };
 
 // Meta tensors' storage: a size and no memory.
@@ -173,8 +137,9 @@ void SetAllocator(DeviceType type, Allocator* allocator) { Slot(type) = allocato
 
 Allocator* GetAllocator(DeviceType type) {
   if (type == DeviceType::kCUDA && FakeCuda()) {
-    static FakeCudaAllocator fake;
-    return &fake;
+    static HostMemory host;
+    static auto* fake = new CachingAllocator(&host, "cuda allocator");  // outlives tensors
+    return fake;
   }
   Allocator* a = Slot(type);
   if (!a) {

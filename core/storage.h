@@ -35,8 +35,13 @@ struct MemoryStats {
   MemoryStat segment;             // blocks taken from the device
   int64_t num_alloc_retries = 0;  // device allocations retried after emptying the cache
   int64_t num_ooms = 0;           // allocations that failed for want of memory
+  // The private pools of captured CUDA graphs (core/caching_allocator.h), counted in the above
+  // too: their blocks held by tensors, their segments, and how many pools are held.
+  MemoryStat graph_pool_allocated_bytes, graph_pool_reserved_bytes;
+  int64_t graph_pools = 0;
   void ResetPeak() {
-    for (MemoryStat* s : {&allocated_bytes, &reserved_bytes, &allocation, &segment}) {
+    for (MemoryStat* s : {&allocated_bytes, &reserved_bytes, &allocation, &segment,
+                          &graph_pool_allocated_bytes, &graph_pool_reserved_bytes}) {
       s->peak = s->current;
     }
   }

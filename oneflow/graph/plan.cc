@@ -12,6 +12,7 @@
 #include "core/profiler.h"
 #include "oneflow/global/global_tensor.h"
 #include "oneflow/global/interpret.h"
+#include "oneflow/graph/cuda_graph_replay.h"
 #include "oneflow/graph/passes.h"
 
 namespace oneflow {
@@ -68,17 +69,51 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   return RunLocalKernel(op, inputs, attrs);
 }
 
+}  // namespace
+
 // A guard's flag: true when its (one) element is zero. A host read (a device sync on CUDA).
-bool FlagIsZero(const Tensor& flag) {
+bool GraphPlan::FlagIsZero(const Tensor& flag) {
   const Tensor& t = flag.is_global() ? global::Meta(flag).local : flag;
   Tensor h = fn::to_dtype(fn::to_device(fn::contiguous(t), Device::CPU()), DType::kFloat64);
   return *h.data<double>() == 0.0;
 }
 
-}  // namespace
+GraphPlan::GraphPlan(std::string graph_name) : graph_name_(std::move(graph_name)) {}
 
 GraphPlan::~GraphPlan() {
   if (tracing_ && CurrentTracer() == this) SetTracer(nullptr);
+}
+
+void GraphPlan::EnableCudaGraph(bool on) {
+  cuda_graph_ = on;
+  if (!on) cuda_graph_replay_.reset();
+}
+
+int GraphPlan::CudaIndex() const {
+  int index = -1;
+  auto see = [&](bool global, const Device& d) {
+    if (global || d.type != DeviceType::kCUDA || (index >= 0 && index != d.index)) return false;
+    index = d.index;
+    return true;
+  };
+  for (const Signature& s : signature_) {
+    if (!see(s.global, s.meta.device)) return -1;
+  }
+  for (const auto& c : captured_) {
+    // Host tensors the plan holds (Python numbers made tensors) are read by host steps only.
+    if (!c.second.is_global() && c.second.is_cpu()) continue;
+    if (!see(c.second.is_global(), c.second.is_global() ? Device::CPU() : c.second.device())) {
+      return -1;
+    }
+  }
+  return index;
+}
+
+std::string GraphPlan::CudaGraphStatus() const {
+  if (!cuda_graph_) return "cuda graph: off (config.enable_cuda_graph(True) turns it on)";
+  if (!cuda_graph_fallback_.empty()) return "cuda graph: plain replay: " + cuda_graph_fallback_;
+  if (cuda_graph_replay_) return cuda_graph_replay_->Describe();
+  return "cuda graph: on; the replay after the first captures";
 }
 
 void GraphPlan::CheckTracing(const char* what) const {
@@ -193,9 +228,19 @@ void GraphPlan::Record(Step step, const std::vector<Tensor>& inputs,
   const std::string reader = StrCat(step.op ? "op '" : "step '", step.name, "' in module '",
                                     step.scope.empty() ? "<graph>" : step.scope, "'");
   for (const Tensor& t : inputs) step.in.push_back(t.defined() ? SlotOf(t, reader) : -1);
-  bool global = false;
-  for (const Tensor& t : inputs) global |= t.defined() && t.is_global();
-  for (const Tensor& t : outputs) global |= t.defined() && t.is_global();
+  bool global = false, host = false;
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const Tensor& t : *list) {
+      if (!t.defined()) continue;
+      global |= t.is_global();
+      host |= !t.is_global() && t.device().type != DeviceType::kCUDA;
+    }
+  }
+  if (global) {
+    step.no_capture = "works on global tensors (their collectives are not captured yet)";
+  } else if (host) {
+    step.no_capture = "uses a tensor on the host (a copy between host and device)";
+  }
   if (global) {
     std::ostringstream os;
     os << "(";
@@ -247,6 +292,11 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
       step.same_draws_as = same->second;
     } else if (same == draws_at_.end() && step.draws > 0) {
       draws_at_.emplace_back(key, static_cast<int>(steps_.size()));
+    }
+    if (step.draws > 0) {
+      step.no_capture =
+          "draws random numbers (the generator's seed and offset are not on the device yet, so a "
+          "graph would replay the same ones)";
     }
   }
   if (global::LastDecision() && step.layout.empty()) {
@@ -454,6 +504,51 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
   ONEFLOW_CHECK(compiled_, "nn.Graph ", graph_name_, ": replay before the graph was compiled");
   ONEFLOW_CHECK(inputs.size() == input_slots_.size(), "nn.Graph ", graph_name_, ": expected ",
                 input_slots_.size(), " tensor inputs, got ", inputs.size());
+  if (cuda_graph_ && cuda_graph_fallback_.empty()) {
+    if (cuda_graph_replay_ && cuda_graph_replay_->captured()) {
+      return cuda_graph_replay_->Run(inputs);
+    }
+    if (plain_replays_ >= 1) {  // warm: the libraries' handles and workspaces exist
+      if (!cuda_graph_replay_) {
+        const std::string why = CudaGraphReplay::Refusal(*this);
+        if (!why.empty()) {
+          cuda_graph_fallback_ = why;
+          return PlainReplay(inputs);
+        }
+        cuda_graph_replay_ = std::make_unique<CudaGraphReplay>(*this);
+      }
+      return cuda_graph_replay_->Capture(inputs);
+    }
+  }
+  return PlainReplay(inputs);
+}
+
+std::vector<Tensor> GraphPlan::RunStep(size_t i, const std::vector<Tensor>& in,
+                                       std::vector<int64_t>& offsets) const {
+  const Step& step = steps_[i];
+  profiler::Range prof(profiler::Kind::kGraphStep, step.name);
+  std::vector<Tensor> out;
+  if (step.alias) {
+    out.assign(1, in[0]);
+  } else if (step.fn) {  // a step replayed by fn, or an op a pass replaced (passes.h)
+    out = step.fn(in);
+  } else if (step.draws >= 0) {
+    Attrs a = step.attrs;
+    a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
+    offsets[i] = step.same_draws_as >= 0 ? offsets[step.same_draws_as]
+                                         : static_cast<int64_t>(fn::generator_advance(step.draws));
+    a.Set("offset", offsets[i]);
+    out = RunOp(*step.op, in, a);
+  } else {
+    out = RunOp(*step.op, in, step.attrs);
+  }
+  ONEFLOW_CHECK(out.size() == step.out.size(), "nn.Graph ", graph_name_, ": replaying '", step.name,
+                "' gave ", out.size(), " outputs, the trace had ", step.out.size());
+  return out;
+}
+
+std::vector<Tensor> GraphPlan::PlainReplay(const std::vector<Tensor>& inputs) {
+  ++plain_replays_;
   profiler::Range prof_replay(profiler::Kind::kGraphStep, graph_name_);
   NoGradGuard no_grad;
   AutocastSuspendGuard no_autocast;
@@ -479,26 +574,9 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
     }
     if (skip) continue;
     const Step& step = steps_[i];
-    profiler::Range prof(profiler::Kind::kGraphStep, step.name);
     in.clear();
     for (int s : step.in) in.push_back(s >= 0 ? v[s] : Tensor());
-    if (step.alias) {
-      out.assign(1, in[0]);
-    } else if (step.fn) {  // a step replayed by fn, or an op a pass replaced (passes.h)
-      out = step.fn(in);
-    } else if (step.draws >= 0) {
-      Attrs a = step.attrs;
-      a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
-      offsets[i] = step.same_draws_as >= 0
-                       ? offsets[step.same_draws_as]
-                       : static_cast<int64_t>(fn::generator_advance(step.draws));
-      a.Set("offset", offsets[i]);
-      out = RunOp(*step.op, in, a);
-    } else {
-      out = RunOp(*step.op, in, step.attrs);
-    }
-    ONEFLOW_CHECK(out.size() == step.out.size(), "nn.Graph ", graph_name_, ": replaying '",
-                  step.name, "' gave ", out.size(), " outputs, the trace had ", step.out.size());
+    out = RunStep(i, in, offsets);
     for (size_t k = 0; k < out.size(); ++k) {
       if (step.out[k] >= 0) v[step.out[k]] = std::move(out[k]);
     }

@@ -11,6 +11,7 @@
 //   std::vector<Tensor> out = plan.Replay({x2});   // x2: x's shape, dtype, device and layout
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,9 +21,11 @@
 namespace oneflow {
 namespace graph {
 
+class CudaGraphReplay;
+
 class GraphPlan : public Tracer {
  public:
-  explicit GraphPlan(std::string graph_name) : graph_name_(std::move(graph_name)) {}
+  explicit GraphPlan(std::string graph_name);
   ~GraphPlan() override;
 
   // REQUIRES: no trace running on this thread.
@@ -41,6 +44,16 @@ class GraphPlan : public Tracer {
   // Whether EndTrace's passes may fold the optimizer's updates into the gradients' kernels
   // (nn.Graph's config.allow_fuse_model_update_ops; off by default, as in OneFlow).
   void SetFuseModelUpdates(bool on) { fuse_model_updates_ = on; }
+
+  // Replays on a CUDA device through CUDA graphs (nn.Graph's config.enable_cuda_graph): the
+  // first replay runs plainly (it warms the libraries up), the next captures the steps into
+  // CUDA graphs (oneflow/graph/cuda_graph_replay.h), later ones launch them. Outputs are then
+  // the same tensors on every replay, valid until the next one.
+  void EnableCudaGraph(bool on);
+  // One line on what the CUDA graph does for this plan: off, waiting, captured (which steps,
+  // how many launches per replay, which steps run outside it and why), or the reason it fell
+  // back to the plain replay.
+  std::string CudaGraphStatus() const;
 
   // The module whose code runs now (names the steps in messages and in Describe).
   void SetScope(std::string scope) { scope_ = std::move(scope); }
@@ -85,6 +98,7 @@ class GraphPlan : public Tracer {
 
  private:
   friend struct PlanPasses;  // oneflow/graph/passes.h rewrites the steps at EndTrace
+  friend class CudaGraphReplay;
 
   struct Step {
     const OpDef* op = nullptr;  // null: a step replayed by fn (which a pass may give an op too)
@@ -100,6 +114,9 @@ class GraphPlan : public Tracer {
     // A contiguous copy of a tensor nothing reads afterwards (autograd's copy of a gradient
     // that the trace itself kept alive): the replay passes the input on instead.
     bool copy_of_contiguous = false, alias = false;
+    // Why a CUDA graph cannot hold this step (empty when it can): it draws random numbers, it
+    // works on global tensors, it moves data between devices.
+    std::string no_capture;
   };
   struct Guard {
     size_t begin, end;
@@ -111,6 +128,15 @@ class GraphPlan : public Tracer {
     bool global = false;
     std::string layout;  // placement and nd_sbp of a global input
   };
+
+  // Runs step i on its inputs (its random offsets this replay in offsets).
+  std::vector<Tensor> RunStep(size_t i, const std::vector<Tensor>& in,
+                              std::vector<int64_t>& offsets) const;
+  std::vector<Tensor> PlainReplay(const std::vector<Tensor>& inputs);
+  // A guard's flag (one element) is zero: a host read, a wait for the device on a GPU.
+  static bool FlagIsZero(const Tensor& flag);
+  // The CUDA device the plan computes on (-1: none, or several).
+  int CudaIndex() const;
 
   // Step i's attr `name` (its registered key and value). Throws naming the step when step i is
   // no op call, has no such attr, or the attr is not a number.
@@ -140,6 +166,11 @@ class GraphPlan : public Tracer {
   std::vector<Tensor> slot_tensor_, keep_;
   std::unordered_map<const TensorImpl*, int> slot_of_;
   std::unordered_map<const Storage*, int> storage_slot_;
+  // CUDA graphs: whether enabled, the plain replays so far, the captured replay.
+  bool cuda_graph_ = false;
+  size_t plain_replays_ = 0;
+  std::unique_ptr<CudaGraphReplay> cuda_graph_replay_;
+  std::string cuda_graph_fallback_;  // why the replay stays plain
 };
 
 }  // namespace graph

@@ -669,3 +669,16 @@ def test_bf16_autocast_gpt_trains_like_float32_on_the_gpu():
     from test_cuda_bf16_gpt import check_bf16_gpt_trains_like_float32
 
     check_bf16_gpt_trains_like_float32({})
+
+
+def test_cuda_graphs_capture_and_replay_on_the_gpu():
+    """tests/python/dist/cuda_graph_checks.py on the GPU (it runs on the stand-in device in
+    test_cuda_graph.py): eager capture and its pool, the refusals, nn.Graph through CUDA graphs
+    equal to eager training. Its output (each capture's status) is printed for the GPU run's log."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist",
+                          "cuda_graph_checks.py")
+    env = {k: v for k, v in os.environ.items() if k != "ONEFLOW_FAKE_CUDA"}
+    r = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                       timeout=300)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -302,7 +302,8 @@ def test_unsupported_switches_are_one_line_errors():
         with pytest.raises(NotImplementedError,
                            match=rf"^nn.Graph TrainGraph: config.{name} is not supported by this "
                                  r"nn.Graph \(supported: set_gradient_accumulation_steps, "
-                                 r"enable_amp, enable_zero, allow_fuse_model_update_ops\)$"):
+                                 r"enable_amp, enable_zero, allow_fuse_model_update_ops, "
+                                 r"enable_cuda_graph\)$"):
             call()
     with pytest.raises(ValueError, match=r"^nn.Graph TrainGraph: config.enable_zero supports stage "
                        r"1 and 2 \(stage 3 would shard the parameters too\), got 3$"):

@@ -5,10 +5,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "core/cuda_graph.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/storage.h"
 #include "core/sync_check.h"
+#include "oneflow/api/python/convert.h"
 #ifdef ONEFLOW_WITH_CUDA
 #include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_util.h"
@@ -69,6 +71,16 @@ py::dict StatsDict(const MemoryStats& s) {
   }
   d["num_alloc_retries"] = s.num_alloc_retries;
   d["num_ooms"] = s.num_ooms;
+  // The private pools of captured CUDA graphs (oneflow.cuda.CUDAGraph, nn.Graph's
+  // enable_cuda_graph), counted in the totals above too.
+  for (const auto& [name, stat] :
+       {std::pair<const char*, const MemoryStat*>{"allocated_bytes", &s.graph_pool_allocated_bytes},
+        {"reserved_bytes", &s.graph_pool_reserved_bytes}}) {
+    const std::string prefix = std::string(name) + ".graph_pools.";
+    d[py::str(prefix + "current")] = stat->current;
+    d[py::str(prefix + "peak")] = stat->peak;
+  }
+  d["num_graph_pools"] = s.graph_pools;
   return d;
 }
 
@@ -102,7 +114,11 @@ void BindCuda(py::module_& m) {
     cuda::Synchronize(index);
   });
   m.def("cuda_empty_cache", []() {
-    if (!FakeCuda()) cuda::EmptyCache();
+    if (FakeCuda()) {
+      CudaAllocator().EmptyCache(-1);
+    } else {
+      cuda::EmptyCache();
+    }
   });
   m.def("cuda_allow_tf32", []() { return cuda::AllowTf32(); });
   m.def("cuda_set_allow_tf32", [](bool allow) { cuda::SetAllowTf32(allow); });
@@ -118,13 +134,48 @@ void BindCuda(py::module_& m) {
            "missing, or with ONEFLOW_CUDA=0)";
   });
   m.def("cuda_synchronize", [](int index) { RequireCuda(index, "oneflow.cuda.synchronize"); });
-  m.def("cuda_empty_cache", []() {});
+  m.def("cuda_empty_cache", []() {
+    if (FakeCuda()) CudaAllocator().EmptyCache(-1);
+  });
   m.def("cuda_allow_tf32", []() { return false; });
   m.def("cuda_set_allow_tf32", [](bool) {});
   m.def("cudnn_allow_tf32", []() { return true; });
   m.def("cudnn_set_allow_tf32", [](bool) {});
 #endif
   m.def("cuda_fake", []() { return FakeCuda(); });
+  // oneflow.cuda.CUDAGraph (oneflow/python/oneflow/cuda/graphs.py) and its pools.
+  py::class_<CudaGraph>(m, "CudaGraph")
+      .def(py::init<>())
+      .def("capture_begin",
+           [](CudaGraph& g, int index, PoolId pool) {
+             RequireCuda(index, "oneflow.cuda.graph");
+             g.CaptureBegin(index, pool, /*eager=*/true);
+           })
+      .def("capture_end", &CudaGraph::CaptureEnd)
+      .def("capture_abort", &CudaGraph::CaptureAbort)
+      .def("replay",
+           [](CudaGraph& g) {
+             py::gil_scoped_release release;
+             g.Replay();
+           })
+      .def("reset", &CudaGraph::Reset)
+      .def("pool", &CudaGraph::pool)
+      .def("captured", &CudaGraph::captured)
+      .def("capturing", &CudaGraph::capturing)
+      .def("num_launches", &CudaGraph::num_launches)
+      .def_static("capture_runs", &CudaGraph::CaptureRuns);
+  m.def("cuda_graph_pool_handle", [](int index) {
+    RequireCuda(index, "oneflow.cuda.graph_pool_handle");
+    return CudaAllocator().NewPool(index);
+  });
+  m.def("cuda_graph_pool_retain",
+        [](int index, PoolId pool) { CudaAllocator().RetainPool(index, pool); });
+  m.def("cuda_graph_pool_release",
+        [](int index, PoolId pool) { CudaAllocator().ReleasePool(index, pool); });
+  m.def("cuda_pool_of", [](const Tensor& t) {
+    ONEFLOW_CHECK(t.device().type == DeviceType::kCUDA, "cuda_pool_of: expected a cuda tensor");
+    return CudaAllocator().PoolOf(t.storage()->data(), t.device().index);
+  });
   m.def("cuda_device_count", []() { return DeviceCount(); });
   m.def("cuda_set_device", [](int index) {
     RequireCuda(index, "oneflow.cuda.set_device");

@@ -38,7 +38,9 @@ void BindGraph(py::module_& m) {
       .def("peak_live", &GraphPlan::peak_live)
       .def("peak_bytes", &GraphPlan::peak_bytes)
       .def("guard_steps", &GraphPlan::GuardSteps)
-      .def("guard_ran", &GraphPlan::GuardRan);
+      .def("guard_ran", &GraphPlan::GuardRan)
+      .def("enable_cuda_graph", &GraphPlan::EnableCudaGraph)
+      .def("cuda_graph_status", &GraphPlan::CudaGraphStatus);
   // ZeRO stage 2 inside a graph's trace: a parameter's gradient kept as its shard.
   m.def("graph_set_grad_layout", &global::SetGradLayout);
   m.def("graph_clear_grad_layouts", &global::ClearGradLayouts);

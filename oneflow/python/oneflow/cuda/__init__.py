@@ -197,3 +197,5 @@ def _use_local_rank_device():
 
 _use_local_rank_device()
 from oneflow.cuda import amp  # noqa: E402,F401  (autocast, GradScaler as torch.cuda.amp)
+from oneflow.cuda.graphs import (  # noqa: E402,F401
+    CUDAGraph, graph, graph_pool_handle, make_graphed_callables)

@@ -66,12 +66,14 @@ class GraphConfig:
         self._zero_stage = 0
         self._zero_min_size = 1024
         self._fuse_model_updates = False
+        self._cuda_graph = False
 
     def __repr__(self):
         amp = "off" if self._amp_dtype is None else str(self._amp_dtype)
         zero = f"stage {self._zero_stage}" if self._zero_stage else "off"
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation_steps}, "
-                f"amp={amp}, zero={zero}, fuse_model_updates={self._fuse_model_updates})")
+                f"amp={amp}, zero={zero}, fuse_model_updates={self._fuse_model_updates}, "
+                f"cuda_graph={self._cuda_graph})")
 
     def _before_compile(self, switch):
         if self._compiled:
@@ -82,7 +84,7 @@ class GraphConfig:
         raise NotImplementedError(
             f"nn.Graph {self._graph_name}: config.{switch} is not supported by this nn.Graph "
             f"(supported: set_gradient_accumulation_steps, enable_amp, enable_zero, "
-            f"allow_fuse_model_update_ops)")
+            f"allow_fuse_model_update_ops, enable_cuda_graph)")
 
     def set_gradient_accumulation_steps(self, value):
         self._before_compile("set_gradient_accumulation_steps")
@@ -133,6 +135,21 @@ class GraphConfig:
         weight decay/nesterov/maximize; elsewhere the updates run as traced). Off by default."""
         self._before_compile("allow_fuse_model_update_ops")
         self._fuse_model_updates = bool(mode)
+
+    def enable_cuda_graph(self, mode=True):
+        """Replay through CUDA graphs on a CUDA device (oneflow/graph/cuda_graph_replay.h): the
+        first replay after the compile runs plainly, the next one is captured, later ones copy
+        the inputs into the graph's own buffers and launch it, one launch per step where nothing
+        splits it. Steps a graph cannot hold (random ops for now, copies with the host) and the
+        GradScaler's skip split the capture or, for a graph that is not on one CUDA device, keep
+        the plain replay: print(graph) says which and why. A graph's outputs are then the same
+        tensors on every call, holding the latest call's values: copy what must outlive the next
+        call. Off by default (it has not run on a GPU yet)."""
+        self._before_compile("enable_cuda_graph")
+        if not isinstance(mode, bool):
+            raise TypeError(f"nn.Graph {self._graph_name}: config.enable_cuda_graph expects a "
+                            f"bool, got {mode!r}")
+        self._cuda_graph = mode
 
     def allow_fuse_add_to_output(self, mode=True):
         if mode:
@@ -510,6 +527,7 @@ class Graph:
             for line in c.plan.describe().splitlines():
                 lines.append("    " + line)
             lines.append("  )")
+            lines.append(f"  (CUDA GRAPH:{i}: {c.plan.cuda_graph_status()})")
         lines.append(")")
         return "\n".join(lines)
 
@@ -897,6 +915,7 @@ class Graph:
             state_ids.update(id(b) for b in module.buffers())
         plan = flow._C.GraphPlan(self._name)
         plan.set_fuse_model_updates(self.config._fuse_model_updates)
+        plan.enable_cuda_graph(self.config._cuda_graph)
         self._log(0, f"compiling for inputs "
                      f"{[(tuple(t.shape), str(t.dtype)) for t in tensors]}")
         try:
