@@ -195,7 +195,12 @@ void CheckAll(const std::string& where, const char* what, const std::vector<Tens
 
 void CheckForward(const Sample& sample, const OpDef& op, Counts* counts) {
   const std::string where = Where(sample);
-  const bool exact = sample.attrs.Has("seed");  // random ops: the same draws on both devices
+  // Random ops draw the same numbers on both devices: exact; but not float64 normal (the
+  // platforms' log and cos may differ in the last bit) nor ops that compute with their draws
+  // (attention's dropout mask is exact, its arithmetic is not).
+  const bool exact = sample.attrs.Has("seed") && !sample.attrs.Has("dropout_p") &&
+                     !(op.name == "normal" && sample.attrs.Has("dtype") &&
+                       sample.attrs.Get<DType>("dtype") == DType::kFloat64);
   std::vector<Tensor> cpu_in, cpu_out;
   for (const Tensor& t : sample.in) cpu_in.push_back(fn::contiguous_copy(t));
   try {

@@ -125,8 +125,9 @@ std::vector<Tensor> GatherCuda(const std::vector<Tensor>& in, const Attrs& a,
 template <typename T>
 __device__ __forceinline__ void AtomicAdd(T* p, T v) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                std::is_same_v<T, int32_t>) {
-    atomicAdd(p, v);
+                std::is_same_v<T, int32_t> || std::is_same_v<T, __half> ||
+                std::is_same_v<T, __nv_bfloat16>) {
+    atomicAdd(p, v);  // the half types' atomicAdd: sm_70 (__half) and sm_80 (bfloat16) on
   } else if constexpr (std::is_same_v<T, int64_t>) {
     static_assert(sizeof(int64_t) == sizeof(unsigned long long));
     // Two's complement: adding the unsigned image adds the signed value.
@@ -177,11 +178,11 @@ std::vector<Tensor> ScatterAddCuda(const std::vector<Tensor>& in, const Attrs& a
   DispatchIndex(index.dtype(), [&](auto itag) {
     using I = typename decltype(itag)::type;
     const IndexReader<I> reader = MakeIndexReader<I>(&index, "scatter_add");
-    DispatchAll(o.dtype(), "scatter_add", [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    DispatchWithHalf(o.dtype(), "scatter_add", [&](auto tag) {
+      using T = cuda::DevT<typename decltype(tag)::type>;  // __half, __nv_bfloat16 for the halves
       ScatterAddKernel<<<cuda::Blocks(src.numel()), cuda::kThreads, 0, stream>>>(
-          src.data<T>(), o.data<T>(), reader, src.numel(), ss.n, ss.inner, os.n, os.inner,
-          o.numel(), bad.slot());
+          reinterpret_cast<const T*>(src.raw_data()), reinterpret_cast<T*>(o.raw_data()), reader,
+          src.numel(), ss.n, ss.inner, os.n, os.inner, o.numel(), bad.slot());
       ONEFLOW_CUDA_CHECK(cudaGetLastError());
     });
     ThrowIfBad(bad, index, reader, os.n, "scatter_add", dim, stream);

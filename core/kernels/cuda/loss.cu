@@ -198,12 +198,11 @@ void CrossEntropyRows(const Shape& x, int64_t* rows, int64_t* c) {
   *c = x.ndim() == 1 ? x[0] : x[1];
 }
 
-void ThrowIfBadRow(const cuda::BadIndex& bad, const Tensor& target, int64_t c,
-                   cudaStream_t stream) {
-  const int64_t pos = bad.First(stream);
-  if (pos < 0) return;
-  const int64_t t = cuda::ReadIndexValue(target, pos, stream);
-  throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", c, " classes"));
+void ThrowIfBadRow(cuda::BadIndex& bad, const Tensor& target, int64_t c, cudaStream_t) {
+  // Raised at the next synchronisation point (index_check.cuh).
+  bad.Report(cuda::ContiguousIndexReader<int64_t>{target.data<int64_t>()}, [c](int64_t t) {
+    throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", c, " classes"));
+  });
 }
 
 std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs& attrs,
