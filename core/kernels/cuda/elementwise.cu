@@ -176,8 +176,8 @@ void CopySameType(const Tensor& dst, const Tensor& src) {
   if (cuda::TransposeLayout(ops, g, batches)) {
     return cuda::LaunchTranspose<U>(g, batches, src.raw_data(), dst.raw_data(), sms, stream);
   }
-  ONEFLOW_CHECK(cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(
-                    ConvertF{}, ops, sms, stream) == cuda::ElementwiseStatus::kDone,
+  ONEFLOW_CHECK((cuda::LaunchElementwise<cuda::StridedKernels::k32And64, U, U>(
+                     ConvertF{}, ops, sms, stream) == cuda::ElementwiseStatus::kDone),
                 "copy_: CUDA kernels take at most ", cuda::kMaxDims,
                 " dims after merging contiguous ones, got shape ", dst.shape());
 }
