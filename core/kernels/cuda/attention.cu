@@ -86,7 +86,7 @@ att::Params ParamsOf(const Tensor& q, const Tensor& k, const Tensor& v, const At
     p.seed = static_cast<uint64_t>(a.Get<int64_t>("seed"));
     p.offset = static_cast<uint64_t>(a.Get<int64_t>("offset"));
     p.batch_offset = a.Get<int64_t>("batch_offset");
-    p.threshold = static_cast<uint64_t>(std::ceil(dp * 9007199254740992.0));
+    p.drop_p = dp;
     p.drop_scale = dp < 1 ? static_cast<float>(1.0 / (1.0 - dp)) : 0.f;
   }
   return p;

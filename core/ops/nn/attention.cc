@@ -15,17 +15,19 @@
 // offset) multiplies the weights by the keep-mask dropout_mask would draw for a tensor of shape
 // [..., L, S] at that seed and offset, scaled by 1 / (1 - p), in the forward and the backward.
 //
-// The CPU kernels below are the reference (straight loops, accumulation in the compute type,
-// float32 for the half types); the CUDA kernels are core/kernels/cuda/attention.cu, the SBP rule
-// sbp/rules/nn.cc; the op composed of other ops (ComposedAttention, attention.h) serves the CUDA
-// kernel outside the fused kernels' reach.
+// The CPU kernels below compute per batch element with GEMMs (core/kernels/cpu/blas.h) and row
+// passes for the softmax, in the compute type (float32 for the half types); the CUDA kernels are
+// core/kernels/cuda/attention.cu, the SBP rule sbp/rules/nn.cc; the op composed of other ops
+// (ComposedAttention, attention.h) serves the CUDA kernel outside the fused kernels' reach.
 #include "core/ops/nn/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/kernels/cpu/blas.h"
 #include "core/kernels/cpu/cpu_util.h"
+#include "core/ops/counter_rng.h"
 #include "core/ops/nn/nn.h"
 #include "core/ops/op_util.h"
 
@@ -35,15 +37,8 @@ namespace {
 
 constexpr char kOp[] = "scaled_dot_product_attention";
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // The attrs' dropout: element c of the [..., L, S] weights is kept when the generator's uniform
-// draw at offset + c is >= p (core/ops/random.cc's dropout_mask).
+// draw at offset + c is >= p (rng::DropoutKeep, as dropout_mask).
 struct Dropout {
   bool on = false;
   double p = 0, scale = 1;
@@ -59,8 +54,7 @@ struct Dropout {
   }
   bool Keeps(int64_t b, int64_t i, int64_t j, int64_t L, int64_t S) const {
     const uint64_t c = offset + static_cast<uint64_t>(((batch_offset + b) * L + i) * S + j);
-    const double u = (SplitMix64(seed ^ SplitMix64(c)) >> 11) * (1.0 / 9007199254740992.0);
-    return u >= p;
+    return rng::DropoutKeep(seed, c, p);
   }
 };
 
@@ -172,18 +166,6 @@ struct CpuMask {
   }
 };
 
-// The scaled, masked score (-inf where masked). `ok`: inside the causal triangle.
-template <typename T>
-T Score(const CpuMask& m, const T* mdata, const bool* mkeep, int64_t mbase, T dot, double scale,
-        bool ok, int64_t i, int64_t j) {
-  if (!ok) return -std::numeric_limits<T>::infinity();
-  T x = dot * static_cast<T>(scale);
-  const int64_t at = mbase + i * m.row_stride + j * m.col_stride;
-  if (m.kind == 1 && !mkeep[at]) return -std::numeric_limits<T>::infinity();
-  if (m.kind == 2) x += mdata[at];
-  return x;
-}
-
 template <typename T>
 T Dot(const T* a, const T* b, int64_t n) {
   T s = 0;
@@ -191,6 +173,33 @@ T Dot(const T* a, const T* b, int64_t n) {
   return s;
 }
 
+// s = scale * q_b k_b^T ([L, S], one batch element), then -inf where masked (causal, bool mask)
+// and the additive mask added.
+template <typename T>
+void MaskedScores(const CpuMask& m, const T* mdata, const bool* mkeep, int64_t b, const Dims& d,
+                  bool causal, double scale, const T* qb, const T* kb, T* s) {
+  if (d.E > 0) {
+    cpu::Gemm(false, true, d.L, d.S, d.E, static_cast<T>(scale), qb, d.E, kb, d.E, T(0), s, d.S);
+  } else {
+    std::fill_n(s, d.L * d.S, T(0));
+  }
+  const T inf = std::numeric_limits<T>::infinity();
+  const int64_t mbase = m.kind ? m.BatchOffset(b) : 0;
+  for (int64_t i = 0; i < d.L; ++i) {
+    T* si = s + i * d.S;
+    if (m.kind == 1) {
+      for (int64_t j = 0; j < d.S; ++j) {
+        if (!mkeep[mbase + i * m.row_stride + j * m.col_stride]) si[j] = -inf;
+      }
+    } else if (m.kind == 2) {
+      for (int64_t j = 0; j < d.S; ++j) si[j] += mdata[mbase + i * m.row_stride + j * m.col_stride];
+    }
+    if (causal) std::fill(si + std::min(i + 1, d.S), si + d.S, -inf);
+  }
+}
+
+// Per batch element: the scores by one GEMM, the softmax row by row (its max ignoring NaN; a row
+// with nothing unmasked gives 0 / 0), the weights (after dropout) times v by another GEMM.
 std::vector<Tensor> AttentionCpu(const std::vector<Tensor>& in, const Attrs& a,
                                  const std::vector<TensorMeta>& out) {
   Tensor q = Contig(in[0]), k = Contig(in[1]), v = Contig(in[2]);
@@ -205,36 +214,34 @@ std::vector<Tensor> AttentionCpu(const std::vector<Tensor>& in, const Attrs& a,
     const T* mdata = m.kind == 2 ? m.t.data<T>() : nullptr;
     const bool* mkeep = m.kind == 1 ? m.t.data<bool>() : nullptr;
     const T inf = std::numeric_limits<T>::infinity();
-    std::vector<T> s(d.S), o(d.Ev);
+    std::vector<T> s(d.L * d.S);
     for (int64_t b = 0; b < d.batch; ++b) {
-      const T* qb = q.data<T>() + b * d.L * d.E;
-      const T* kb = k.data<T>() + b * d.S * d.E;
-      const T* vb = v.data<T>() + b * d.S * d.Ev;
-      const int64_t mbase = m.kind ? m.BatchOffset(b) : 0;
+      MaskedScores(m, mdata, mkeep, b, d, causal, scale, q.data<T>() + b * d.L * d.E,
+                   k.data<T>() + b * d.S * d.E, s.data());
       for (int64_t i = 0; i < d.L; ++i) {
+        T* si = s.data() + i * d.S;
         T mx = -inf;
-        for (int64_t j = 0; j < d.S; ++j) {
-          s[j] = Score(m, mdata, mkeep, mbase, Dot(qb + i * d.E, kb + j * d.E, d.E), scale,
-                       !causal || j <= i, i, j);
-          mx = std::fmax(mx, s[j]);
-        }
+        for (int64_t j = 0; j < d.S; ++j) mx = std::fmax(mx, si[j]);
         T l = 0;
-        std::fill(o.begin(), o.end(), T(0));
-        if (mx != -inf) {
-          for (int64_t j = 0; j < d.S; ++j) {
-            T p = std::exp(s[j] - mx);
-            l += p;
-            if (drop.on && p != T(0)) {
-              p = drop.Keeps(b, i, j, d.L, d.S) ? p * static_cast<T>(drop.scale) : T(0);
-            }
-            if (p == T(0)) continue;
-            const T* vj = vb + j * d.Ev;
-            for (int64_t e = 0; e < d.Ev; ++e) o[e] += p * vj[e];
-          }
+        for (int64_t j = 0; j < d.S; ++j) {
+          si[j] = mx == -inf ? T(0) : std::exp(si[j] - mx);
+          l += si[j];
         }
-        T* yr = y.data<T>() + (b * d.L + i) * d.Ev;
-        for (int64_t e = 0; e < d.Ev; ++e) yr[e] = o[e] / l;
+        for (int64_t j = 0; j < d.S; ++j) {
+          T p = si[j];
+          if (drop.on && p != T(0)) {
+            p = drop.Keeps(b, i, j, d.L, d.S) ? p * static_cast<T>(drop.scale) : T(0);
+          }
+          si[j] = p / l;  // 0 / 0 = NaN for a row with nothing unmasked
+        }
         lse.data<T>()[b * d.L + i] = mx + std::log(l);
+      }
+      T* yb = y.data<T>() + b * d.L * d.Ev;
+      if (d.S > 0 && d.Ev > 0) {
+        cpu::Gemm(false, false, d.L, d.Ev, d.S, T(1), s.data(), d.S, v.data<T>() + b * d.S * d.Ev,
+                  d.Ev, T(0), yb, d.Ev);
+      } else {
+        std::fill_n(yb, d.L * d.Ev, std::numeric_limits<T>::quiet_NaN());
       }
     }
   });
@@ -242,8 +249,9 @@ std::vector<Tensor> AttentionCpu(const std::vector<Tensor>& in, const Attrs& a,
 }
 
 // ds_ij = p_ij (dp'_ij - D_i) scale with p_ij = exp(score - lse_i), dp' = dout_i . v_j after
-// dropout, D_i = dout_i . out_i; dq_i = sum_j ds_ij k_j, dk_j = sum_i ds_ij q_i,
-// dv_j = sum_i p'_ij dout_i (p' after dropout).
+// dropout, D_i = dout_i . out_i; dq = ds k, dk = ds^T q, dv = p'^T dout (p' after dropout), by
+// GEMMs per batch element. A masked element, or any of a fully masked row (lse -inf), has
+// ds = 0 and p' = 0.
 std::vector<Tensor> AttentionGradCpu(const std::vector<Tensor>& in, const Attrs& a,
                                      const std::vector<TensorMeta>& out) {
   Tensor dy = Contig(in[0]), q = Contig(in[1]), k = Contig(in[2]), v = Contig(in[3]),
@@ -259,52 +267,49 @@ std::vector<Tensor> AttentionGradCpu(const std::vector<Tensor>& in, const Attrs&
     const T* mdata = m.kind == 2 ? m.t.data<T>() : nullptr;
     const bool* mkeep = m.kind == 1 ? m.t.data<bool>() : nullptr;
     const T inf = std::numeric_limits<T>::infinity();
-    std::fill_n(dq.data<T>(), dq.numel(), T(0));
-    std::fill_n(dk.data<T>(), dk.numel(), T(0));
-    std::fill_n(dv.data<T>(), dv.numel(), T(0));
+    std::vector<T> s(d.L * d.S), pv(d.L * d.S), dp(d.L * d.S);
+    auto gemm = [](bool ta, bool tb, int64_t mm, int64_t n, int64_t kk, const T* x, int64_t lx,
+                   const T* w, int64_t lw, T* c, int64_t lc) {
+      if (mm * n == 0) return;
+      if (kk == 0) {
+        std::fill_n(c, mm * n, T(0));
+        return;
+      }
+      cpu::Gemm(ta, tb, mm, n, kk, T(1), x, lx, w, lw, T(0), c, lc);
+    };
     for (int64_t b = 0; b < d.batch; ++b) {
       const T* qb = q.data<T>() + b * d.L * d.E;
       const T* kb = k.data<T>() + b * d.S * d.E;
       const T* vb = v.data<T>() + b * d.S * d.Ev;
-      T* dqb = dq.data<T>() + b * d.L * d.E;
-      T* dkb = dk.data<T>() + b * d.S * d.E;
-      T* dvb = dv.data<T>() + b * d.S * d.Ev;
-      const int64_t mbase = m.kind ? m.BatchOffset(b) : 0;
+      const T* dyb = dy.data<T>() + b * d.L * d.Ev;
+      MaskedScores(m, mdata, mkeep, b, d, causal, scale, qb, kb, s.data());
+      gemm(false, true, d.L, d.S, d.Ev, dyb, d.Ev, vb, d.Ev, dp.data(), d.S);
       for (int64_t i = 0; i < d.L; ++i) {
-        const T* dyi = dy.data<T>() + (b * d.L + i) * d.Ev;
-        const T di = Dot(dyi, y.data<T>() + (b * d.L + i) * d.Ev, d.Ev);
+        const T di = Dot(dyb + i * d.Ev, y.data<T>() + (b * d.L + i) * d.Ev, d.Ev);
         const T li = lse.data<T>()[b * d.L + i];
-        const T* qi = qb + i * d.E;
+        T* si = s.data() + i * d.S;
+        T* pvi = pv.data() + i * d.S;
+        T* dpi = dp.data() + i * d.S;
         for (int64_t j = 0; j < d.S; ++j) {
-          // A masked element, or any of a fully masked row (lse -inf), has ds = 0 and p' = 0;
-          // the products are still summed, so a NaN in q_i or dout_i reaches dk and dv (as in
-          // the CUDA kernels).
-          const T score = Score(m, mdata, mkeep, mbase, Dot(qi, kb + j * d.E, d.E), scale,
-                                !causal || j <= i, i, j);
-          const bool live = score != -inf && li != -inf;
-          T ds = 0, pv = 0;
-          if (live) {
-            const T p = std::exp(score - li);
-            T dp = Dot(dyi, vb + j * d.Ev, d.Ev);
-            pv = p;
-            if (drop.on) {
-              const bool kept = drop.Keeps(b, i, j, d.L, d.S);
-              dp = kept ? dp * static_cast<T>(drop.scale) : T(0);
-              pv = kept ? p * static_cast<T>(drop.scale) : T(0);
-            }
-            ds = p * (dp - di) * static_cast<T>(scale);
+          if (si[j] == -inf || li == -inf) {
+            si[j] = pvi[j] = 0;  // si becomes ds
+            continue;
           }
-          const T* kj = kb + j * d.E;
-          T* dkj = dkb + j * d.E;
-          T* dqi = dqb + i * d.E;
-          for (int64_t e = 0; e < d.E; ++e) {
-            dqi[e] += ds * kj[e];
-            dkj[e] += ds * qi[e];
+          const T p = std::exp(si[j] - li);
+          T dpj = dpi[j], pj = p;
+          if (drop.on) {
+            const bool kept = drop.Keeps(b, i, j, d.L, d.S);
+            dpj = kept ? dpj * static_cast<T>(drop.scale) : T(0);
+            pj = kept ? p * static_cast<T>(drop.scale) : T(0);
           }
-          T* dvj = dvb + j * d.Ev;
-          for (int64_t e = 0; e < d.Ev; ++e) dvj[e] += pv * dyi[e];
+          pvi[j] = pj;
+          si[j] = p * (dpj - di) * static_cast<T>(scale);
         }
       }
+      gemm(false, false, d.L, d.E, d.S, s.data(), d.S, kb, d.E, dq.data<T>() + b * d.L * d.E, d.E);
+      gemm(true, false, d.S, d.E, d.L, s.data(), d.S, qb, d.E, dk.data<T>() + b * d.S * d.E, d.E);
+      gemm(true, false, d.S, d.Ev, d.L, pv.data(), d.S, dyb, d.Ev, dv.data<T>() + b * d.S * d.Ev,
+           d.Ev);
     }
   });
   return {dq, dk, dv};

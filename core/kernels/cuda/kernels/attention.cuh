@@ -23,9 +23,9 @@
 //     the mask tensor (bool: keep where true; float: added to the scaled scores) is read
 //     per element through MaskView (any broadcast of its dims);
 //   - dropout keeps element (b, i, j) of the attention weights when the counter-based draw at
-//     offset + ((batch_offset + b) * L + i) * S + j is >= p (the CPU's dropout_mask generator,
-//     core/ops/random.cc), so the backward redraws the forward's mask and the CPU kernel draws
-//     the same one.
+//     offset + ((batch_offset + b) * L + i) * S + j is >= p (rng::DropoutKeep,
+//     core/ops/counter_rng.h: dropout_mask's generator), so the backward redraws the forward's
+//     mask and the CPU kernel draws the same one.
 // Backward: AttentionBackwardDotKernel (D_i = dout_i . out_i), AttentionBackwardQueryKernel
 // (dq, a block per query rows over the key tiles) and AttentionBackwardKeyValueKernel (dk and
 // dv, a block per key rows over the query tiles): each output written by one thread, no
@@ -41,17 +41,14 @@
 
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/launch.cuh"
+#include "core/ops/counter_rng.h"
 
 // OF_ATTENTION_FENCE: a point the compiler may not move shared-memory loads across (every lane
 // of the warp reaches it): without it, ptxas hoists the loads of a whole unrolled tile loop and
-// spills (255 registers and ~1 KiB of spills in the backward kernels). The launch bounds cap
-// the registers at 128 so that two blocks of 256 threads fit an SM.
+// spills (255 registers and ~1 KiB of spills in the backward kernels). The kernels'
+// __launch_bounds__(256, 2) (Geometry::kThreads) caps the registers at 128 so that two blocks
+// fit an SM.
 #define OF_ATTENTION_FENCE() __syncwarp(0xffffffffu)
-#if defined(ONEFLOW_CUDA_HOST_STANDIN)
-#define OF_ATTENTION_BOUNDS(threads)
-#else
-#define OF_ATTENTION_BOUNDS(threads) __launch_bounds__(threads, 2)
-#endif
 
 namespace oneflow {
 namespace cuda {
@@ -78,7 +75,7 @@ struct Params {
   MaskView mask;
   bool dropout = false;
   uint64_t seed = 0, offset = 0;
-  uint64_t threshold = 0;    // keep when the 53-bit draw is >= threshold (= ceil(p * 2^53))
+  double drop_p = 0;
   float drop_scale = 1.f;    // 1 / (1 - p), 0 for p = 1
   int64_t batch_offset = 0;  // flat batch index of b = 0 in the logical tensor (dropout draws)
 };
@@ -92,26 +89,18 @@ __host__ __device__ inline int64_t MaskBatchOffset(const MaskView& m, int64_t b)
   return off;
 }
 
-__host__ __device__ inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Whether dropout keeps element (b, i, j): the CPU generator's uniform draw u = (h >> 11) * 2^-53
-// is >= p exactly when h >> 11 >= ceil(p * 2^53).
+// Whether dropout keeps element (b, i, j): the generator's draw at its counter is >= p
+// (rng::DropoutKeep, as dropout_mask on the CPU and on CUDA).
 __host__ __device__ inline bool DropoutKeeps(const Params& p, int64_t b, int64_t i, int64_t j) {
   const uint64_t c = p.offset + static_cast<uint64_t>(((p.batch_offset + b) * p.L + i) * p.S + j);
-  return (SplitMix64(p.seed ^ SplitMix64(c)) >> 11) >= p.threshold;
+  return rng::DropoutKeep(p.seed, c, p.drop_p);
 }
 
-// kPer: the dims each lane owns (its accumulators); kG = kD / kPer lanes per row.
 template <int kD, int kPer>
 struct Geometry {
   static_assert(kD == 64 || kD == 128, "attention kernels are built for head dims 64 and 128");
-  static constexpr int kG = kD / kPer;  // lanes per row
-  static constexpr int kThreads = 256;
+  static constexpr int kG = kD / kPer;       // lanes per row
+  static constexpr int kThreads = 256;       // the kernels' __launch_bounds__
   static constexpr int kBr = kThreads / kG;  // rows per block
 };
 constexpr int kPerFwd = 16, kPerBwd = 8;  // dims per lane, forward and backward
@@ -178,6 +167,45 @@ __device__ __forceinline__ void LoadTransposed(float* tile, int st, int rows, co
   }
 }
 
+// s[r] = the lane's part of the dot product of its row x (its P dims) with row r < Bc of the
+// transposed tile xt ([dim][St]); RowSum completes it.
+template <int P, int G, int Bc, int St>
+__device__ __forceinline__ void PartialDots(const float* x, const float* xt, int g, float* s) {
+#pragma unroll
+  for (int r = 0; r < Bc; ++r) s[r] = 0.f;
+#pragma unroll
+  for (int dd = 0; dd < P; ++dd) {
+    OF_ATTENTION_FENCE();
+    const float xd = x[dd];
+    const float4* row = reinterpret_cast<const float4*>(xt + (dd * G + g) * St);
+#pragma unroll
+    for (int c = 0; c < Bc / 4; ++c) {
+      const float4 t = row[c];
+      s[4 * c] += xd * t.x;
+      s[4 * c + 1] += xd * t.y;
+      s[4 * c + 2] += xd * t.z;
+      s[4 * c + 3] += xd * t.w;
+    }
+  }
+}
+
+// acc[dd] += sum_r w[r] * (row r of the transposed tile xt)[the lane's dim dd], r < Bc.
+template <int P, int G, int Bc, int St>
+__device__ __forceinline__ void Accumulate(const float* w, const float* xt, int g, float* acc) {
+#pragma unroll
+  for (int dd = 0; dd < P; ++dd) {
+    OF_ATTENTION_FENCE();
+    const float4* row = reinterpret_cast<const float4*>(xt + (dd * G + g) * St);
+    float a = acc[dd];
+#pragma unroll
+    for (int c = 0; c < Bc / 4; ++c) {
+      const float4 t = row[c];
+      a += w[4 * c] * t.x + w[4 * c + 1] * t.y + w[4 * c + 2] * t.z + w[4 * c + 3] * t.w;
+    }
+    acc[dd] = a;
+  }
+}
+
 // The scaled, masked score of (i, j) or -inf where the element is masked; `ok` already says
 // whether (i, j) is inside the matrix and the causal triangle.
 __device__ __forceinline__ float MaskedScore(const Params& p, float dot, bool ok, int64_t mbase,
@@ -195,7 +223,7 @@ __device__ __forceinline__ float MaskedScore(const Params& p, float dot, bool ok
 // out[b, i] = softmax(s_i) V and lse[b, i] = log(sum_j exp(s_ij)) (-inf for a row whose every
 // element is masked, whose output is then 0 / 0 = NaN as the softmax of such a row).
 template <typename T, int kD>
-__global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerFwd>::kThreads))
+__global__ void __launch_bounds__(256, 2)
     AttentionForwardKernel(Params p, const T* q, const T* k, const T* v, T* out, float* lse) {
   using Geo = Geometry<kD, kPerFwd>;
   constexpr int G = Geo::kG, P = kPerFwd, Bc = kBcFwd, St = kStFwd;
@@ -223,22 +251,7 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerFwd>::kThreads))
     LoadTransposed<T, kD>(kt, St, Bc, k + b * p.S * p.E, j0, p.S, p.E);
     LoadTransposed<T, kD>(vt, St, Bc, v + b * p.S * p.Ev, j0, p.S, p.Ev);
     __syncthreads();
-#pragma unroll
-    for (int jj = 0; jj < Bc; ++jj) s[jj] = 0.f;
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float qd = qr[dd];
-      const float4* row = reinterpret_cast<const float4*>(kt + (dd * G + g) * St);
-#pragma unroll
-      for (int c = 0; c < Bc / 4; ++c) {
-        const float4 kv = row[c];
-        s[4 * c] += qd * kv.x;
-        s[4 * c + 1] += qd * kv.y;
-        s[4 * c + 2] += qd * kv.z;
-        s[4 * c + 3] += qd * kv.w;
-      }
-    }
+    PartialDots<P, G, Bc, St>(qr, kt, g, s);
     float tile_max = -INFINITY;
 #pragma unroll
     for (int jj = 0; jj < Bc; ++jj) {
@@ -263,18 +276,7 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerFwd>::kThreads))
       s[jj] = pj;
     }
     if (any) m = m_new;
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float4* row = reinterpret_cast<const float4*>(vt + (dd * G + g) * St);
-      float acc = o[dd];
-#pragma unroll
-      for (int c = 0; c < Bc / 4; ++c) {
-        const float4 vv = row[c];
-        acc += s[4 * c] * vv.x + s[4 * c + 1] * vv.y + s[4 * c + 2] * vv.z + s[4 * c + 3] * vv.w;
-      }
-      o[dd] = acc;
-    }
+    Accumulate<P, G, Bc, St>(s, vt, g, o);
   }
   if (!row_ok) return;
 #pragma unroll
@@ -325,7 +327,7 @@ __device__ __forceinline__ float ScoreGrad(const Params& p, float score, float l
 
 // dq for a block of 64 query rows: dq_i = sum_j ds_ij k_j over the key tiles.
 template <typename T, int kD>
-__global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
+__global__ void __launch_bounds__(256, 2)
     AttentionBackwardQueryKernel(Params p, const T* q, const T* k, const T* v, const T* dout,
                                  const float* lse, const float* dsum, T* dq) {
   using Geo = Geometry<kD, kPerBwd>;
@@ -356,27 +358,8 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
     LoadTransposed<T, kD>(kt, St, Bc, k + b * p.S * p.E, j0, p.S, p.E);
     LoadTransposed<T, kD>(vt, St, Bc, v + b * p.S * p.Ev, j0, p.S, p.Ev);
     __syncthreads();
-#pragma unroll
-    for (int jj = 0; jj < Bc; ++jj) s[jj] = dp[jj] = 0.f;
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float qd = qr[dd], od = dor[dd];
-      const float4* krow = reinterpret_cast<const float4*>(kt + (dd * G + g) * St);
-      const float4* vrow = reinterpret_cast<const float4*>(vt + (dd * G + g) * St);
-#pragma unroll
-      for (int c = 0; c < Bc / 4; ++c) {
-        const float4 kv = krow[c], vv = vrow[c];
-        s[4 * c] += qd * kv.x;
-        s[4 * c + 1] += qd * kv.y;
-        s[4 * c + 2] += qd * kv.z;
-        s[4 * c + 3] += qd * kv.w;
-        dp[4 * c] += od * vv.x;
-        dp[4 * c + 1] += od * vv.y;
-        dp[4 * c + 2] += od * vv.z;
-        dp[4 * c + 3] += od * vv.w;
-      }
-    }
+    PartialDots<P, G, Bc, St>(qr, kt, g, s);
+    PartialDots<P, G, Bc, St>(dor, vt, g, dp);
 #pragma unroll
     for (int jj = 0; jj < Bc; ++jj) {
       const int64_t j = j0 + jj;
@@ -386,18 +369,7 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
       float unused;
       s[jj] = ScoreGrad(p, score, lse_i, dpj, d_i, b, i, j, &unused);
     }
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float4* krow = reinterpret_cast<const float4*>(kt + (dd * G + g) * St);
-      float a = acc[dd];
-#pragma unroll
-      for (int c = 0; c < Bc / 4; ++c) {
-        const float4 kv = krow[c];
-        a += s[4 * c] * kv.x + s[4 * c + 1] * kv.y + s[4 * c + 2] * kv.z + s[4 * c + 3] * kv.w;
-      }
-      acc[dd] = a;
-    }
+    Accumulate<P, G, Bc, St>(s, kt, g, acc);
   }
   if (!row_ok) return;
 #pragma unroll
@@ -410,7 +382,7 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
 // dk and dv for a block of 64 key rows: dk_j = sum_i ds_ij q_i, dv_j = sum_i p'_ij dout_i over
 // the query tiles (from the block's first key on when causal).
 template <typename T, int kD>
-__global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
+__global__ void __launch_bounds__(256, 2)
     AttentionBackwardKeyValueKernel(Params p, const T* q, const T* k, const T* v, const T* dout,
                                     const float* lse, const float* dsum, T* dk, T* dv) {
   using Geo = Geometry<kD, kPerBwd>;
@@ -446,27 +418,8 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
       dsum_t[ii] = in ? dsum[b * p.L + i0 + ii] : 0.f;
     }
     __syncthreads();
-#pragma unroll
-    for (int ii = 0; ii < Bq; ++ii) s[ii] = dp[ii] = 0.f;
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float kd = kr[dd], vd = vr[dd];
-      const float4* qrow = reinterpret_cast<const float4*>(qt + (dd * G + g) * St);
-      const float4* orow = reinterpret_cast<const float4*>(ot + (dd * G + g) * St);
-#pragma unroll
-      for (int c = 0; c < Bq / 4; ++c) {
-        const float4 qv = qrow[c], ov = orow[c];
-        s[4 * c] += kd * qv.x;
-        s[4 * c + 1] += kd * qv.y;
-        s[4 * c + 2] += kd * qv.z;
-        s[4 * c + 3] += kd * qv.w;
-        dp[4 * c] += vd * ov.x;
-        dp[4 * c + 1] += vd * ov.y;
-        dp[4 * c + 2] += vd * ov.z;
-        dp[4 * c + 3] += vd * ov.w;
-      }
-    }
+    PartialDots<P, G, Bq, St>(kr, qt, g, s);
+    PartialDots<P, G, Bq, St>(vr, ot, g, dp);
 #pragma unroll
     for (int ii = 0; ii < Bq; ++ii) {
       const int64_t i = i0 + ii;
@@ -477,21 +430,8 @@ __global__ void OF_ATTENTION_BOUNDS((Geometry<kD, kPerBwd>::kThreads))
       dp[ii] = ScoreGrad(p, score, lse_t[ii], dpi, dsum_t[ii], b, i, j, &pv);
       s[ii] = pv;
     }
-#pragma unroll
-    for (int dd = 0; dd < P; ++dd) {
-      OF_ATTENTION_FENCE();
-      const float4* qrow = reinterpret_cast<const float4*>(qt + (dd * G + g) * St);
-      const float4* orow = reinterpret_cast<const float4*>(ot + (dd * G + g) * St);
-      float ak = dka[dd], av = dva[dd];
-#pragma unroll
-      for (int c = 0; c < Bq / 4; ++c) {
-        const float4 qv = qrow[c], ov = orow[c];
-        ak += dp[4 * c] * qv.x + dp[4 * c + 1] * qv.y + dp[4 * c + 2] * qv.z + dp[4 * c + 3] * qv.w;
-        av += s[4 * c] * ov.x + s[4 * c + 1] * ov.y + s[4 * c + 2] * ov.z + s[4 * c + 3] * ov.w;
-      }
-      dka[dd] = ak;
-      dva[dd] = av;
-    }
+    Accumulate<P, G, Bq, St>(dp, qt, g, dka);
+    Accumulate<P, G, Bq, St>(s, ot, g, dva);
   }
   if (!key_ok) return;
 #pragma unroll
