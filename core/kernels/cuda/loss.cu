@@ -197,14 +197,6 @@ void CrossEntropyRows(const Shape& x, int64_t* rows, int64_t* c) {
   *c = x.ndim() == 1 ? x[0] : x[1];
 }
 
-void ThrowIfBadRow(const cuda::BadIndex& bad, const Tensor& target, int64_t c,
-                   cudaStream_t stream) {
-  const int64_t pos = bad.First(stream);
-  if (pos < 0) return;
-  const int64_t t = cuda::ReadIndexValue(target, pos, stream);
-  throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", c, " classes"));
-}
-
 std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                      const std::vector<TensorMeta>& out) {
   Tensor x = fn::contiguous(in[0]), target = fn::contiguous(in[1]);
@@ -224,7 +216,8 @@ std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs&
         attrs.Get<double>("label_smoothing"), reduction, cuda::Ptr<T>(y),
         static_cast<A*>(lse.raw_data()), static_cast<A*>(loss_rows.raw_data()), bad.slot(), stream);
   });
-  ThrowIfBadRow(bad, target, c, stream);
+  // Raised at the next synchronisation point with nll_loss's message (index_check.cuh).
+  ThrowIfBadTarget(bad, target, nn_util::NllLayoutOf(x.shape()), stream);
   return {y, lse};
 }
 
