@@ -12,7 +12,6 @@
 #include "core/kernels/cuda/cuda_types.cuh"
 #include "core/kernels/cuda/cuda_util.h"
 #include "core/kernels/cuda/index_check.cuh"
-#include "core/kernels/cuda/kernels/bad_index.cuh"
 #include "core/kernels/cuda/kernels/cross_entropy.cuh"
 #include "core/kernels/cuda/reduce_util.cuh"
 #include "core/op_registry.h"
@@ -198,13 +197,6 @@ void CrossEntropyRows(const Shape& x, int64_t* rows, int64_t* c) {
   *c = x.ndim() == 1 ? x[0] : x[1];
 }
 
-void ThrowIfBadRow(cuda::BadIndex& bad, const Tensor& target, int64_t c, cudaStream_t) {
-  // Raised at the next synchronisation point (index_check.cuh).
-  bad.Report(cuda::ContiguousIndexReader<int64_t>{target.data<int64_t>()}, [c](int64_t t) {
-    throw Error(StrCat("nll_loss: target ", t, " is out of bounds for ", c, " classes"));
-  });
-}
-
 std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs& attrs,
                                      const std::vector<TensorMeta>& out) {
   Tensor x = fn::contiguous(in[0]), target = fn::contiguous(in[1]);
@@ -224,7 +216,8 @@ std::vector<Tensor> CrossEntropyCuda(const std::vector<Tensor>& in, const Attrs&
         attrs.Get<double>("label_smoothing"), reduction, cuda::Ptr<T>(y),
         static_cast<A*>(lse.raw_data()), static_cast<A*>(loss_rows.raw_data()), bad.slot(), stream);
   });
-  ThrowIfBadRow(bad, target, c, stream);
+  // Raised at the next synchronisation point with nll_loss's message (index_check.cuh).
+  ThrowIfBadTarget(bad, target, nn_util::NllLayoutOf(x.shape()), stream);
   return {y, lse};
 }
 

@@ -78,12 +78,14 @@ __global__ void __launch_bounds__(row::kWarpBlockThreads)
     for (int i = 0; i < kIters; ++i) {
       const int c = (i * kWarpSize + lane) * kPack;
       if (c >= d) continue;
-      row::Pack<T, kPack> o;
+      row::Pack<T, kPack> o, pw{}, pb{};
+      if (w != nullptr) pw = row::LoadPack<T, kPack>(w + c);
+      if (b != nullptr) pb = row::LoadPack<T, kPack>(b + c);
 #pragma unroll
       for (int k = 0; k < kPack; ++k) {
         A e = (v[i][k] - mu) * rs;
-        if (w != nullptr) e *= Load(w[c + k]);
-        if (b != nullptr) e += Load(b[c + k]);
+        if (w != nullptr) e *= Load(pw.v[k]);
+        if (b != nullptr) e += Load(pb.v[k]);
         o.v[k] = Store<T>(e);
       }
       row::StorePack<T, kPack>(yr + c, o);
@@ -148,10 +150,12 @@ __global__ void __launch_bounds__(row::kWarpBlockThreads)
       if (c < d) {
         const row::Pack<T, kPack> px = row::LoadPack<T, kPack>(x + r * d + c);
         const row::Pack<T, kPack> pdy = row::LoadPack<T, kPack>(dy + r * d + c);
+        row::Pack<T, kPack> pw{};
+        if (w != nullptr) pw = row::LoadPack<T, kPack>(w + c);
 #pragma unroll
         for (int k = 0; k < kPack; ++k) {
           xh[i][k] = (Load(px.v[k]) - m) * rs;
-          g[i][k] = w != nullptr ? Load(pdy.v[k]) * Load(w[c + k]) : Load(pdy.v[k]);
+          g[i][k] = w != nullptr ? Load(pdy.v[k]) * Load(pw.v[k]) : Load(pdy.v[k]);
           sg += g[i][k];
           sgx += g[i][k] * xh[i][k];
         }
@@ -288,7 +292,7 @@ void Forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t
              double eps, bool rms, cudaStream_t stream) {
   const Acc<T> e = static_cast<Acc<T>>(eps);
   if (d <= row::kWarpRowMax) {
-    const int pack = row::PackFor<T>(d, {x, y});
+    const int pack = row::PackFor<T>(d, {x, y, w, b});
     row::WithWarpIters<T>(pack, d, [&](auto kPack, auto kIters) {
       OF_CUDA_LAUNCH((NormWarpKernel<T, decltype(kPack)::value, decltype(kIters)::value>),
                      WarpRowBlocks(rows), row::kWarpBlockThreads, 0, stream, x, w, b, y, mean, rstd,
@@ -304,7 +308,7 @@ template <typename T>
 void BackwardInput(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx,
                    int64_t rows, int64_t d, bool rms, cudaStream_t stream) {
   if (d <= row::kWarpRowMax) {
-    const int pack = row::PackFor<T>(d, {dy, x, dx});
+    const int pack = row::PackFor<T>(d, {dy, x, dx, w});
     row::WithWarpIters<T>(pack, d, [&](auto kPack, auto kIters) {
       OF_CUDA_LAUNCH((NormGradWarpKernel<T, decltype(kPack)::value, decltype(kIters)::value>),
                      WarpRowBlocks(rows), row::kWarpBlockThreads, 0, stream, dy, x, mean, rstd, w,

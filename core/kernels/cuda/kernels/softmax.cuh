@@ -2,7 +2,7 @@
 // and their gradients, in the accumulation type Acc<T> (float for float and the half types):
 //   - rows (inner == 1) up to row::kWarpRowMax: a warp per row, the row in registers (one read
 //     and one write of memory, 16-byte accesses when the rows are aligned);
-//   - longer rows: a block per row, the row kept in shared memory when it fits in 48 KiB (one
+//   - longer rows: a block per row, the row kept in shared memory when it fits in 46 KiB (one
 //     read), else read again from global memory for each pass;
 //   - columns (inner > 1): a block per 32 columns, kColLanes threads down each column.
 // The CPU kernel's recipe throughout: the max ignores NaN, an infinite max shifts by 0, y is
@@ -28,8 +28,9 @@ namespace softmax {
 
 constexpr int kColLanes = 8;
 constexpr int kColThreads = kWarpSize * kColLanes;
-// Shared memory a block-per-row kernel may keep its row in without opting in to more.
-constexpr int64_t kRowCacheBytes = 48 << 10;
+// Shared memory a block-per-row kernel may keep its row in: within the 48 KiB a launch gets
+// without opting in to more, with room for the static reduction slots.
+constexpr int64_t kRowCacheBytes = 46 << 10;
 
 template <typename A>
 __device__ __forceinline__ A MaxOf2(A a, A b) {
