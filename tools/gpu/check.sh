@@ -47,7 +47,7 @@ if command -v compute-sanitizer >/dev/null || [[ -x /usr/local/cuda/bin/compute-
 else
   echo "=== memcheck: compute-sanitizer not on this machine" >>"$LOG"
 fi
-step test_cuda 90 'ONEFLOW_REQUIRE_CUDA=1 $PY -m pytest -q -p no:cacheprovider tests/python/test_cuda.py'
+step test_cuda 150 'ONEFLOW_REQUIRE_CUDA=1 $PY -m pytest -q -p no:cacheprovider --durations=8 tests/python/test_cuda.py'
 step cuda_suites 180 '$PY -m pytest -q -p no:cacheprovider -x tests/python/test_global.py tests/python/test_gpt_parallel.py -k cuda'
 if [[ -f tools/bench/bench_cuda.py ]]; then
   # ours under the bundle's Python, PyTorch under the machine's python3, each in its own process
