@@ -5,9 +5,9 @@
 #                               # them with ../shared/gpu/make_bundle.sh into .gpu/ (ignored)
 #   tools/gpu/check.sh [STEP...] # on the GPU machine (device tool: carry [".gpu"], timeout_s
 #                               # ~480): each step below (or only the STEPs named: kernels
-#                               # memcheck test_cuda cuda_suites bench_cuda) with its own time
-#                               # limit, one log and one JSON summary under $OUT (or
-#                               # /tmp/gpu_check without $OUT)
+#                               # memcheck test_cuda cuda_suites bench_cuda
+#                               # bench_cuda_graph) with its own time limit, one log and one
+#                               # JSON summary under $OUT (or /tmp/gpu_check without $OUT)
 #
 # Steps: the kernel test with ONEFLOW_REQUIRE_CUDA=1 (every op's CUDA kernel against the CPU,
 # gradients included), the same under compute-sanitizer's memcheck where the machine has it,
@@ -55,6 +55,7 @@ if [[ -f tools/bench/bench_cuda.py ]]; then
 else
   echo "=== bench_cuda: tools/bench/bench_cuda.py does not exist yet" >>"$LOG"
 fi
+step bench_cuda_graph 120 '$PY tools/bench/bench_cuda_graph.py --quick --json '"$OUT"'/bench_cuda_graph.json'
 (IFS=,; echo "[${STEPS[*]}]") >"$OUT/gpu_check.json"
 tail -n 60 "$LOG"
 ! grep -q '"exit": [1-9]' "$OUT/gpu_check.json"
