@@ -624,6 +624,7 @@ def test_attention_beyond_the_fused_kernel_is_composed_on_cuda(dt, shapes, kw):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+@requires_cuda
 def test_batch_norm_on_cudnn_matches_cpu_with_running_statistics():
     # cuDNN's training forward updates the running statistics itself (momentum as
     # exponentialAverageFactor, the unbiased variance); eval mode and the backward against CPU.
@@ -671,6 +672,7 @@ def test_bf16_autocast_gpt_trains_like_float32_on_the_gpu():
     check_bf16_gpt_trains_like_float32({})
 
 
+@requires_cuda
 def test_cuda_graphs_capture_and_replay_on_the_gpu():
     """tests/python/dist/cuda_graph_checks.py on the GPU (it runs on the stand-in device in
     test_cuda_graph.py): eager capture and its pool, the refusals, nn.Graph through CUDA graphs
