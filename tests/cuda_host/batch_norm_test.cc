@@ -11,26 +11,14 @@
 #include <random>
 #include <vector>
 
+#include "tests/cuda_host/standin_test_util.h"
+
 namespace oneflow {
 namespace cuda {
 namespace {
 
-template <typename T>
-double F(T v) {
-  return static_cast<double>(static_cast<float>(v));
-}
-double F(double v) { return v; }
-
-template <typename T>
-T To(double v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
+using cuda_host::FromDouble;
+using cuda_host::ToDouble;
 
 template <typename T>
 double Tol() {
@@ -67,12 +55,13 @@ void CheckStats(int64_t c) {
   OF_CUDA_LAUNCH(stats, 2, 128, 0, nullptr, c, mean.data(), invstd.data(), eps, mean_out.data(),
                  var_out.data());
   for (int64_t i = 0; i < c; ++i) {
-    const double s = F(invstd[i]);
+    const double s = ToDouble(invstd[i]);
     const double want = std::max(0.0, 1 / (s * s) - eps);
     INFO("channel " << i << " of " << c);
-    CHECK(Close(F(var_out[i]), std::isnan(s) ? s : want, Tol<T>() + (sizeof(P) == 4 ? 1e-6 : 0)));
-    CHECK(Close(F(mean_out[i]), F(mean[i]), Tol<T>()));
-    CHECK((F(var_out[i]) >= 0.0 || std::isnan(F(var_out[i]))));
+    CHECK(Close(ToDouble(var_out[i]), std::isnan(s) ? s : want,
+                Tol<T>() + (sizeof(P) == 4 ? 1e-6 : 0)));
+    CHECK(Close(ToDouble(mean_out[i]), ToDouble(mean[i]), Tol<T>()));
+    CHECK((ToDouble(var_out[i]) >= 0.0 || std::isnan(ToDouble(var_out[i]))));
   }
   // Back: the inverse standard deviation cuDNN's backward takes.
   auto* inv = BatchNormInvStdKernel<T, P>;
@@ -80,9 +69,9 @@ void CheckStats(int64_t c) {
                  invstd_back.data());
   for (int64_t i = 0; i < c; ++i) {
     INFO("channel " << i << " of " << c);
-    const double want = 1 / std::sqrt(F(var_out[i]) + eps);
-    CHECK(Close(F(invstd_back[i]), want, sizeof(P) == 4 ? 1e-6 : 1e-12));
-    CHECK(Close(F(mean_p[i]), F(mean_out[i]), 0));
+    const double want = 1 / std::sqrt(ToDouble(var_out[i]) + eps);
+    CHECK(Close(ToDouble(invstd_back[i]), want, sizeof(P) == 4 ? 1e-6 : 1e-12));
+    CHECK(Close(ToDouble(mean_p[i]), ToDouble(mean_out[i]), 0));
   }
   // Null mean outputs are skipped.
   auto* stats_only = BatchNormStatsKernel<T, P>;
@@ -106,14 +95,14 @@ void CheckStatsGrad(int64_t n, int64_t c, int64_t s, int64_t chunks, bool zero_g
   const int64_t total = n * c * s;
   std::vector<T> x(total), dx(total), dmean(c), dvar(c);
   std::vector<P> mean(c);
-  for (auto& v : x) v = To<T>(u(gen));
-  for (auto& v : dx) v = To<T>(u(gen));
+  for (auto& v : x) v = FromDouble<T>(u(gen));
+  for (auto& v : dx) v = FromDouble<T>(u(gen));
   for (int64_t i = 0; i < c; ++i) {
     mean[i] = static_cast<P>(u(gen));
     // Some channels without a gradient through the statistics (their blocks return at once).
     const bool zero = zero_grads || i % 3 == 1;
-    dmean[i] = To<T>(zero ? 0.0 : u(gen));
-    dvar[i] = To<T>(zero ? 0.0 : u(gen));
+    dmean[i] = FromDouble<T>(zero ? 0.0 : u(gen));
+    dvar[i] = FromDouble<T>(zero ? 0.0 : u(gen));
   }
   std::vector<T> want = dx;
   const double count = static_cast<double>(n * s);
@@ -121,8 +110,9 @@ void CheckStatsGrad(int64_t n, int64_t c, int64_t s, int64_t chunks, bool zero_g
     for (int64_t ch = 0; ch < c; ++ch) {
       for (int64_t k = 0; k < s; ++k) {
         const int64_t off = (b * c + ch) * s + k;
-        const double add = F(dmean[ch]) / count + 2 * F(dvar[ch]) * (F(x[off]) - mean[ch]) / count;
-        want[off] = To<T>(F(dx[off]) + add);
+        const double add = ToDouble(dmean[ch]) / count +
+                           2 * ToDouble(dvar[ch]) * (ToDouble(x[off]) - mean[ch]) / count;
+        want[off] = FromDouble<T>(ToDouble(dx[off]) + add);
       }
     }
   }
@@ -131,7 +121,7 @@ void CheckStatsGrad(int64_t n, int64_t c, int64_t s, int64_t chunks, bool zero_g
                  dmean.data(), dvar.data(), x.data(), mean.data(), dx.data());
   int64_t bad = -1;
   for (int64_t i = 0; i < total && bad < 0; ++i) {
-    if (!Close(F(dx[i]), F(want[i]), Tol<T>())) bad = i;
+    if (!Close(ToDouble(dx[i]), ToDouble(want[i]), Tol<T>())) bad = i;
   }
   INFO("(" << n << ", " << c << ", " << s << ") chunks " << chunks << ": first differs at " << bad);
   CHECK(bad < 0);

@@ -13,9 +13,14 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/cuda_host/standin_test_util.h"
+
 namespace oneflow {
 namespace cuda {
 namespace {
+
+using cuda_host::FromDouble;
+using cuda_host::ToDouble;
 
 const int64_t kSizes[] = {0, 1, 3, 4, 5, 31, 32, 33, 127, 768, 1024, 1025, 4097};
 
@@ -60,32 +65,10 @@ ElementwiseOperand Op(std::vector<T>& buf, const View& v) {
           v.strides.data()};
 }
 
-// Test values of T from a double: small integers and halves, exact in every type.
-template <typename T>
-T From(double v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-template <typename T>
-double ToDouble(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
 template <typename T>
 std::vector<T> Buffer(int64_t n, int seed) {
   std::vector<T> b(static_cast<size_t>(n > 0 ? n : 1));
-  for (int64_t i = 0; i < n; ++i) b[i] = From<T>(((i * 7 + seed * 13) % 41 - 20) * 0.5);
+  for (int64_t i = 0; i < n; ++i) b[i] = FromDouble<T>(((i * 7 + seed * 13) % 41 - 20) * 0.5);
   return b;
 }
 
@@ -101,7 +84,7 @@ T RefFma(T a, T b, T c) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const A r =
       static_cast<A>(ToDouble(a)) * static_cast<A>(ToDouble(b)) + static_cast<A>(ToDouble(c));
-  return From<T>(r);
+  return FromDouble<T>(r);
 }
 
 // Runs out = a * b + c through LaunchElementwise on the given views and compares every
@@ -116,7 +99,7 @@ void CheckFma(const View& vo, const View& va, const View& vb, const View& vc,
     span = std::max(span, last + 1);
   }
   std::vector<T> a = Buffer<T>(span, 1), b = Buffer<T>(span, 2), c = Buffer<T>(span, 3);
-  std::vector<T> out(span, From<T>(-99)), before = out;
+  std::vector<T> out(span, FromDouble<T>(-99)), before = out;
   ElementwiseOperand ops[4] = {Op(out, vo), Op(a, va), Op(b, vb), Op(c, vc)};
   ElementwiseKernel picked;
   REQUIRE(LaunchElementwise<StridedKernels::k32, T, T, T, T>(FmaF{}, ops, sms, nullptr, &picked) ==

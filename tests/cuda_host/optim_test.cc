@@ -11,26 +11,14 @@
 #include <random>
 #include <vector>
 
+#include "tests/cuda_host/standin_test_util.h"
+
 namespace oneflow {
 namespace cuda {
 namespace {
 
-template <typename T>
-float F(T v) {
-  return static_cast<float>(v);
-}
-double F(double v) { return v; }
-
-template <typename T>
-T To(double v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
+using cuda_host::FromDouble;
+using cuda_host::ToDouble;
 
 // |got - want| within the type's tolerance relative to max(1, |want|).
 template <typename T>
@@ -55,7 +43,7 @@ Params<T> MakeParams(const std::vector<int64_t>& lengths, uint32_t seed) {
   for (int64_t n : lengths) {
     auto fill = [&](bool positive) {
       std::vector<T> x(n);
-      for (T& e : x) e = To<T>(positive ? pos(gen) : u(gen));
+      for (T& e : x) e = FromDouble<T>(positive ? pos(gen) : u(gen));
       return x;
     };
     r.p.push_back(fill(false));
@@ -126,18 +114,19 @@ void ReferenceAdam(Params<T>* a, const AdamCase& c, const double* hyper) {
     const A eps = A(hyper[3]), tlr = A(lr), sign = A(c.sign);
     const A l2 = c.decoupled ? A(0) : A(wd), dwd = c.decoupled ? A(lr * wd) : A(0);
     for (size_t i = 0; i < a->p[k].size(); ++i) {
-      const A pi = F(a->p[k][i]);
-      const A d = sign * A(F(a->g[k][i])) + l2 * pi;
-      const A mi = b1 * A(F(a->m[k][i])) + c1 * d;
-      const A vi = b2 * A(F(a->v[k][i])) + c2 * d * d;
-      a->m[k][i] = To<T>(mi);
-      a->v[k][i] = To<T>(vi);
+      const A pi = ToDouble(a->p[k][i]);
+      const A d = sign * A(ToDouble(a->g[k][i])) + l2 * pi;
+      const A mi = b1 * A(ToDouble(a->m[k][i])) + c1 * d;
+      const A vi = b2 * A(ToDouble(a->v[k][i])) + c2 * d * d;
+      a->m[k][i] = FromDouble<T>(mi);
+      a->v[k][i] = FromDouble<T>(vi);
       A vv = vi;
       if (c.amsgrad) {
-        vv = std::max(A(F(a->vmax[k][i])), vi);
-        a->vmax[k][i] = To<T>(vv);
+        vv = std::max(A(ToDouble(a->vmax[k][i])), vi);
+        a->vmax[k][i] = FromDouble<T>(vv);
       }
-      a->p[k][i] = To<T>(pi - tlr * ((mi / bc1) / (std::sqrt(vv) / sq_bc2 + eps)) - dwd * pi);
+      a->p[k][i] =
+          FromDouble<T>(pi - tlr * ((mi / bc1) / (std::sqrt(vv) / sq_bc2 + eps)) - dwd * pi);
     }
   }
 }
@@ -149,12 +138,12 @@ void CheckSame(const std::vector<std::vector<T>>& got, const std::vector<std::ve
   for (size_t k = 0; k < got.size(); ++k) {
     int64_t bad = -1;
     for (size_t i = 0; i < got[k].size() && bad < 0; ++i) {
-      const double g = F(got[k][i]), w = F(want[k][i]);
+      const double g = ToDouble(got[k][i]), w = ToDouble(want[k][i]);
       if (!(std::abs(g - w) <= Tol<T>() * std::max(1.0, std::abs(w)))) bad = i;
     }
     INFO(what << " of tensor " << k << " (length " << got[k].size() << ") first differs at " << bad
-              << (bad < 0 ? "" : ": got ") << (bad < 0 ? 0 : F(got[k][bad]))
-              << (bad < 0 ? "" : ", want ") << (bad < 0 ? 0 : F(want[k][bad])));
+              << (bad < 0 ? "" : ": got ") << (bad < 0 ? 0 : ToDouble(got[k][bad]))
+              << (bad < 0 ? "" : ", want ") << (bad < 0 ? 0 : ToDouble(want[k][bad])));
     CHECK(bad < 0);
   }
 }
@@ -203,15 +192,15 @@ void ReferenceSgd(Params<T>* a, bool momentum, bool nesterov, const double* hype
   const A beta = A(hyper[2]), keep = A(1 - hyper[3]);
   for (size_t k = 0; k < a->p.size(); ++k) {
     for (size_t i = 0; i < a->p[k].size(); ++i) {
-      const A pi = F(a->p[k][i]);
-      const A d = A(F(a->g[k][i])) + wd * pi;
+      const A pi = ToDouble(a->p[k][i]);
+      const A d = A(ToDouble(a->g[k][i])) + wd * pi;
       if (!momentum) {
-        a->p[k][i] = To<T>(pi - lr * d);
+        a->p[k][i] = FromDouble<T>(pi - lr * d);
         continue;
       }
-      const A b = beta * A(F(a->m[k][i])) + keep * d;
-      a->m[k][i] = To<T>(b);
-      a->p[k][i] = To<T>(pi - lr * (nesterov ? d + beta * b : b));
+      const A b = beta * A(ToDouble(a->m[k][i])) + keep * d;
+      a->m[k][i] = FromDouble<T>(b);
+      a->p[k][i] = FromDouble<T>(pi - lr * (nesterov ? d + beta * b : b));
     }
   }
 }

@@ -16,31 +16,21 @@
 #include "core/kernels/cuda/kernels/embedding.cuh"
 #include "core/kernels/cuda/kernels/norm.cuh"
 #include "core/kernels/cuda/kernels/softmax.cuh"
+#include "tests/cuda_host/standin_test_util.h"
 
 namespace oneflow {
 namespace cuda {
 namespace {
+
+using cuda_host::FromDouble;
+using cuda_host::ToDouble;
 
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNan = std::numeric_limits<double>::quiet_NaN();
 
 // ---- element types: conversions and tolerances
 
-double ToD(float v) { return v; }
-double ToD(double v) { return v; }
-double ToD(__half v) { return __half2float(v); }
-double ToD(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-T FromD(double v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
+double ToDouble(float v) { return v; }
 
 template <typename T>
 double Tol() {
@@ -91,11 +81,11 @@ struct Buf {
   std::vector<T> storage;
   int offset;
   Buf(const std::vector<double>& v, int off) : storage(v.size() + off + 8), offset(off) {
-    for (size_t i = 0; i < v.size(); ++i) storage[off + i] = FromD<T>(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) storage[off + i] = FromDouble<T>(v[i]);
   }
-  Buf(size_t n, int off) : storage(n + off + 8, FromD<T>(-7.0)), offset(off) {}
+  Buf(size_t n, int off) : storage(n + off + 8, FromDouble<T>(-7.0)), offset(off) {}
   T* p() { return storage.data() + offset; }
-  double at(size_t i) const { return ToD(storage[offset + i]); }
+  double at(size_t i) const { return ToDouble(storage[offset + i]); }
   // The values as the kernel sees them (rounded to T).
   std::vector<double> rounded(size_t n) const {
     std::vector<double> r(n);
@@ -429,7 +419,7 @@ void CheckEmbeddingGrad(int64_t outer, int64_t n, int64_t inner, int64_t count, 
   }
   if (count > 2) index[2 * stride] = static_cast<int32_t>(n);
   Buf<T> g(Values(outer * count * inner, 9), 0), dx(outer * n * inner, 0);
-  for (auto& e : dx.storage) e = FromD<T>(0.0);
+  for (auto& e : dx.storage) e = FromDouble<T>(0.0);
   std::vector<int64_t> keys(count), pos(count);
   embedding::SortKeys<int32_t>(index.data(), stride, count, n, keys.data(), pos.data(), nullptr);
   // CUB's stable radix sort on the GPU; a stable sort here.

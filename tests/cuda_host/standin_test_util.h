@@ -43,12 +43,13 @@ T FromDouble(double v) {
     return static_cast<T>(v);
   }
 }
+// Exact for every type but the half types, which go through float.
 template <typename T>
 double ToDouble(T v) {
-  if constexpr (std::is_same_v<T, double>) {
-    return v;
-  } else {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
     return ToFloat(v);
+  } else {
+    return static_cast<double>(v);
   }
 }
 
