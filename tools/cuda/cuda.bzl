@@ -2,12 +2,16 @@
 
 Each .cu file becomes one object, compiled position-independent for the H100/H200 (sm_90)
 and as compute_80 PTX, which the driver compiles for any later GPU (A100 included). Sources
-see the workspace root and the toolkit's headers; every header they include must be listed in
-hdrs or come from deps' sources (spawn_strategy=local runs nvcc in the execution root).
+see the workspace root and the toolkit's headers. A .cu file's inputs are itself and the
+workspace headers it includes (tools/cuda/cu_headers.bzl, written by
+tools/cuda/scan_cu_headers.py), so a header change recompiles only the .cu files that read it;
+each compile checks nvcc's own list of what it read (-MD) against that and fails naming any
+header missing from it (spawn_strategy=local runs nvcc in the execution root, unsandboxed).
 Without CUDA (see cuda_configure.bzl) the library is empty.
 """
 
 load("@local_config_cuda//:defs.bzl", "CUDA_ENABLED", "CUDA_PATH")
+load("//tools/cuda:cu_headers.bzl", "CU_HEADERS")
 
 NVCC_FLAGS = [
     "-std=c++17",
@@ -24,20 +28,37 @@ NVCC_FLAGS = [
     "-Wno-deprecated-gpu-targets",
 ]
 
+# Fails the compile when nvcc read a workspace file ($$f, from the depfile $@.d) that is not among
+# the declared inputs (DECLARED, space-separated paths from the workspace root).
+_CHECK_DEPS = (
+    "for f in $$(sed -e 's/^[^:]*://' -e 's/\\\\$$//' $@.d | tr ' ' '\\n' | sed -n 's#^\\./##; /^[a-z]/p'); do " +
+    "case \" %s %s \" in *\" $$f \"*) ;; *) echo \"nvcc %s: includes $$f, which " +
+    "tools/cuda/cu_headers.bzl does not list: run python3 tools/cuda/scan_cu_headers.py\" >&2; " +
+    "exit 1;; esac; done"
+)
+
 def cuda_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     objs = []
     if CUDA_ENABLED:
+        package = native.package_name()
+        scanned = CU_HEADERS.get(package, {})
         for src in srcs:
+            if src not in scanned:
+                fail("cuda_library %s: %s/%s is not in tools/cuda/cu_headers.bzl: run " % (name, package, src) +
+                     "python3 tools/cuda/scan_cu_headers.py")
             stem = src[:-len(".cu")].replace("/", "_")
             obj = "_cuda_objs/%s/%s.pic.o" % (name, stem)
+            headers = scanned[src]
+            declared = " ".join(["%s/%s" % (package, h) for h in headers])
             native.genrule(
                 name = "%s_%s_nvcc" % (name, stem),
-                srcs = depset([src] + hdrs + native.glob(["**/*.h", "**/*.cuh"])).to_list(),
+                srcs = [src] + headers,
                 outs = [obj],
-                cmd = "%s/bin/nvcc %s -c $(location %s) -o $@" % (
+                cmd = "%s/bin/nvcc %s -MD -MF $@.d -c $(location %s) -o $@ && %s" % (
                     CUDA_PATH,
                     " ".join(NVCC_FLAGS),
                     src,
+                    _CHECK_DEPS % ("%s/%s" % (package, src), declared, src),
                 ),
                 message = "nvcc %s" % src,
             )
