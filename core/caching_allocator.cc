@@ -318,6 +318,22 @@ void CachingAllocator::EndAllocateToPool(int index, PoolId id) {
   }
 }
 
+CachingAllocator::DefaultPoolScope::DefaultPoolScope(Allocator* allocator, int index)
+    : a_(dynamic_cast<CachingAllocator*>(allocator)), index_(index) {
+  if (a_) t_routes.push_back({a_, index, 0});
+}
+
+CachingAllocator::DefaultPoolScope::~DefaultPoolScope() {
+  // Scopes nest with the routes pushed inside them: this one is the innermost default route.
+  if (!a_) return;
+  for (auto it = t_routes.rbegin(); it != t_routes.rend(); ++it) {
+    if (it->allocator == a_ && it->index == index_ && it->pool == 0) {
+      t_routes.erase(std::next(it).base());
+      return;
+    }
+  }
+}
+
 PoolId CachingAllocator::PoolOf(void* ptr, int index) {
   std::lock_guard<std::mutex> lock(mu_);
   PerDevice& d = Dev(index);

@@ -80,6 +80,24 @@ class CachingAllocator : public Allocator {
   void EndAllocateToPool(int index, PoolId pool);
   // The pool this thread allocates device `index`'s memory from now (0: the default pool).
   static PoolId CurrentPool(const CachingAllocator* a, int index);
+
+  // While it lives, this thread's allocations of device `index` come from the default pool, also
+  // inside a capture into a private pool: for memory that outlives any one graph, such as a
+  // library's workspace made lazily by its first call, which may be the one being captured.
+  // Nothing when `allocator` is not a caching allocator (e.g. null).
+  //   { CachingAllocator::DefaultPoolScope eager(GetAllocator(DeviceType::kCUDA), index);
+  //     workspace = Tensor::Empty(...); }
+  class DefaultPoolScope {
+   public:
+    DefaultPoolScope(Allocator* allocator, int index);
+    ~DefaultPoolScope();
+    DefaultPoolScope(const DefaultPoolScope&) = delete;
+    DefaultPoolScope& operator=(const DefaultPoolScope&) = delete;
+
+   private:
+    CachingAllocator* a_;
+    int index_;
+  };
   // Which pool holds the live block at ptr (throws when ptr is no live block).
   PoolId PoolOf(void* ptr, int index);
 

@@ -198,5 +198,43 @@ TEST_CASE("a shared graph pool lives until its last holder releases it") {
   }
 }
 
+TEST_CASE(
+    "a default-pool scope inside a capture allocates eager memory, then the capture goes on") {
+  CountedMemory raw;
+  CachingAllocator a(&raw, "test allocator");
+  const PoolId pool = a.NewPool(0);
+  a.BeginAllocateToPool(0, pool);
+  void* captured = a.Allocate(8192, kDev);
+  void* workspace = nullptr;
+  {
+    // A library's workspace made by the first (captured) call: it must outlive the graph.
+    CachingAllocator::DefaultPoolScope eager(&a, 0);
+    CHECK(CachingAllocator::CurrentPool(&a, 0) == 0);
+    workspace = a.Allocate(1 << 20, kDev);
+    {
+      // A capture begun inside the scope routes into its pool again until it ends.
+      a.BeginAllocateToPool(0, pool);
+      CHECK(CachingAllocator::CurrentPool(&a, 0) == pool);
+      a.EndAllocateToPool(0, pool);
+    }
+    CHECK(CachingAllocator::CurrentPool(&a, 0) == 0);
+  }
+  CHECK(CachingAllocator::CurrentPool(&a, 0) == pool);
+  void* captured2 = a.Allocate(8192, kDev);
+  a.EndAllocateToPool(0, pool);
+  CHECK(a.PoolOf(workspace, 0) == 0);
+  CHECK(a.PoolOf(captured, 0) == pool);
+  CHECK(a.PoolOf(captured2, 0) == pool);
+  // The graph goes: its segment returns once its blocks do; the workspace's stays cached.
+  a.Deallocate(captured, 0, kDev);
+  a.Deallocate(captured2, 0, kDev);
+  a.ReleasePool(0, pool);
+  CHECK(raw.in_use() == 2 * kMiB);
+  CHECK(a.Stats(0).graph_pool_reserved_bytes.current == 0);
+  a.Deallocate(workspace, 0, kDev);
+  // Nothing for an allocator that is not a caching one.
+  { CachingAllocator::DefaultPoolScope none(nullptr, 0); }
+}
+
 }  // namespace
 }  // namespace oneflow

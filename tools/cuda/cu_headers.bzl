@@ -162,6 +162,7 @@ CU_HEADERS = {
         ],
         "kernels/cuda/matmul.cu": [
             "attrs.h",
+            "caching_allocator.h",
             "device.h",
             "dtype.h",
             "error.h",

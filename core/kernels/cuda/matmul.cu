@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/caching_allocator.h"
 #include "core/functional.h"
 #include "core/kernels/cuda/cuda_dispatch.h"
 #include "core/kernels/cuda/cuda_libs.h"
@@ -48,6 +49,13 @@ void CheckBlas(cublasStatus_t status, const char* what) {
 // cuBLAS's recommended workspace for Hopper (it asks for 4 MiB on earlier GPUs).
 constexpr int64_t kBlasWorkspaceBytes = int64_t(32) << 20;
 
+// A device's cuBLAS or cuBLASLt workspace, from the caching allocator's default pool: the first
+// call may be inside a CUDA graph capture, and the workspace outlives that graph.
+Tensor MakeWorkspace(const Device& device) {
+  CachingAllocator::DefaultPoolScope eager(GetAllocator(DeviceType::kCUDA), device.index);
+  return Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
+}
+
 // The cuBLAS handle of a device with its workspace (cuda::PerDevice).
 struct BlasContext {
   std::mutex mu;  // a handle's stream, workspace and math mode are set per call
@@ -63,7 +71,7 @@ void WithBlas(const Device& device, cublasMath_t math, F&& f) {
   BlasContext& ctx = cuda::PerDevice<BlasContext>(device.index);
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (!ctx.handle) {
-    ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
+    ctx.workspace = MakeWorkspace(device);
     CheckBlas(CUBLAS(cublasCreate_v2)(&ctx.handle), "cublasCreate");
   }
   CheckBlas(CUBLAS(cublasSetStream_v2)(ctx.handle, stream), "cublasSetStream");
@@ -375,7 +383,7 @@ bool RunLt(const Device& device, const LtGemm& g, const char* op) {
   LtContext& ctx = cuda::PerDevice<LtContext>(device.index);
   std::lock_guard<std::mutex> lock(ctx.mu);
   if (!ctx.handle) {
-    ctx.workspace = Tensor::Empty(Shape({kBlasWorkspaceBytes}), DType::kUInt8, device);
+    ctx.workspace = MakeWorkspace(device);
     check(CUBLASLT(cublasLtCreate)(&ctx.handle), "cublasLtCreate");
   }
   const int32_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
