@@ -464,3 +464,93 @@ def test_swa_utils_match_torch():
         h = flow.cat([avg.module[0](b) for b in batches]).numpy()
     np.testing.assert_allclose(avg.module[1].running_mean.numpy(), h.mean(0), rtol=1e-5, atol=1e-6)
     assert avg.module[1].momentum == 0.1 and avg.training  # momentum and mode restored
+
+
+# ---------------------------------------------------------------- OneFlow's step count
+
+
+class _TwoParams(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(flow.tensor(W0, dtype=flow.float64))
+        self.v = nn.Parameter(flow.tensor(W0[0], dtype=flow.float64))
+        self.c = flow.tensor(C, dtype=flow.float64)
+
+    def forward(self, with_v):
+        loss = (self.c * self.w * self.w).sum()
+        return loss + ((self.c * self.v * self.v).sum() if with_v else 0)
+
+
+def test_one_step_count_per_optimizer_as_oneflow():
+    # v has no gradient in the first step: OneFlow's Adam counts step() calls, so v's first
+    # update already uses t = 2 in its bias correction (PyTorch's per-parameter count: t = 1).
+    model = _TwoParams()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for with_v in (False, True, True):
+        opt.zero_grad()
+        model(with_v).backward()
+        opt.step()
+    w, sw, v, sv = W0.copy(), {}, W0[0].copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, sw, t)
+    for t in (2, 3):
+        v = np_adam(0.05)(v, sv, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10)
+    np.testing.assert_allclose(model.v.numpy(), v, rtol=1e-10)
+    v_pytorch, sv_pytorch = W0[0].copy(), {}
+    for t in (1, 2):  # PyTorch's count: v's own updates
+        v_pytorch = np_adam(0.05)(v_pytorch, sv_pytorch, t)
+    assert not np.allclose(model.v.numpy(), v_pytorch, rtol=1e-6)
+    # Both forms in the state dict: OneFlow's state["step"], PyTorch's per parameter.
+    sd = opt.state_dict()
+    assert sd["state"]["step"] == 3
+    assert [float(sd["state"][i]["step"]) for i in (0, 1)] == [3.0, 3.0]
+
+
+def _resumed_adam(state_of, count_key):
+    """Two Adam steps, a state dict rewritten by state_of, a fresh optimizer loading it, one
+    more step: the result against NumPy's three steps."""
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(2):
+        opt.zero_grad()
+        model().backward()
+        opt.step()
+    sd = opt.state_dict()
+    resumed = optim.Adam(model.parameters(), lr=0.05)
+    resumed.load_state_dict(state_of(sd))
+    model.w.grad = None
+    model().backward()
+    resumed.step()
+    w, s = W0.copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, s, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10, err_msg=count_key)
+    assert resumed.state_dict()["state"]["step"] == 3
+
+
+def test_state_dicts_of_oneflow_and_pytorch_form_both_resume():
+    # OneFlow's: one int count in state, none per parameter.
+    _resumed_adam(lambda sd: {"state": {0: {k: v for k, v in sd["state"][0].items() if k != "step"},
+                                        "step": 2},
+                              "param_groups": sd["param_groups"]}, "oneflow")
+    # PyTorch's: a float32 tensor per parameter, no optimizer count.
+    _resumed_adam(lambda sd: {"state": {0: dict(sd["state"][0], step=flow.tensor(2.0))},
+                              "param_groups": sd["param_groups"]}, "pytorch")
+
+
+def test_step_count_carries_from_graph_to_eager():
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    g = TrainGraph(model, opt)
+    for _ in range(2):
+        g(flow.zeros(1, dtype=flow.float64))
+    assert opt.state_dict()["state"]["step"] == 2
+    opt.zero_grad()
+    model().backward()
+    opt.step()
+    w, s = W0.copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, s, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10)
+    assert opt.state_dict()["state"]["step"] == 3

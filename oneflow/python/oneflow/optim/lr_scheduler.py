@@ -685,6 +685,9 @@ class WarmupLR(_ClosedFormLR):
             self.inner.load_state_dict(inner)
 
 
+WarmUpLR = WarmupLR  # OneFlow's older name, which it keeps as an alias
+
+
 class MultiplicativeLR(LRScheduler):
     """lr *= lr_lambda(step) at each step after the first."""
 
