@@ -291,6 +291,14 @@ def test_state_dict_keys_and_step_counts():
     assert sorted(state) == ["acc_delta", "square_avg", "step"] and state["step"].dtype == flow.float64
 
 
+def test_two_ranks_graph_clips_global_gradients_as_eager():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "graph_clip_global.py"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = sorted(line.split("] ", 1)[-1] for line in r.stdout.splitlines() if line.endswith(" ok"))
+    assert lines == [f"rank {k} clip global ok" for k in range(2)]
+
+
 def test_two_ranks_zero_graph_equals_eager_for_each_optimizer():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "graph_optim_zero.py"), timeout=300)
