@@ -37,7 +37,7 @@ def _assign(owner, path, value):
         owner = child
     if isinstance(value, module_lib.Module) or _is_parameter(value):
         setattr(owner, last, value)
-    elif _is_tensor(value) and owner is not None:
+    elif _is_tensor(value):
         owner.register_buffer(last, value)
     else:
         object.__setattr__(owner, last, value)

@@ -11,8 +11,9 @@ What becomes a node:
   oneflow's modules and functions (and the user's plain functions, likewise) record calls whose
   arguments hold a Proxy; no module is modified;
 - a method or an operator on a Proxy: call_method / call_function(operator.*);
-- a parameter, buffer or tensor attribute the forward reads: get_attr (other tensors are kept as
-  constants of the GraphModule).
+- a parameter, buffer or tensor attribute the forward passes to a recorded call: get_attr (other
+  tensors are kept as constants of the GraphModule). A tensor the forward computes from a
+  parameter without a Proxy (self.b[0]) is computed once, while tracing, and kept as a constant.
 Module calls reach the tracer through nn.Module's call hook (nn/modules/module.py) while it runs.
 """
 
