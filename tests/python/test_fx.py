@@ -134,3 +134,23 @@ def test_calling_a_module_that_is_not_a_submodule_is_refused():
 
     with pytest.raises(oneflow.fx.TraceError, match="not a submodule of the traced module"):
         oneflow.fx.symbolic_trace(M())
+
+
+def test_graph_module_deep_copies_and_runs_inside_nn_graph():
+    import copy
+
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    gm = oneflow.fx.symbolic_trace(m)
+    twin = copy.deepcopy(gm)
+    x = flow.randn(2, 3)
+    assert np.allclose(twin(x).numpy(), m(x).numpy(), atol=1e-6)
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.gm = gm
+
+        def build(self, x):
+            return self.gm(x)
+
+    assert np.allclose(G()(x).numpy(), m(x).numpy(), atol=1e-6)

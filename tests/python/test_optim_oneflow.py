@@ -364,6 +364,9 @@ SCHEDULERS = {
                          lambda b, t: 0.05 + (b - 0.05) * (1 + math.cos(math.pi * t / 4)) / 2),
     "lambda": (lambda o: L.LambdaLR(o, lr_lambda=lambda t: 1 / (t + 1)), lambda b, t: b / (t + 1)),
     "multiplicative": (lambda o: L.MultiplicativeLR(o, lr_lambda=lambda t: 0.9), lambda b, t: b * 0.9 ** t),
+    "chained_constant_exponential": (  # OneFlow's chain: closed forms applied in turn
+        lambda o: L.ChainedScheduler([L.ConstantLR(o, factor=0.1, total_iters=2), L.ExponentialLR(o, gamma=0.9)]),
+        lambda b, t: b * (0.1 if t < 2 else 1) * 0.9 ** t),
 }
 
 
@@ -393,6 +396,28 @@ def test_scheduler_matches_oneflows_formula_eager_and_in_graph(name):
 
 
 # ---------------------------------------------------------------- nn.Graph surface
+
+
+def test_chained_scheduler_refusals_and_state_dict():
+    p = nn.Parameter(flow.ones(1))
+    opt, other = optim.SGD([p], lr=1.0), optim.SGD([nn.Parameter(flow.ones(1))], lr=1.0)
+    with pytest.raises(ValueError) as info:
+        L.ChainedScheduler([L.ExponentialLR(opt, gamma=0.5), L.ExponentialLR(other, gamma=0.5)])
+    assert str(info.value) == ("ChainedScheduler: scheduler 1 (ExponentialLR) belongs to another "
+                               "optimizer than scheduler 0")
+    with pytest.raises(ValueError, match=r"^ChainedScheduler: scheduler 0 \(ReduceLROnPlateau\) has no "
+                                         "closed form"):
+        L.ChainedScheduler([L.ReduceLROnPlateau(opt)])
+    chain = L.ChainedScheduler([L.ConstantLR(opt, factor=0.5, total_iters=3), L.ExponentialLR(opt, gamma=0.5)])
+    for _ in range(2):
+        chain.step()
+    sd = chain.state_dict()
+    opt2 = optim.SGD([nn.Parameter(flow.ones(1))], lr=1.0)
+    chain2 = L.ChainedScheduler([L.ConstantLR(opt2, factor=0.5, total_iters=3), L.ExponentialLR(opt2, gamma=0.5)])
+    chain2.load_state_dict(sd)
+    chain.step()
+    chain2.step()
+    assert opt.param_groups[0]["lr"] == opt2.param_groups[0]["lr"] == 1.0 * 0.5 ** 3
 
 
 def test_depend_int32_targets_session_and_refusals():
