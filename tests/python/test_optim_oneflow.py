@@ -215,6 +215,36 @@ def test_optimizer_matches_oneflows_formula_eager_and_in_graph(name):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, err_msg=f"{name} {mode} step {t + 1}")
 
 
+class _ScaledGraph(TrainGraph):
+    def build(self, x):
+        loss = self.model() * x.sum()  # x = 1: the plain loss; x = inf: inf gradients
+        loss.backward()
+        return loss
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_optimizer_under_a_grad_scaler_in_graph(name):
+    # The loss is scaled by 2**10, the gradients unscaled before the update (exact in float64),
+    # and a step whose gradients hold inf is skipped: the parameters and the optimizer's state
+    # and step count stay, and the scale backs off. Then training goes on as the formula says.
+    make, np_step = CASES[name]
+    model = Quadratic()
+    opt = make(list(model.parameters()))
+    g = _ScaledGraph(model, opt)
+    scaler = flow.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=1000)
+    g.set_grad_scaler(scaler)
+    ref = _reference(np_step, 3)
+    one = flow.ones(1, dtype=flow.float64)
+    g(one)
+    np.testing.assert_allclose(model.w.numpy(), ref[0], rtol=1e-9, atol=1e-11, err_msg=name)
+    g(flow.tensor([float("inf")], dtype=flow.float64))
+    np.testing.assert_allclose(model.w.numpy(), ref[0], rtol=1e-9, atol=1e-11, err_msg=f"{name} skipped")
+    assert scaler.get_scale() == 2.0 ** 9
+    for t in (1, 2):
+        g(one)
+        np.testing.assert_allclose(model.w.numpy(), ref[t], rtol=1e-9, atol=1e-11, err_msg=f"{name} {t + 1}")
+
+
 def test_graph_reads_a_new_learning_rate_without_recompiling():
     model = Quadratic()
     opt = optim.Adam(model.parameters(), lr=0.1)
