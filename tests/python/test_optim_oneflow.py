@@ -639,3 +639,30 @@ def test_step_count_carries_from_graph_to_eager():
         w = np_adam(0.05)(w, s, t)
     np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10)
     assert opt.state_dict()["state"]["step"] == 3
+
+
+def test_our_state_dict_loads_into_pytorch_and_continues_alike():
+    # Both forms side by side: PyTorch reads the per-parameter step (and keeps OneFlow's "step"
+    # entry as an unknown key), and its next Adam step equals ours.
+    torch = pytest.importorskip("torch")
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(2):
+        opt.zero_grad()
+        model().backward()
+        opt.step()
+    sd = opt.state_dict()
+    to_torch = lambda v: torch.tensor(v.numpy()) if isinstance(v, flow.Tensor) else v  # noqa: E731
+    theirs = {"state": {k: ({n: to_torch(t) for n, t in v.items()} if isinstance(v, dict) else v)
+                        for k, v in sd["state"].items()},
+              "param_groups": sd["param_groups"]}
+    w_t = torch.nn.Parameter(torch.tensor(model.w.numpy()))
+    opt_t = torch.optim.Adam([w_t], lr=0.05)
+    opt_t.load_state_dict(theirs)
+    (torch.tensor(C) * w_t * w_t).sum().backward()
+    opt_t.step()
+    opt.zero_grad()
+    model().backward()
+    opt.step()
+    np.testing.assert_allclose(model.w.numpy(), w_t.detach().numpy(), rtol=1e-10)
+    assert float(opt_t.state[w_t]["step"]) == 3.0
