@@ -154,3 +154,15 @@ def test_graph_module_deep_copies_and_runs_inside_nn_graph():
             return self.gm(x)
 
     assert np.allclose(G()(x).numpy(), m(x).numpy(), atol=1e-6)
+
+
+def test_keyword_only_arguments_stay_keyword_only():
+    class M(nn.Module):
+        def forward(self, x, *, scale=2.0, bias):
+            return x * scale + bias
+
+    gm = oneflow.fx.symbolic_trace(M())
+    assert "def forward(self, x, *, scale=2.0, bias)" in gm.code
+    x = flow.ones(2)
+    assert gm(x, bias=flow.ones(2)).tolist() == [3.0, 3.0]
+    assert gm(x, scale=0.5, bias=x).tolist() == [1.5, 1.5]

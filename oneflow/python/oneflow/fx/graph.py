@@ -54,6 +54,7 @@ class Node:
         self.op = op
         self.target = target
         self.users = {}  # node -> None, in the order they were added
+        self.keyword_only = False  # a placeholder after * in forward's signature
         self._args, self._kwargs = (), {}
         self._set_inputs(tuple(args), dict(kwargs))
 
@@ -234,6 +235,8 @@ class Graph:
         params, body = [], []
         for node in self._nodes:
             if node.op == "placeholder":
+                if getattr(node, "keyword_only", False) and "*" not in params:
+                    params.append("*")
                 params.append(node.name + (f"={fmt(node.args[0])}" if node.args else ""))
             elif node.op == "get_attr":
                 body.append(f"{node.name} = {_attr_path(node.target)}")

@@ -169,17 +169,23 @@ class Tracer:
             raise TypeError(f"symbolic_trace: expected an nn.Module or a Python function, got "
                             f"{type(root).__name__}")
         params = list(inspect.signature(fn).parameters.values())[skip_self:]
-        proxies = []
+        proxies, kw_proxies = [], {}
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TraceError(f"symbolic_trace: {fn.__qualname__} takes *{p.name}; trace a "
                                  "forward with named arguments")
             default = () if p.default is inspect.Parameter.empty else (p.default,)
-            proxies.append(Proxy(self.graph.placeholder(p.name, default), self))
+            node = self.graph.placeholder(p.name, default)
+            if p.kind == p.KEYWORD_ONLY:
+                node.keyword_only = True
+                kw_proxies[p.name] = Proxy(node, self)
+            else:
+                proxies.append(Proxy(node, self))
         forward = self._rebind(fn)
         module_lib._module_call_hooks.append(self.call_module)
         try:
-            out = forward(root, *proxies) if skip_self else forward(*proxies)
+            args = ([root] if skip_self else []) + proxies
+            out = forward(*args, **kw_proxies)
         finally:
             module_lib._module_call_hooks.remove(self.call_module)
         self.graph.output(self.create_arg(out))
