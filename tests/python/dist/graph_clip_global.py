@@ -1,8 +1,8 @@
 """OneFlow's clip_grad param-group settings with global tensors on 2 ranks: nn.Graph clips the
 gradients by their global norm (over both ranks' pieces) before each update, as eager global
 training with opt.clip_grad() does and as one-process eager training with clip_grad_norm_ does.
-Cases: a weight split over the ranks (tensor parallel) with norm 2 and with norm inf, and
-broadcast parameters with ZeRO stage 2 (gradients reduce-scattered), norm 2.
+Cases, each with norm 2 and with norm inf: a weight split over the ranks (tensor parallel), and
+broadcast parameters with ZeRO stage 2 (gradients reduce-scattered).
     usage: graph_clip_global.py   (2 ranks)
 """
 
@@ -42,7 +42,8 @@ def whole(t):
 
 for case, weight_sbp, norm_type, zero in (("split weight", S(0), 2.0, False),
                                           ("zero stage 2", B, 2.0, True),
-                                          ("split weight, inf", S(0), float("inf"), False)):
+                                          ("split weight, inf", S(0), float("inf"), False),
+                                          ("zero stage 2, inf", B, float("inf"), True)):
     flow.manual_seed(5)
     ref = nn.Linear(6, 8)
     models = {}
