@@ -166,3 +166,49 @@ def test_keyword_only_arguments_stay_keyword_only():
     x = flow.ones(2)
     assert gm(x, bias=flow.ones(2)).tolist() == [3.0, 3.0]
     assert gm(x, scale=0.5, bias=x).tolist() == [1.5, 1.5]
+
+
+def test_interpreter_runs_node_by_node_and_a_subclass_sees_each_value():
+    m = _Net()
+    gm = oneflow.fx.symbolic_trace(m)
+    x = flow.randn(5, 3)
+    assert np.allclose(oneflow.fx.Interpreter(gm).run(x).numpy(), m(x).numpy(), atol=1e-6)
+
+    class Shapes(oneflow.fx.Interpreter):
+        def run_node(self, node):
+            out = super().run_node(node)
+            node.shape = tuple(out.shape) if isinstance(out, flow.Tensor) else None
+            return out
+
+    assert np.allclose(Shapes(gm).run(x, shift=0.0).numpy(), m(x, shift=0.0).numpy(), atol=1e-6)
+    shapes = {n.target: n.shape for n in gm.graph.nodes if n.op == "call_module"}
+    assert shapes == {"fc": (5, 4), "seq.0": (5, 4), "seq.1": (5, 2)}
+    with pytest.raises(TypeError, match="fx.Interpreter.run: missing the forward's argument 'x'"):
+        oneflow.fx.Interpreter(gm).run()
+
+
+def test_a_custom_tracer_and_graph_module_of_its_graph():
+    class KeepSequentialWhole(oneflow.fx.Tracer):
+        def is_leaf_module(self, m, qualified_name):
+            return isinstance(m, nn.Sequential) or super().is_leaf_module(m, qualified_name)
+
+    m = _Net()
+    graph = KeepSequentialWhole().trace(m)
+    gm = oneflow.fx.GraphModule(m, graph)
+    assert [n.target for n in graph.nodes if n.op == "call_module"] == ["fc", "seq"]
+    x = flow.randn(2, 3)
+    assert np.allclose(gm(x).numpy(), m(x).numpy(), atol=1e-6)
+    # inserting_after: a node placed right after fc's call.
+    fc = [n for n in graph.nodes if n.target == "fc"][0]
+    with graph.inserting_after(fc):
+        doubled = graph.call_function(flow.mul, (fc, 2.0))
+    for user in list(fc.users):
+        if user is not doubled:
+            user.replace_input_with(fc, doubled)
+    graph.lint()
+    gm.recompile()
+    y = m.seq(m.fc(x) * 2.0) * m.scale  # _Net's forward with fc's output doubled
+    z = (F.relu(y) * 2).sum(dim=1, keepdim=True)
+    want = flow.cat([z, y[:, :1] + 1.0, y.shape[0] * z], dim=1).view(-1)
+    assert np.allclose(gm(x).numpy(), want.numpy(), atol=1e-6)
+    assert not np.allclose(gm(x).numpy(), m(x).numpy(), atol=1e-3)

@@ -110,6 +110,7 @@ class Graph:
         self._nodes = []
         self._names = set()
         self._insert_at = None  # None: append; else the node new nodes go before
+        self.constants = {}  # name -> tensor the tracer kept as a constant (get_attr target)
 
     @property
     def nodes(self):
@@ -141,6 +142,17 @@ class Graph:
     def inserting_before(self, node):
         """New nodes go before `node` while this is open."""
         previous, self._insert_at = self._insert_at, node
+        try:
+            yield
+        finally:
+            self._insert_at = previous
+
+    @contextlib.contextmanager
+    def inserting_after(self, node):
+        """New nodes go after `node` (each after the one made before it) while this is open."""
+        index = self._nodes.index(node)
+        following = self._nodes[index + 1] if index + 1 < len(self._nodes) else None
+        previous, self._insert_at = self._insert_at, following
         try:
             yield
         finally:

@@ -5,7 +5,8 @@
     print(gm.code)
 
 The submodules and tensors the graph's call_module / get_attr nodes name are taken from the root
-(a Module, or a dict of path -> object) at the same dotted paths; intermediate paths become plain
+(a Module, or a dict of path -> object) at the same dotted paths (the tracer's constants from the
+graph); intermediate paths become plain
 Modules. Each GraphModule has its own class, so that recompile() can give it a new forward.
 """
 
@@ -73,7 +74,9 @@ class GraphModule(module_lib.Module):
             self.training = root.training
         for node in graph.nodes:
             if node.op in ("get_attr", "call_module"):
-                _assign(self, node.target, _lookup(root, node.target))
+                value = graph.constants[node.target] if node.target in graph.constants else \
+                    _lookup(root, node.target)
+                _assign(self, node.target, value)
         object.__setattr__(self, "graph", graph)
         self.recompile()
 

@@ -90,6 +90,7 @@ class Tracer:
             if path is None:
                 path = f"_tensor_constant{len(self.tensor_attrs)}"
                 self.tensor_attrs[path] = a
+                self.graph.constants[path] = a
                 self._attr_paths[id(a)] = path
             return self.graph.get_attr(path)
         return a
@@ -217,22 +218,5 @@ def symbolic_trace(root, concrete_args=None):
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)
     if isinstance(root, module_lib.Module):
-        name = type(root).__name__
-        owners = dict(tracer.tensor_attrs)
-        for node in graph.nodes:
-            if node.op in ("get_attr", "call_module") and node.target not in owners:
-                owners[node.target] = root.get_submodule(node.target) if node.op == \
-                    "call_module" else _attribute(root, node.target)
-    else:
-        name, owners = root.__name__, dict(tracer.tensor_attrs)
-    gm = GraphModule(owners, graph, name)
-    if isinstance(root, module_lib.Module):
-        gm.training = root.training
-    return gm
-
-
-def _attribute(root, path):
-    obj = root
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    return obj
+        return GraphModule(root, graph, type(root).__name__)
+    return GraphModule({}, graph, root.__name__)
