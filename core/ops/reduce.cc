@@ -278,8 +278,12 @@ std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
 Tensor ExtremeAll(const Tensor& x, bool is_max) {
   ONEFLOW_CHECK(x.numel() > 0, is_max ? "max" : "min", ": cannot reduce an empty tensor");
   Tensor flat = reshape(x, {-1});
+  // Without a gradient, no detached alias (nn.Graph's trace of a global tensor cannot replay
+  // one: clip_grad_norm_'s inf norm of sharded gradients reduces here).
+  if (!x.requires_grad() || !GradModeEnabled()) {
+    return is_max ? max(flat, 0).first : min(flat, 0).first;
+  }
   Tensor m = is_max ? max(flat.detach(), 0).first : min(flat.detach(), 0).first;
-  if (!x.requires_grad() || !GradModeEnabled()) return m;
   Tensor mask = to_dtype(eq(flat.detach(), m), x.dtype());
   Tensor w = div(mask, sum(mask));
   return add(m, sum(mul(sub(flat, flat.detach()), w)));

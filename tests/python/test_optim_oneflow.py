@@ -215,6 +215,36 @@ def test_optimizer_matches_oneflows_formula_eager_and_in_graph(name):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, err_msg=f"{name} {mode} step {t + 1}")
 
 
+class _ScaledGraph(TrainGraph):
+    def build(self, x):
+        loss = self.model() * x.sum()  # x = 1: the plain loss; x = inf: inf gradients
+        loss.backward()
+        return loss
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_optimizer_under_a_grad_scaler_in_graph(name):
+    # The loss is scaled by 2**10, the gradients unscaled before the update (exact in float64),
+    # and a step whose gradients hold inf is skipped: the parameters and the optimizer's state
+    # and step count stay, and the scale backs off. Then training goes on as the formula says.
+    make, np_step = CASES[name]
+    model = Quadratic()
+    opt = make(list(model.parameters()))
+    g = _ScaledGraph(model, opt)
+    scaler = flow.amp.GradScaler(init_scale=2.0 ** 10, growth_interval=1000)
+    g.set_grad_scaler(scaler)
+    ref = _reference(np_step, 3)
+    one = flow.ones(1, dtype=flow.float64)
+    g(one)
+    np.testing.assert_allclose(model.w.numpy(), ref[0], rtol=1e-9, atol=1e-11, err_msg=name)
+    g(flow.tensor([float("inf")], dtype=flow.float64))
+    np.testing.assert_allclose(model.w.numpy(), ref[0], rtol=1e-9, atol=1e-11, err_msg=f"{name} skipped")
+    assert scaler.get_scale() == 2.0 ** 9
+    for t in (1, 2):
+        g(one)
+        np.testing.assert_allclose(model.w.numpy(), ref[t], rtol=1e-9, atol=1e-11, err_msg=f"{name} {t + 1}")
+
+
 def test_graph_reads_a_new_learning_rate_without_recompiling():
     model = Quadratic()
     opt = optim.Adam(model.parameters(), lr=0.1)
@@ -291,6 +321,24 @@ def test_state_dict_keys_and_step_counts():
     assert sorted(state) == ["acc_delta", "square_avg", "step"] and state["step"].dtype == flow.float64
 
 
+def test_two_ranks_graph_clips_global_gradients_as_eager():
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "graph_clip_global.py"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = sorted(line.split("] ", 1)[-1] for line in r.stdout.splitlines() if line.endswith(" ok"))
+    assert lines == [f"rank {k} clip global ok" for k in range(2)]
+
+
+def test_two_ranks_each_optimizer_and_scheduler_match_numpy_eager_graph_and_zero():
+    # tests/python/dist/optim_numpy_2ranks.py: CASES and SCHEDULERS below, on 2 ranks.
+    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+               os.path.join(DIST, "optim_numpy_2ranks.py"), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    runs = 3 * len(CASES) - sum(name.startswith("lamb") for name in CASES) + 2 * len(SCHEDULERS)
+    lines = sorted(line.split("] ", 1)[-1] for line in r.stdout.splitlines() if line.endswith(" ok"))
+    assert lines == [f"rank {k} {runs} optimizer and scheduler runs match numpy ok" for k in range(2)]
+
+
 def test_two_ranks_zero_graph_equals_eager_for_each_optimizer():
     r = launch("--nproc_per_node", 2, "--master_port", free_port(),
                os.path.join(DIST, "graph_optim_zero.py"), timeout=300)
@@ -334,6 +382,21 @@ SCHEDULERS = {
         lambda o: L.WarmupLR(L.ExponentialLR(o, gamma=0.5), warmup_factor=0.2, warmup_iters=2,
                              warmup_method="constant", warmup_prefix=True),
         lambda b, t: b * 0.2 if t < 2 else b * 0.5 ** (t - 2)),
+    "warmup_from_optimizer_alias": (  # OneFlow's older name, warming up the optimizer's own lr
+        lambda o: L.WarmUpLR(o, warmup_factor=0.25, warmup_iters=4, warmup_method="linear"),
+        lambda b, t: b * 0.25 + (b - b * 0.25) * t / 4 if t < 4 else b),
+    "step": (lambda o: L.StepLR(o, step_size=2, gamma=0.5), lambda b, t: b * 0.5 ** (t // 2)),
+    "multistep": (lambda o: L.MultiStepLR(o, milestones=[1, 3], gamma=0.1),
+                  lambda b, t: b * 0.1 ** sum(m <= t for m in (1, 3))),
+    "linear": (lambda o: L.LinearLR(o, start_factor=0.2, end_factor=1.0, total_iters=4),
+               lambda b, t: b * (0.2 + 0.8 * min(t, 4) / 4)),
+    "cosine_annealing": (lambda o: L.CosineAnnealingLR(o, T_max=4, eta_min=0.05),
+                         lambda b, t: 0.05 + (b - 0.05) * (1 + math.cos(math.pi * t / 4)) / 2),
+    "lambda": (lambda o: L.LambdaLR(o, lr_lambda=lambda t: 1 / (t + 1)), lambda b, t: b / (t + 1)),
+    "multiplicative": (lambda o: L.MultiplicativeLR(o, lr_lambda=lambda t: 0.9), lambda b, t: b * 0.9 ** t),
+    "chained_constant_exponential": (  # OneFlow's chain: closed forms applied in turn
+        lambda o: L.ChainedScheduler([L.ConstantLR(o, factor=0.1, total_iters=2), L.ExponentialLR(o, gamma=0.9)]),
+        lambda b, t: b * (0.1 if t < 2 else 1) * 0.9 ** t),
 }
 
 
@@ -358,11 +421,33 @@ def test_scheduler_matches_oneflows_formula_eager_and_in_graph(name):
     for t in range(5):
         g(flow.zeros(1, dtype=flow.float64))
         w = w - want[t] * _grad(w)
-    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-9, err_msg=name)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-9, atol=1e-12, err_msg=name)
     assert len(g._compiled) == 1
 
 
 # ---------------------------------------------------------------- nn.Graph surface
+
+
+def test_chained_scheduler_refusals_and_state_dict():
+    p = nn.Parameter(flow.ones(1))
+    opt, other = optim.SGD([p], lr=1.0), optim.SGD([nn.Parameter(flow.ones(1))], lr=1.0)
+    with pytest.raises(ValueError) as info:
+        L.ChainedScheduler([L.ExponentialLR(opt, gamma=0.5), L.ExponentialLR(other, gamma=0.5)])
+    assert str(info.value) == ("ChainedScheduler: scheduler 1 (ExponentialLR) belongs to another "
+                               "optimizer than scheduler 0")
+    with pytest.raises(ValueError, match=r"^ChainedScheduler: scheduler 0 \(ReduceLROnPlateau\) has no "
+                                         "closed form"):
+        L.ChainedScheduler([L.ReduceLROnPlateau(opt)])
+    chain = L.ChainedScheduler([L.ConstantLR(opt, factor=0.5, total_iters=3), L.ExponentialLR(opt, gamma=0.5)])
+    for _ in range(2):
+        chain.step()
+    sd = chain.state_dict()
+    opt2 = optim.SGD([nn.Parameter(flow.ones(1))], lr=1.0)
+    chain2 = L.ChainedScheduler([L.ConstantLR(opt2, factor=0.5, total_iters=3), L.ExponentialLR(opt2, gamma=0.5)])
+    chain2.load_state_dict(sd)
+    chain.step()
+    chain2.step()
+    assert opt.param_groups[0]["lr"] == opt2.param_groups[0]["lr"] == 1.0 * 0.5 ** 3
 
 
 def test_depend_int32_targets_session_and_refusals():
@@ -464,3 +549,120 @@ def test_swa_utils_match_torch():
         h = flow.cat([avg.module[0](b) for b in batches]).numpy()
     np.testing.assert_allclose(avg.module[1].running_mean.numpy(), h.mean(0), rtol=1e-5, atol=1e-6)
     assert avg.module[1].momentum == 0.1 and avg.training  # momentum and mode restored
+
+
+# ---------------------------------------------------------------- OneFlow's step count
+
+
+class _TwoParams(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(flow.tensor(W0, dtype=flow.float64))
+        self.v = nn.Parameter(flow.tensor(W0[0], dtype=flow.float64))
+        self.c = flow.tensor(C, dtype=flow.float64)
+
+    def forward(self, with_v):
+        loss = (self.c * self.w * self.w).sum()
+        return loss + ((self.c * self.v * self.v).sum() if with_v else 0)
+
+
+def test_one_step_count_per_optimizer_as_oneflow():
+    # v has no gradient in the first step: OneFlow's Adam counts step() calls, so v's first
+    # update already uses t = 2 in its bias correction (PyTorch's per-parameter count: t = 1).
+    model = _TwoParams()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for with_v in (False, True, True):
+        opt.zero_grad()
+        model(with_v).backward()
+        opt.step()
+    w, sw, v, sv = W0.copy(), {}, W0[0].copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, sw, t)
+    for t in (2, 3):
+        v = np_adam(0.05)(v, sv, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10)
+    np.testing.assert_allclose(model.v.numpy(), v, rtol=1e-10)
+    v_pytorch, sv_pytorch = W0[0].copy(), {}
+    for t in (1, 2):  # PyTorch's count: v's own updates
+        v_pytorch = np_adam(0.05)(v_pytorch, sv_pytorch, t)
+    assert not np.allclose(model.v.numpy(), v_pytorch, rtol=1e-6)
+    # Both forms in the state dict: OneFlow's state["step"], PyTorch's per parameter.
+    sd = opt.state_dict()
+    assert sd["state"]["step"] == 3
+    assert [float(sd["state"][i]["step"]) for i in (0, 1)] == [3.0, 3.0]
+
+
+def _resumed_adam(state_of, count_key):
+    """Two Adam steps, a state dict rewritten by state_of, a fresh optimizer loading it, one
+    more step: the result against NumPy's three steps."""
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(2):
+        opt.zero_grad()
+        model().backward()
+        opt.step()
+    sd = opt.state_dict()
+    resumed = optim.Adam(model.parameters(), lr=0.05)
+    resumed.load_state_dict(state_of(sd))
+    model.w.grad = None
+    model().backward()
+    resumed.step()
+    w, s = W0.copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, s, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10, err_msg=count_key)
+    assert resumed.state_dict()["state"]["step"] == 3
+
+
+def test_state_dicts_of_oneflow_and_pytorch_form_both_resume():
+    # OneFlow's: one int count in state, none per parameter.
+    _resumed_adam(lambda sd: {"state": {0: {k: v for k, v in sd["state"][0].items() if k != "step"},
+                                        "step": 2},
+                              "param_groups": sd["param_groups"]}, "oneflow")
+    # PyTorch's: a float32 tensor per parameter, no optimizer count.
+    _resumed_adam(lambda sd: {"state": {0: dict(sd["state"][0], step=flow.tensor(2.0))},
+                              "param_groups": sd["param_groups"]}, "pytorch")
+
+
+def test_step_count_carries_from_graph_to_eager():
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    g = TrainGraph(model, opt)
+    for _ in range(2):
+        g(flow.zeros(1, dtype=flow.float64))
+    assert opt.state_dict()["state"]["step"] == 2
+    opt.zero_grad()
+    model().backward()
+    opt.step()
+    w, s = W0.copy(), {}
+    for t in (1, 2, 3):
+        w = np_adam(0.05)(w, s, t)
+    np.testing.assert_allclose(model.w.numpy(), w, rtol=1e-10)
+    assert opt.state_dict()["state"]["step"] == 3
+
+
+def test_our_state_dict_loads_into_pytorch_and_continues_alike():
+    # Both forms side by side: PyTorch reads the per-parameter step (and keeps OneFlow's "step"
+    # entry as an unknown key), and its next Adam step equals ours.
+    torch = pytest.importorskip("torch")
+    model = Quadratic()
+    opt = optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(2):
+        opt.zero_grad()
+        model().backward()
+        opt.step()
+    sd = opt.state_dict()
+    to_torch = lambda v: torch.tensor(v.numpy()) if isinstance(v, flow.Tensor) else v  # noqa: E731
+    theirs = {"state": {k: ({n: to_torch(t) for n, t in v.items()} if isinstance(v, dict) else v)
+                        for k, v in sd["state"].items()},
+              "param_groups": sd["param_groups"]}
+    w_t = torch.nn.Parameter(torch.tensor(model.w.numpy()))
+    opt_t = torch.optim.Adam([w_t], lr=0.05)
+    opt_t.load_state_dict(theirs)
+    (torch.tensor(C) * w_t * w_t).sum().backward()
+    opt_t.step()
+    opt.zero_grad()
+    model().backward()
+    opt.step()
+    np.testing.assert_allclose(model.w.numpy(), w_t.detach().numpy(), rtol=1e-10)
+    assert float(opt_t.state[w_t]["step"]) == 3.0

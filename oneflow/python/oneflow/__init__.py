@@ -73,5 +73,6 @@ from oneflow import linalg  # noqa: E402,F401
 from oneflow import special  # noqa: E402,F401
 
 from oneflow import framework  # noqa: E402,F401  (OneFlow's module paths: framework.tensor, ...)
+from oneflow import fx  # noqa: E402,F401  (symbolic tracing)
 
 __version__ = "0.1.0"

@@ -685,6 +685,60 @@ class WarmupLR(_ClosedFormLR):
             self.inner.load_state_dict(inner)
 
 
+WarmUpLR = WarmupLR  # OneFlow's older name, which it keeps as an alias
+
+
+class ChainedScheduler(_ClosedFormLR):
+    """OneFlow's chain: at each step the lr is the schedulers' closed forms applied in turn,
+    lr = s_n(... s_1(initial_lr, step) ..., step) (ConstantLR then ExponentialLR:
+    initial_lr * factor * gamma ** step while step < total_iters). Each scheduler must have a
+    closed form (as WarmupLR's); all must drive one optimizer."""
+
+    def __init__(self, schedulers):
+        if not isinstance(schedulers, (list, tuple)) or not schedulers:
+            raise ValueError(f"ChainedScheduler: expected a non-empty list of schedulers, got "
+                             f"{schedulers!r}")
+        optimizer = getattr(schedulers[0], "optimizer", None)
+        for i, scheduler in enumerate(schedulers):
+            if not isinstance(scheduler, LRScheduler) or not hasattr(scheduler, "_lr_at"):
+                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(scheduler).__name__}) has "
+                                 f"no closed form (lr as a function of the step); chain StepLR, "
+                                 f"MultiStepLR, CosineAnnealingLR, LinearLR or OneFlow's schedulers")
+            if scheduler.optimizer is not optimizer:
+                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(scheduler).__name__}) "
+                                 f"belongs to another optimizer than scheduler 0")
+        self.schedulers = list(schedulers)
+        for group in optimizer.param_groups:  # the schedulers' constructors set their own lr
+            group["lr"] = group["initial_lr"]
+        super().__init__(optimizer)
+
+    def _lr_at(self, base_lr, step):
+        for scheduler in self.schedulers:
+            base_lr = scheduler._lr_at(base_lr, step)
+        return base_lr
+
+    def step(self, epoch=None):
+        super().step(epoch)
+        for scheduler in self.schedulers:
+            scheduler.last_epoch = self.last_epoch
+            scheduler._last_lr = self._last_lr
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "schedulers")}
+        state["schedulers"] = [s.state_dict() for s in self.schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        schedulers = state_dict.pop("schedulers")
+        if len(schedulers) != len(self.schedulers):
+            raise ValueError(f"ChainedScheduler.load_state_dict: the state dict has "
+                             f"{len(schedulers)} schedulers, this chain has {len(self.schedulers)}")
+        self.__dict__.update(state_dict)
+        for scheduler, state in zip(self.schedulers, schedulers):
+            scheduler.load_state_dict(state)
+
+
 class MultiplicativeLR(LRScheduler):
     """lr *= lr_lambda(step) at each step after the first."""
 

@@ -6,8 +6,8 @@ and OneFlow's update rules.
     ckpt = opt.state_dict()          # {"state": {index: {...}}, "param_groups": [...]}
 
 Each step is one fused update op per parameter (core/optim.h) that reads the group's
-hyper-parameters (learning rate times OneFlow's lr_scale, betas, weight decay, ...) and the
-parameter's step count as 0-dim float64 tensors: the optimizer keeps those tensors and refills
+hyper-parameters (learning rate times OneFlow's lr_scale, betas, weight decay, ...) and a step
+count as 0-dim float64 tensors: the optimizer keeps those tensors and refills
 them when a group's value changes (a scheduler, a user's edit), so nn.Graph's trace of step()
 captures them like any state and a replay reads the new values. A subclass declares its update:
 
@@ -16,6 +16,13 @@ captures them like any state and a replay reads the new values. A subclass decla
     def _state_names(self, group): ...      # state tensors, in the op's order
     def _hyper_values(self, group): ...     # {name: value} of the group's hyper-parameters
     def _init_state(self, group, p, state, zeros): ...   # make missing state tensors
+
+Step counts are OneFlow's: one per optimizer, counting step() calls (a parameter that had no
+gradient in some steps still sees the optimizer's count at its next update, where PyTorch counts
+each parameter's own updates). The update op increments the count tensor it is given, so each
+parameter keeps its own count tensor, set to the optimizer's count before an update when it fell
+behind. state_dict() holds both forms: OneFlow's state["step"] (an int) and PyTorch's per
+parameter "step"; load_state_dict takes either (PyTorch's: the largest per-parameter count).
 
 Param-group keys: the optimizer's defaults, "params", OneFlow's "lr_scale" (nn.Graph only, as
 OneFlow) and "clip_grad_max_norm"/"clip_grad_norm_type" (applied by clip_grad(), and by nn.Graph
@@ -104,9 +111,14 @@ class _IdentityDict:
 def _step_value_tensor(p, value):
     """A step count of any form (an int, PyTorch's float32 tensor) as the 0-dim float64 tensor
     the update ops count in."""
+    return _scalar_like(p, _step_value(value))
+
+
+def _step_value(value):
+    """A step count of any form (an int, a tensor, global or local) as a float."""
     if isinstance(value, flow.Tensor):
-        value = value.item() if not value.is_global else value.to_local().item()
-    return _scalar_like(p, float(value))
+        return (value.to_local() if value.is_global else value).item()
+    return float(value)
 
 
 def _identity_dict_from_items(items):
@@ -170,6 +182,10 @@ class Optimizer:
                 "got a single Tensor"
             )
         self._hyper = {}  # (id(group), place) -> (group, {name: [value, 0-dim tensor]})
+        # OneFlow's one count per optimizer: step() calls so far (None: after nn.Graph replays,
+        # read back from the count tensors), and what each parameter's count tensor holds.
+        self._step_count = 0
+        self._param_counts = {}  # id(p) -> the value of state[p]["step"], where known
         param_groups = list(params)
         # An empty list is one group without parameters (as OneFlow accepts it).
         if len(param_groups) == 0 or not isinstance(param_groups[0], dict):
@@ -304,12 +320,16 @@ class Optimizer:
         """State and hyper-parameter tensors made before a trace, so that nn.Graph's plan holds
         them. params_zeros: {id(p): zeros function} for parameters whose state is laid out
         otherwise (ZeRO's shards)."""
+        count = self._count()
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state.setdefault(p, {})
                 zeros = params_zeros.get(id(p)) or (lambda p=p: flow.zeros_like(p))
                 self._init_all(group, p, state, zeros)
+                self._sync_step(p, state, count)
                 self._hypers(group, p)
+        # The plan's replays advance the count tensors on the device: read them back when needed.
+        self._step_count, self._param_counts = None, {}
 
     def _init_all(self, group, p, state, zeros):
         self._init_state(group, p, state, zeros)
@@ -320,11 +340,31 @@ class Optimizer:
             elif not (isinstance(step, flow.Tensor) and step.dtype == flow.float64):
                 state["step"] = _step_value_tensor(p, step)  # an int, or PyTorch's tensor
 
+    def _count(self):
+        """The optimizer's step count (before the step running now)."""
+        if self._step_count is None:
+            counts = [v["step"] for v in self.state.values()
+                      if isinstance(v, dict) and isinstance(v.get("step"), flow.Tensor)]
+            self._step_count = int(max((_step_value(t) for t in counts), default=0))
+        return self._step_count
+
+    def _sync_step(self, p, state, count):
+        """Sets p's count tensor to the optimizer's count where it may differ from it (the
+        host knows what each count tensor holds until nn.Graph's replays advance them)."""
+        if not self._counts_steps:
+            return
+        if self._param_counts.get(id(p)) != count:
+            with flow.no_grad():
+                state["step"].fill_(float(count))
+        self._param_counts[id(p)] = count + 1  # the update op increments it
+
     def _update(self, group, p, grad):
         state = self.state.setdefault(p, {})
         self._init_all(group, p, state, lambda: flow.zeros_like(p))
         tensors = [p, grad] + [state[k] for k in self._state_names(group)]
         if self._counts_steps:
+            if not self._in_graph:  # nn.Graph: _prepare synced the counts before the trace
+                self._sync_step(p, state, self._count())
             tensors.append(state["step"])
         tensors += self._hypers(group, p)
         flow._C.optim_update_(self._op, tensors, self._flags(group))
@@ -359,6 +399,7 @@ class Optimizer:
             self._init_all(group, p, state, lambda p=p: flow.zeros_like(p))
             tensors += [p, p.grad] + [state[k] for k in self._state_names(group)]
             if self._counts_steps:
+                self._sync_step(p, state, self._count())  # (eager only: see _multi_key)
                 tensors.append(state["step"])
         tensors += self._hypers(group, params[0])
         flow._C.optim_update_multi_(self._op, tensors, len(params), self._flags(group))
@@ -374,6 +415,7 @@ class Optimizer:
     def step(self, closure=None):
         """One update of every parameter with a gradient (under no_grad)."""
         loss = self._run_closure(closure)
+        count = None if self._in_graph else self._count()
         with flow.no_grad():
             for group in self.param_groups:
                 buckets = {}
@@ -387,6 +429,8 @@ class Optimizer:
                         buckets.setdefault(key, []).append(p)
                 for params in buckets.values():
                     self._multi(group, params)
+        if count is not None:
+            self._step_count = count + 1  # every step() counts, as OneFlow's state["step"]
         return loss
 
     def zero_grad(self, set_to_none=True):
@@ -419,7 +463,15 @@ class Optimizer:
             packed["params"] = [index_of[id(p)] for p in group["params"]]
             groups.append(packed)
         # State of tensors that are no longer in any group is dropped, as it has no index.
-        state = {index_of[id(p)]: value for p, value in self.state.items() if id(p) in index_of}
+        count = self._count()
+        state = {}
+        for p, value in self.state.items():
+            if id(p) in index_of:
+                if isinstance(value, dict) and isinstance(value.get("step"), flow.Tensor):
+                    self._sync_step(p, value, count)  # PyTorch's per-parameter form
+                    self._param_counts[id(p)] = count
+                state[index_of[id(p)]] = value
+        state["step"] = count  # OneFlow's form: one count per optimizer
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
@@ -461,7 +513,14 @@ class Optimizer:
             return value
 
         state = _IdentityDict()
-        for index, value in state_dict["state"].items():
+        saved_state = dict(state_dict["state"])
+        count = saved_state.pop("step", None)  # OneFlow's; else PyTorch's per-parameter counts
+        if isinstance(count, flow.Tensor):
+            count = _step_value(count)
+        if count is None:
+            count = max((_step_value(v["step"]) for v in saved_state.values()
+                         if isinstance(v, dict) and "step" in v), default=0)
+        for index, value in saved_state.items():
             if index in param_of:
                 param = param_of[index]
                 state[param] = cast(param, value)
@@ -476,3 +535,4 @@ class Optimizer:
         self.state = state
         self.param_groups = new_groups
         self._hyper = {}  # the groups are new dicts: their tensors are made again
+        self._step_count, self._param_counts = int(count), {}

@@ -53,6 +53,11 @@ class RemovableHandle:
         self.remove()
 
 
+# oneflow.fx's tracer while it traces (fx/tracer.py): module calls go to it, to become graph
+# nodes, instead of running forward.
+_module_call_hooks = []
+
+
 class Module:
     training: bool
 
@@ -74,6 +79,8 @@ class Module:
     # ---- calling ----
 
     def __call__(self, *args, **kwargs):
+        if _module_call_hooks:
+            return _module_call_hooks[-1](self, args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
