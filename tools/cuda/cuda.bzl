@@ -11,7 +11,7 @@ Without CUDA (see cuda_configure.bzl) the library is empty.
 """
 
 load("@local_config_cuda//:defs.bzl", "CUDA_ENABLED", "CUDA_PATH")
-load("//tools/cuda:cu_headers.bzl", "CU_HEADERS")
+load("//tools/cuda:cu_headers.bzl", "INCLUDES")
 
 NVCC_FLAGS = [
     "-std=c++17",
@@ -37,19 +37,38 @@ _CHECK_DEPS = (
     "exit 1;; esac; done"
 )
 
+def _headers_of(path):
+    """The workspace headers path reaches through its includes (INCLUDES, followed)."""
+    seen = {}
+    todo = list(INCLUDES[path])
+    for _ in range(len(INCLUDES)):  # each round takes the files one include deeper
+        if not todo:
+            break
+        next_todo = []
+        for f in todo:
+            if f not in seen:
+                seen[f] = True
+                next_todo += INCLUDES.get(f, [])
+        todo = next_todo
+    return sorted(seen.keys())
+
 def cuda_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
     objs = []
     if CUDA_ENABLED:
         package = native.package_name()
-        scanned = CU_HEADERS.get(package, {})
         for src in srcs:
-            if src not in scanned:
-                fail("cuda_library %s: %s/%s is not in tools/cuda/cu_headers.bzl: run " % (name, package, src) +
+            path = "%s/%s" % (package, src)
+            if path not in INCLUDES:
+                fail("cuda_library %s: %s is not in tools/cuda/cu_headers.bzl: run " % (name, path) +
                      "python3 tools/cuda/scan_cu_headers.py")
             stem = src[:-len(".cu")].replace("/", "_")
             obj = "_cuda_objs/%s/%s.pic.o" % (name, stem)
-            headers = scanned[src]
-            declared = " ".join(["%s/%s" % (package, h) for h in headers])
+            reached = _headers_of(path)
+            for h in reached:
+                if not h.startswith(package + "/"):
+                    fail("cuda_library %s: %s includes %s, outside package %s" % (name, path, h, package))
+            headers = [h[len(package) + 1:] for h in reached]
+            declared = " ".join(reached)
             native.genrule(
                 name = "%s_%s_nvcc" % (name, stem),
                 srcs = [src] + headers,
@@ -58,7 +77,7 @@ def cuda_library(name, srcs = [], hdrs = [], deps = [], **kwargs):
                     CUDA_PATH,
                     " ".join(NVCC_FLAGS),
                     src,
-                    _CHECK_DEPS % ("%s/%s" % (package, src), declared, src),
+                    _CHECK_DEPS % (path, declared, src),
                 ),
                 message = "nvcc %s" % src,
             )
