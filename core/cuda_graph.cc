@@ -4,6 +4,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/functional.h"
+#include "core/ops/random_state.h"
 
 namespace oneflow {
 
@@ -22,11 +23,6 @@ class CaptureTracer : public Tracer {
   void OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs,
             const std::vector<Tensor>& outputs) override {
     const std::string what = StrCat("op '", op.name, "'");
-    if (attrs.Has("seed") && attrs.Has("offset")) {
-      throw Error(StrCat("cuda graph capture: ", what, " draws random numbers, and a captured ",
-                         "graph would replay the same ones (the generator's state is not on the ",
-                         "device yet); draw them outside the capture"));
-    }
     if (HostOnly(inputs, outputs)) return;  // host work (a host tensor made): not captured
     Check(what, inputs, outputs);
     if (!record_) return;
@@ -145,6 +141,8 @@ CudaGraph* CurrentCapture() { return t_capture; }
 
 bool CudaGraph::CaptureRuns() { return FakeCuda(); }
 
+CudaGraph::CudaGraph() = default;
+
 CudaGraph::~CudaGraph() {
   try {
     Reset();
@@ -167,6 +165,19 @@ void CudaGraph::CaptureBegin(int index, PoolId pool, bool eager) {
   } else {
     a.RetainPool(index, pool);
   }
+  if (eager) {
+    // Random ops read the generator's seed and base from the device (kept by the graph when the
+    // capture drew numbers): each replay then draws eager's next numbers. Made before the
+    // capture: writing the state is a host copy, and its memory outlives the graph's pool.
+    try {
+      rng_ = std::make_unique<RngCapture>(Device::CUDA(index));
+      rng_->Begin();
+    } catch (...) {
+      rng_.reset();
+      a.ReleasePool(index, pool);
+      throw;
+    }
+  }
   pool_ = pool;
   index_ = index;
   a.BeginAllocateToPool(index, pool_);
@@ -177,6 +188,8 @@ void CudaGraph::CaptureBegin(int index, PoolId pool, bool eager) {
       a.EndAllocateToPool(index, pool_);
       a.ReleasePool(index, pool_);
       pool_ = 0;
+      if (rng_) rng_->End();
+      rng_.reset();
       throw;
     }
   }
@@ -193,6 +206,10 @@ void CudaGraph::CaptureEnd() {
   if (tracer_) {
     SetTracer(nullptr);
     tracer_.reset();
+  }
+  if (rng_) {
+    rng_->End();
+    if (rng_->draws() == 0) rng_.reset();
   }
   t_capture = nullptr;
   capturing_ = false;
@@ -213,6 +230,10 @@ void CudaGraph::CaptureAbort() {
   if (tracer_) {
     SetTracer(nullptr);
     tracer_.reset();
+  }
+  if (rng_) {
+    rng_->End();
+    rng_.reset();
   }
   t_capture = nullptr;
   capturing_ = false;
@@ -235,8 +256,17 @@ void CudaGraph::Replay() {
   ONEFLOW_CHECK(captured_, "cuda graph: replay() before a capture ended");
   ONEFLOW_CHECK(t_capture == nullptr,
                 "cuda graph: replay() inside another capture is not supported");
+  if (rng_) rng_->PrepareReplay();  // the captured random ops draw eager's next numbers
   if (CaptureRuns()) {
-    for (const Launch& l : launches_) l.Run();
+    // The recorded ops read the moved base as the captured kernels do.
+    if (rng_) rng_->BeginReplay();
+    try {
+      for (const Launch& l : launches_) l.Run();
+    } catch (...) {
+      if (rng_) rng_->End();
+      throw;
+    }
+    if (rng_) rng_->End();
     return;
   }
   g_runtime->launch(exec_, index_);
@@ -248,6 +278,7 @@ void CudaGraph::Reset() {
     return;
   }
   launches_.clear();
+  rng_.reset();
   captured_ = false;
   if (exec_) {
     void* exec = exec_;

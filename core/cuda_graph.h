@@ -51,6 +51,8 @@ bool SameMemory(const Tensor& a, const Tensor& b);
 
 // One unit of recorded work: `run` redone on `inputs`; each result that is not already in the
 // matching output's memory is copied there.
+class RngCapture;  // core/ops/random_state.h
+
 struct Launch {
   std::string name;
   StepFn run;
@@ -60,7 +62,7 @@ struct Launch {
 
 class CudaGraph {
  public:
-  CudaGraph() = default;
+  CudaGraph();
   ~CudaGraph();
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
@@ -68,8 +70,9 @@ class CudaGraph {
   // Begins capturing this thread's work on CUDA device `index`; its allocations come from
   // `pool` (0: a new private pool; else one from CudaAllocator().NewPool, shared). With
   // `eager`, every op call and step of this thread is checked (and recorded on the stand-in
-  // device): a random op, a host read or write of device memory, a copy between devices and a
-  // global tensor fail with one line naming it. REQUIRES: not captured yet.
+  // device): a host read or write of device memory, a copy between devices and a global tensor
+  // fail with one line naming it; random ops read the generator's state from the device, so each
+  // replay draws the numbers eager code would draw in its place. REQUIRES: not captured yet.
   void CaptureBegin(int index, PoolId pool, bool eager);
   void CaptureEnd();
   // Ends a capture that failed: nothing is kept but the pool. Never throws.
@@ -98,6 +101,7 @@ class CudaGraph {
   void* exec_ = nullptr;  // the instantiated graph on a GPU
   std::vector<Launch> launches_;
   std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<RngCapture> rng_;  // an eager capture that drew random numbers
 };
 
 // The graph capturing on this thread (null when none).

@@ -77,6 +77,7 @@ CudaGraphReplay::~CudaGraphReplay() {
 
 void CudaGraphReplay::Drop() {
   items_.clear();  // the graphs first: they hold the pool too
+  rng_.reset();
   static_inputs_.clear();
   constants_.clear();
   static_outputs_.clear();
@@ -148,6 +149,21 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
       constants_.push_back(out[j]);
     }
   }
+
+  // Random ops read their seed and base from rng's device tensor from here on (the draws equal
+  // eager's); its memory is the default pool's (it outlives a failed capture's pool).
+  std::unique_ptr<RngCapture> rng;
+  {
+    CachingAllocator::DefaultPoolScope eager(&a, index_);
+    rng = std::make_unique<RngCapture>(Device::CUDA(index_));
+  }
+  rng->Begin();
+  struct EndRng {  // on an error
+    RngCapture* r;
+    ~EndRng() {
+      if (r) r->End();
+    }
+  } end_rng{rng.get()};
 
   std::unique_ptr<CudaGraph> open;
   size_t open_first = 0, open_guard = 0, next_guard = 0;
@@ -265,7 +281,7 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
         std::vector<int64_t>* offsets = &offsets_;
         open->Record({step.name,
                       [plan, i, offsets](const std::vector<Tensor>& x) {
-                        return plan->RunStep(i, x, *offsets);
+                        return plan->RunStep(i, x, *offsets, /*redraw=*/false);
                       },
                       FixedHandles(in), FixedHandles(out)});
       }
@@ -283,7 +299,7 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
         // tensor is in no pool.
         item.launch = {step.name,
                        [plan, i, offsets](const std::vector<Tensor>& x) {
-                         return plan->RunStep(i, x, *offsets);
+                         return plan->RunStep(i, x, *offsets, /*redraw=*/false);
                        },
                        in, out};
         item.first = i;
@@ -298,10 +314,13 @@ std::vector<Tensor> CudaGraphReplay::Capture(const std::vector<Tensor>& inputs) 
   }
   std::vector<Tensor> result;
   for (int s : p.output_slots_) result.push_back(v[s]);
+  end_rng.r = nullptr;
+  rng->End();
   if (capturing) {
     static_outputs_ = result;
     captured_ = true;
     skipped_captures_ = 0;
+    if (rng->draws() > 0) rng_ = std::move(rng);
   } else {
     static_inputs_.clear();
     if (pool_) {
@@ -322,6 +341,20 @@ std::vector<Tensor> CudaGraphReplay::Run(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!SameMemory(inputs[i], static_inputs_[i])) fn::copy_(static_inputs_[i], inputs[i]);
   }
+  // The captured random ops draw what eager code would draw now: the base moves to the
+  // generator's offset, which moves past them; the steps run outside the graphs (and on the
+  // stand-in device, the graphs' own) read the same state.
+  struct ReplayRng {
+    RngCapture* r;
+    explicit ReplayRng(RngCapture* rng) : r(rng) {
+      if (!r) return;
+      r->PrepareReplay();
+      r->BeginReplay();
+    }
+    ~ReplayRng() {
+      if (r) r->End();
+    }
+  } replay_rng(rng_.get());
   for (size_t k = 0; k < items_.size();) {
     Item& item = items_[k];
     if (item.graph) {

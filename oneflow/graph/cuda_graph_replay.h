@@ -1,12 +1,15 @@
 // nn.Graph's replay through CUDA graphs (config.enable_cuda_graph): one replay of the plan is
 // captured, and later replays copy their inputs into the plan's fixed input buffers and launch
-// what was captured. Steps a graph cannot hold (a random op while the generator's state lives on
-// the host, a copy between host and device) and the host reads of guards (the GradScaler's skip)
-// split the capture: the runs of steps between them are graphs, and each such step runs on its
-// own between them, on the same memory. Steps that only make constants (a Python number made a
-// tensor on the host and copied to the device) run once, at the capture, and their buffers are
-// kept. Everything the capture allocates comes from one private
-// pool of the caching allocator, which the replay keeps until it is destroyed.
+// what was captured. Random ops are captured too: while the replay captures, and during each later
+// replay, an RngCapture (core/ops/random_state.h) is active, so their kernels read the
+// generator's seed and base offset from a device tensor that each replay moves on (a device add,
+// no host wait): every replay draws fresh numbers, the ones eager code would have drawn in its
+// place. Steps a graph cannot hold (a copy between host and device) and the host reads of guards
+// (the GradScaler's skip) split the capture: the runs of steps between them are graphs, and each
+// such step runs on its own between them, on the same memory. Steps that only make constants (a
+// Python number made a tensor on the host and copied to the device) run once, at the capture, and
+// their buffers are kept. Everything the capture allocates comes from one private pool of the
+// caching allocator, which the replay keeps until it is destroyed.
 //
 // Outputs are the same tensors on every replay and hold the latest replay's values (as with
 // PyTorch's CUDA graphs): copy what must outlive the next replay.
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "core/cuda_graph.h"
+#include "core/ops/random_state.h"
 #include "oneflow/graph/plan.h"
 
 namespace oneflow {
@@ -69,7 +73,9 @@ class CudaGraphReplay {
   PoolId pool_ = 0;
   std::vector<Item> items_;
   std::vector<Tensor> static_inputs_, static_outputs_;
-  std::vector<int64_t> offsets_;  // each random step's offset this replay
+  std::vector<int64_t> offsets_;  // each random step's offset in the captured replay
+  // The random ops' device-side seed and base (set when the capture drew random numbers).
+  std::unique_ptr<RngCapture> rng_;
   bool captured_ = false;
   int skipped_captures_ = 0;
 };

@@ -293,11 +293,6 @@ void GraphPlan::OnOp(const OpDef& op, const std::vector<Tensor>& inputs, const A
     } else if (same == draws_at_.end() && step.draws > 0) {
       draws_at_.emplace_back(key, static_cast<int>(steps_.size()));
     }
-    if (step.draws > 0) {
-      step.no_capture =
-          "draws random numbers (the generator's seed and offset are not on the device yet, so a "
-          "graph would replay the same ones)";
-    }
   }
   if (global::LastDecision() && step.layout.empty()) {
     for (const Tensor& t : inputs) {
@@ -524,7 +519,7 @@ std::vector<Tensor> GraphPlan::Replay(const std::vector<Tensor>& inputs) {
 }
 
 std::vector<Tensor> GraphPlan::RunStep(size_t i, const std::vector<Tensor>& in,
-                                       std::vector<int64_t>& offsets) const {
+                                       std::vector<int64_t>& offsets, bool redraw) const {
   const Step& step = steps_[i];
   profiler::Range prof(profiler::Kind::kGraphStep, step.name);
   std::vector<Tensor> out;
@@ -535,8 +530,11 @@ std::vector<Tensor> GraphPlan::RunStep(size_t i, const std::vector<Tensor>& in,
   } else if (step.draws >= 0) {
     Attrs a = step.attrs;
     a.Set("seed", static_cast<int64_t>(fn::initial_seed()));
-    offsets[i] = step.same_draws_as >= 0 ? offsets[step.same_draws_as]
-                                         : static_cast<int64_t>(fn::generator_advance(step.draws));
+    if (step.same_draws_as >= 0) {
+      offsets[i] = offsets[step.same_draws_as];
+    } else if (redraw) {
+      offsets[i] = static_cast<int64_t>(fn::generator_advance(step.draws));
+    }
     a.Set("offset", offsets[i]);
     out = RunOp(*step.op, in, a);
   } else {

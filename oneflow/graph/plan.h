@@ -114,8 +114,8 @@ class GraphPlan : public Tracer {
     // A contiguous copy of a tensor nothing reads afterwards (autograd's copy of a gradient
     // that the trace itself kept alive): the replay passes the input on instead.
     bool copy_of_contiguous = false, alias = false;
-    // Why a CUDA graph cannot hold this step (empty when it can): it draws random numbers, it
-    // works on global tensors, it moves data between devices.
+    // Why a CUDA graph cannot hold this step (empty when it can): it works on global tensors,
+    // it moves data between devices.
     std::string no_capture;
   };
   struct Guard {
@@ -129,9 +129,11 @@ class GraphPlan : public Tracer {
     std::string layout;  // placement and nd_sbp of a global input
   };
 
-  // Runs step i on its inputs (its random offsets this replay in offsets).
+  // Runs step i on its inputs. A random step reserves its counters from the generator and
+  // notes their offset in offsets[i] (redraw), or reuses offsets[i] (a CUDA graph's replay of a
+  // captured step: its RngCapture moved the base instead, random_state.h).
   std::vector<Tensor> RunStep(size_t i, const std::vector<Tensor>& in,
-                              std::vector<int64_t>& offsets) const;
+                              std::vector<int64_t>& offsets, bool redraw = true) const;
   std::vector<Tensor> PlainReplay(const std::vector<Tensor>& inputs);
   // A guard's flag (one element) is zero: a host read, a wait for the device on a GPU.
   static bool FlagIsZero(const Tensor& flag);
