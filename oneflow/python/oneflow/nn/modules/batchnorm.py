@@ -11,19 +11,12 @@ from oneflow.nn.modules.module import Module
 from oneflow.nn.parameter import Parameter
 
 
-class _BatchNorm(Module):
-    _expected_dims = ()
+class _NormBase(Module):
+    """What batch and instance norms hold (PyTorch's _NormBase): weight and bias when affine,
+    running_mean / running_var / num_batches_tracked when tracking running statistics."""
 
-    def __init__(
-        self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        device=None,
-        dtype=None,
-    ):
+    def __init__(self, num_features, eps, momentum, affine, track_running_stats, device=None,
+                 dtype=None):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -58,6 +51,14 @@ class _BatchNorm(Module):
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
+
+
+class _BatchNorm(_NormBase):
+    _expected_dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def _check_input_dim(self, input):
         if input.dim() not in self._expected_dims:

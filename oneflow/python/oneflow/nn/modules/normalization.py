@@ -10,6 +10,7 @@ import oneflow as flow
 from oneflow._api_util import _check_tensor_size, _int_arg
 from oneflow.nn import functional as F
 from oneflow.nn import init
+from oneflow.nn.modules.batchnorm import _NormBase
 from oneflow.nn.modules.module import Module
 from oneflow.nn.parameter import Parameter
 
@@ -93,28 +94,12 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     _dims = 3
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(flow.ones(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(flow.zeros(num_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", flow.zeros(num_features, dtype=dtype, device=device))
-            self.register_buffer("running_var", flow.ones(num_features, dtype=dtype, device=device))
-            self.register_buffer("num_batches_tracked", flow.tensor(0, dtype=flow.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input):
         if input.dim() not in (self._dims, self._dims - 1):
