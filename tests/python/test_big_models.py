@@ -137,3 +137,48 @@ def test_gpt_created_shard_by_shard_on_four_ranks():
         if parallel != "zero":  # zero keeps the weights broadcast (its optimizer state is split)
             assert shard < whole / 1.9, (rank, create, parallel, shard, whole)
         assert peak <= 1.3 * shard + 50e6 / 2**20, (rank, create, parallel, peak, shard)
+
+
+# Every route of the boxing table on 4 ranks (tests/python/dist/boxing_memory.py): one launch,
+# one test per route. The names are the script's "(sbp)placement->(sbp)placement" labels.
+_BOXING_ROUTES = [
+    "(split(dim=0))4->(broadcast)4", "(split(dim=1))4->(broadcast)4",
+    "(partial_sum)4->(broadcast)4", "(broadcast)4->(split(dim=0))4",
+    "(broadcast)4->(split(dim=1))4", "(partial_sum)4->(split(dim=0))4",
+    "(partial_sum)4->(split(dim=1))4", "(split(dim=0))4->(split(dim=1))4",
+    "(split(dim=1))4->(split(dim=0))4", "(broadcast)4->(partial_sum)4",
+    "(split(dim=0))4->(partial_sum)4", "(split(dim=1))4->(partial_sum)4",
+    "(split(dim=0),split(dim=1))2x2->(split(dim=1),split(dim=0))2x2",
+    "(split(dim=0),split(dim=0))2x2->(broadcast,split(dim=0))2x2",
+    "(split(dim=0),split(dim=1))2x2->(split(dim=0),broadcast)2x2",
+    "(partial_sum,split(dim=1))2x2->(split(dim=0),split(dim=1))2x2",
+    "(broadcast,broadcast)2x2->(split(dim=1),split(dim=0))2x2",
+    "(split(dim=0))[0,1]->(split(dim=0))[2,3]", "(split(dim=0))4->(split(dim=1))[0,1]",
+    "(broadcast)[0,1]->(split(dim=0))4", "(partial_sum)4->(split(dim=0))[0,1]",
+    "(split(dim=1))4->(broadcast)[2,3]", "(split(dim=0),split(dim=1))2x2->(split(dim=1))4",
+    "(split(dim=0))4->(split(dim=1),split(dim=0))2x2",
+]
+
+
+@pytest.fixture(scope="module")
+def boxing_memory_run():
+    r = launch("--nproc_per_node", 4, "--master_port", free_port(),
+               os.path.join(DIST, "boxing_memory.py"), timeout=300)
+    return r
+
+
+@pytest.mark.parametrize("route", _BOXING_ROUTES)
+def test_boxing_route_peak_memory_within_its_shard_on_four_ranks(boxing_memory_run, route):
+    """Each rank's peak rise during the change <= 1.3x its result shard (0.3x its source shard
+    on a rank outside the destination), and the values are right."""
+    import re
+
+    r = boxing_memory_run
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = re.findall(r"rank (\d) route " + re.escape(route) + r": peak (\d+) bytes, result "
+                       r"shard (\d+) bytes, source shard (\d+) bytes", r.stdout)
+    assert sorted(int(k) for k, *_ in lines) == [0, 1, 2, 3], (route, r.stdout[-2000:])
+    for rank, peak, shard, source in lines:
+        peak, shard, source = int(peak), int(shard), int(source)
+        bound = 1.3 * shard if shard else 0.3 * source
+        assert peak <= bound, f"rank {rank} {route}: peak {peak} bytes, shard {shard} bytes"
