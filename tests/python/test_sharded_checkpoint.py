@@ -138,7 +138,7 @@ def test_tp4_checkpoint_into_zero_on_two_ranks_reads_each_byte_once(tmp_path):
     """4 MiB weights saved split over 4 ranks, loaded into a ZeRO layout on ranks [0, 1]
     (weights broadcast, moments split): the ranks together read every byte of the shard files
     exactly once, ranks 2 and 3 none, and per tensor no rank's peak (oneflow.cpu, and resident
-    memory) rises above 1.3x its shard plus one 64 KiB staging floor."""
+    memory) rises above 1.3x its shard (plus fixed floors for tiny tensors)."""
     import re
 
     r = run(4, "sharded_ckpt_zero.py", str(tmp_path))
@@ -153,8 +153,10 @@ def test_tp4_checkpoint_into_zero_on_two_ranks_reads_each_byte_once(tmp_path):
     for k, key, read, shard, peak, resident in loads:
         read, shard, peak, resident = int(read), int(shard), int(peak), int(resident)
         assert read <= shard, (k, key, read, shard)
-        bound = 1.3 * shard + (64 << 10)
-        assert peak <= bound and resident <= bound, (k, key, shard, peak, resident)
+        # oneflow.cpu: one 64 KiB staging floor; resident memory: 1 MiB for the interpreter's
+        # own pages (a numpy assembly of the 4 MiB weights would add 8 MiB and more)
+        assert peak <= 1.3 * shard + (64 << 10), (k, key, shard, peak)
+        assert resident <= 1.3 * shard + (1 << 20), (k, key, shard, resident)
         if key.startswith("w_") and shard:
             assert peak <= 1.3 * shard, (k, key, shard, peak)
 
