@@ -185,3 +185,32 @@ assert rise <= (1.3 * 2 * MIB if rank < 2 else 64 << 10), \
     f"rank {rank}: loading a 2 MiB shard allocated {rise} bytes"
 same(w.numpy(), x.numpy(), "sharded load into another layout")
 print(f"rank {rank} layout changes and sharded checkpoints peak memory ok", flush=True)
+
+# Global meta tensors deduce what real ones compute: the same shapes, dtypes, SBPs and local
+# shapes for each op, with no memory and no communication.
+def meta_like(t):
+    return flow.empty(*t.shape, dtype=t.dtype, placement=t.placement, sbp=t.sbp, device="meta")
+
+
+CASES = [
+    ("matmul S0 x B", lambda a, b: a @ b, [(ALL, S(0), (8, 6)), (ALL, B, (6, 5))]),
+    ("matmul S1 x S0", lambda a, b: a @ b, [(ALL, S(1), (8, 6)), (ALL, S(0), (6, 5))]),
+    ("matmul S0 x S1", lambda a, b: a @ b, [(ALL, S(0), (8, 6)), (ALL, S(1), (6, 5))]),
+    ("add B + S1", lambda a, b: a + b, [(ALL, B, (7, 5)), (ALL, S(1), (7, 5))]),
+    ("sum S0", lambda a: a.sum(0), [(ALL, S(0), (8, 6))]),
+    ("softmax S1", lambda a: a.softmax(-1), [(ALL, S(1), (8, 6))]),
+    ("mesh linear", lambda a, w: F.linear(a, w),
+     [(MESH, (S(0), B), (8, 6)), (MESH, (B, S(0)), (4, 6))]),
+    ("to S0 -> S1", lambda a: a.to_global(sbp=S(1)), [(ALL, S(0), (7, 5))]),
+]
+for what, op, specs in CASES:
+    reals = [flow.randn(*shape, placement=pl, sbp=sbp) for pl, sbp, shape in specs]
+    real = op(*reals)
+    before = flow.cpu.memory_allocated()
+    meta = op(*[meta_like(r) for r in reals])
+    assert flow.cpu.memory_allocated() - before == 0, what
+    assert meta.is_meta and meta.is_global, what
+    assert (tuple(meta.shape), meta.dtype, meta.sbp, meta.placement) == \
+        (tuple(real.shape), real.dtype, real.sbp, real.placement), (what, meta.sbp, real.sbp)
+    assert tuple(meta.to_local().shape) == tuple(real.to_local().shape), what
+print(f"rank {rank} global meta deduction ok", flush=True)
