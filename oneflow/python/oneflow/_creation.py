@@ -43,9 +43,24 @@ def _no_pinning(op, pin_memory):
                          f"which this build does not provide; pass pin_memory=False")
 
 
+def _window_of(data):
+    """Under a global build (flow.tensor(..., placement=, sbp=)), a numpy array's or a local
+    tensor's part that this rank holds (a view: only it is converted); data otherwise (nested
+    lists are converted whole, then sliced)."""
+    is_array = type(data).__module__ == "numpy" and hasattr(data, "shape")
+    if not (is_array or (isinstance(data, Tensor) and not data.is_global)):
+        return data
+    window = _C.take_shard_window([builtins.int(n) for n in data.shape])
+    if window is None:
+        return data
+    start, shape = window
+    return data[tuple(builtins.slice(b, b + n) for b, n in zip(start, shape))]
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None,
            pin_memory=False):
     _no_pinning("flow.tensor", pin_memory)
+    data = _window_of(data)
     try:
         t = _C.tensor(data, dtype, device, False)
     except Exception:
@@ -166,7 +181,9 @@ def hann_window(window_length, periodic=True, *, dtype=None, device=None, requir
         return _finish(_C.full([n], 1.0, dtype, device), requires_grad)
     denom = n if periodic else n - 1
     i = _C.arange(0.0, builtins.float(n), 1.0, _C.float64, None)
-    values = (0.5 - 0.5 * _C.cos(i * (2 * math.pi) / denom)).to(dtype)
+    # in place (the same roundings as 0.5 - 0.5 * cos(i * 2 pi / N)): under a placement i is
+    # this rank's shard, and float64 temporaries are what a rank holds beyond its result
+    values = i.mul_(2 * math.pi).div_(denom).cos_().mul_(-0.5).add_(0.5).to(dtype)
     return _finish(values if device is None else values.to(device), requires_grad)
 
 

@@ -70,6 +70,32 @@ for pl, sbp in LAYOUTS:
         same(got.numpy(), want, f"{like} {sbp}")
     same(flow.randint_like(x, 0, 5).numpy().shape, (7, 5), "randint_like")
     same(x.new_ones((3, 4)).numpy(), np.ones((3, 4), np.float32), "new_ones")
+# eye and flow.tensor(numpy or local tensor) build only the shard; randperm, logspace and
+# hann_window give one process's values on every layout (randperm is built whole: every element
+# depends on the whole permutation)
+data = np.arange(35, dtype=np.float32).reshape(7, 5)
+for pl, sbp in LAYOUTS:
+    same(flow.eye(7, 5, placement=pl, sbp=sbp).numpy(), np.eye(7, 5, dtype=np.float32), "eye")
+    same(flow.tensor(data, placement=pl, sbp=sbp).numpy(), data, "tensor(numpy)")
+    same(flow.tensor(flow.tensor(data), placement=pl, sbp=sbp).numpy(), data, "tensor(tensor)")
+for sbp in (S(0), B):
+    flow.manual_seed(2)
+    want = flow.randperm(13).numpy()
+    flow.manual_seed(2)
+    same(flow.randperm(13, placement=ALL, sbp=sbp).numpy(), want, "randperm")
+    same(flow.logspace(-1, 2, 13, placement=ALL, sbp=sbp).numpy(), flow.logspace(-1, 2, 13).numpy(),
+         "logspace")
+    same(flow.hann_window(13, placement=ALL, sbp=sbp).numpy(), flow.hann_window(13).numpy(),
+         "hann_window")
+big = np.ones((1024, 1024), np.float32)
+for what, make in [("eye", lambda: flow.eye(1024, placement=ALL, sbp=S(1))),
+                   ("tensor(numpy)", lambda: flow.tensor(big, placement=ALL, sbp=S(0)))]:
+    flow.cpu.reset_peak_memory_stats()
+    base = flow.cpu.memory_allocated()
+    t = make()
+    rise = flow.cpu.max_memory_allocated() - base
+    assert rise <= (1 << 20) + 4096, f"rank {rank}: {what} S: peak rise {rise} for a 1 MiB shard"
+    del t
 print(f"rank {rank} like and 1-D creation ok", flush=True)
 
 INITS = {
