@@ -1,6 +1,7 @@
 """Large tensors on 4 ranks: each rank's peak memory against its shard, and the time, for
-creation (randn with a placement), a sharded-checkpoint load into another layout, and the
-layout changes B -> S(0), S(0) -> B, S(0) -> S(1) and P -> S(0) of one tensor.
+creation (randn with a placement), a sharded-checkpoint load into other layouts (split, and
+broadcast: read in disjoint parts, gathered), and the layout changes B -> S, S -> B, S -> S',
+P -> S, P -> B, a 2x2 mesh's (S(0), S(1)) -> (S(1), S(0)) and a placement change of one tensor.
 
     tools/python tools/bench/bench_bigmodel.py [--mb 1024] [--nproc 4]
 
@@ -59,12 +60,24 @@ def worker(args):
     x = step("create randn S(0)", lambda: flow.randn(n, n, placement=pl, sbp=S(0)))
     b = step("S(0) -> B", lambda: x.to_global(sbp=B))
     s = step("B -> S(0)", lambda: b.to_global(sbp=S(0)))
-    del b, s
+    del s
+    s = step("B -> S(1)", lambda: b.to_global(sbp=S(1)))
+    del b
+    step("S(1) -> B", lambda: s.to_global(sbp=B))
+    del s
     s = step("S(0) -> S(1)", lambda: x.to_global(sbp=S(1)))
     del s
     part = step("create zeros P", lambda: flow.zeros(n, n, placement=pl, sbp=P))
     step("P -> S(0)", lambda: part.to_global(sbp=S(0)))
+    step("P -> S(1)", lambda: part.to_global(sbp=S(1)))
+    step("P -> B", lambda: part.to_global(sbp=B))
     del part
+    if world == 4:
+        mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+        m = x.to_global(placement=mesh, sbp=(S(0), S(1)))
+        step("2x2 (S(0),S(1)) -> (S(1),S(0))", lambda: m.to_global(sbp=(S(1), S(0))))
+        del m
+    step(f"S(0) -> S(1) on {world // 2} ranks", lambda: x.to_global(placement=half, sbp=S(1)))
     path = os.path.join(os.environ["BENCH_BIGMODEL_DIR"], "ckpt")
     step("save sharded S(0)", lambda: (flow.save({"w": x}, path, sharded=True), x)[1])
     del x
@@ -74,6 +87,8 @@ def worker(args):
 
         return materialize_like(flow.load(path)["w"], target)
     step(f"load into S(1) on {world // 2} ranks", load)
+    target = flow.empty(n, n, placement=half, sbp=B)
+    step(f"load into B on {world // 2} ranks", load)
     for name, peak, shard, dt in rows:
         print(f"rank {rank}: {name:28s} peak {peak:8.1f} MiB  shard {shard:8.1f} MiB  "
               f"({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s", flush=True)
