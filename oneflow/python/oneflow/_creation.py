@@ -161,11 +161,22 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     start, end, base = builtins.float(start), builtins.float(end), builtins.float(base)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # the exponents as linspace gives them: the second half counted back from end
+    # Under a placement i is this rank's shard (arange takes the window): the exponents are made
+    # in i's own memory and the powers in rounds, so a rank holds its result, i and a round.
     i = _C.arange(0.0, builtins.float(steps), 1.0, _C.float64, None)
-    # one step: start alone (i < 1)
-    exps = _C.where(i < builtins.max(steps // 2, 1),
-                    i * step + start, end - (steps - 1 - i) * step)
-    values = _C.pow(_C.full([], base, _C.float64, None), exps).to(dtype)
+    if i.is_meta:  # under the meta device: the shape only
+        return _finish(_C.empty(list(i.shape), dtype, None), requires_grad)
+    # the first half i * step + start, the rest end - (steps - 1 - i) * step (the same
+    # roundings in place); one step: start alone (i < 1). i increases: the first half is a prefix.
+    k = builtins.int((i < builtins.max(steps // 2, 1)).sum().item())
+    i[:k].mul_(step).add_(start)
+    i[k:].sub_(steps - 1).mul_(step).add_(end)
+    n = i.shape[0]
+    values = _C.empty([n], dtype, None)
+    base_t = _C.full([], base, _C.float64, None)
+    chunk = builtins.max(1 << 16, n // 16)
+    for b in range(0, n, chunk):
+        values[b:b + chunk] = _C.pow(base_t, i[b:b + chunk]).to(dtype)
     return _finish(values if device is None else values.to(device), requires_grad)
 
 
