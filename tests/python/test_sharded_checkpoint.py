@@ -159,6 +159,9 @@ def test_tp4_checkpoint_into_zero_on_two_ranks_reads_each_byte_once(tmp_path):
         assert resident <= 1.3 * shard + (1 << 20), (k, key, shard, resident)
         if key.startswith("w_") and shard:
             assert peak <= 1.3 * shard, (k, key, shard, peak)
+    # into (B, S(1)) on a 2x2 mesh: each rank reads a quarter, the job each byte once
+    mesh = re.findall(r"rank (\d) mesh load read (\d+) bytes of (\d+)", r.stdout)
+    assert len(mesh) == 4 and sum(int(read) for _, read, _ in mesh) == int(mesh[0][2]), mesh
 
 
 def test_adam_state_round_trip_in_one_process(tmp_path):

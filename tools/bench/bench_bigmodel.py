@@ -6,8 +6,10 @@ P -> S, P -> B, a 2x2 mesh's (S(0), S(1)) -> (S(1), S(0)) and a placement change
     tools/python tools/bench/bench_bigmodel.py [--mb 1024] [--nproc 4]
 
 Starts the launcher itself. Peak: oneflow.cpu.max_memory_allocated() since just before the
-step, minus what was held then; "shard": the bytes of this rank's piece of the result (the
-whole tensor for B). PyTorch's DTensor is not compared: Debian's torch 1.13 has no public
+step, minus what was held then; resident: the rise of the peak resident set (VmHWM, which also
+sees memory oneflow.cpu does not count: numpy, shared-memory segments; pages the allocator
+reuses do not rise); "shard": the bytes of this rank's piece of the result (the whole tensor
+for B). PyTorch's DTensor is not compared: Debian's torch 1.13 has no public
 DTensor (torch.distributed._tensor came with 2.0).
 """
 
@@ -49,12 +51,14 @@ def worker(args):
         flow.comm.barrier()
         flow.cpu.reset_peak_memory_stats()
         base = flow.cpu.memory_allocated()
+        rss_base = _reset_resident_peak()
         t0 = time.perf_counter()
         out = fn()
         dt = time.perf_counter() - t0
         peak = flow.cpu.max_memory_allocated() - base
+        resident = _resident("VmHWM") - rss_base
         shard = out.to_local().numel() * out.element_size() if out.is_global else 0
-        rows.append((name, peak / mb, shard / mb, dt))
+        rows.append((name, peak / mb, resident / mb, shard / mb, dt))
         return out
 
     x = step("create randn S(0)", lambda: flow.randn(n, n, placement=pl, sbp=S(0)))
@@ -89,12 +93,31 @@ def worker(args):
     step(f"load into S(1) on {world // 2} ranks", load)
     target = flow.empty(n, n, placement=half, sbp=B)
     step(f"load into B on {world // 2} ranks", load)
-    for name, peak, shard, dt in rows:
-        print(f"rank {rank}: {name:28s} peak {peak:8.1f} MiB  shard {shard:8.1f} MiB  "
-              f"({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s", flush=True)
+    for name, peak, resident, shard, dt in rows:
+        print(f"rank {rank}: {name:31s} peak {peak:7.1f} MiB (resident {resident:7.1f})  shard "
+              f"{shard:7.1f} MiB  ({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s",
+              flush=True)
     if rank == 0:
         print(f"tensor ({n}, {n}) float32 = {n * n * 4 / mb:.0f} MiB logical, {world} ranks; "
               "PyTorch DTensor: not in Debian's torch 1.13", flush=True)
+
+
+def _resident(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_resident_peak():
+    """Resets VmHWM (the peak resident set, Linux) and returns the resident set now."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _resident("VmRSS")
 
 
 if __name__ == "__main__":

@@ -232,15 +232,23 @@ def _plan(tensors, world):
 
 
 def _shard_bytes(src, shard):
+    """This rank's shard of src as a buffer over the tensor's own memory (no copy of a CPU
+    shard): a memoryview that keeps the tensor alive."""
     local = src.to_local() if src.is_global else src
     if str(local.device) != "cpu":
         local = local.to("cpu")
-    data = local._raw_bytes()
-    if len(data) != shard["nbytes"]:
+    if not local.is_contiguous():
+        local = local.contiguous()
+    nbytes = local.numel() * local.element_size()
+    if nbytes != shard["nbytes"]:
         raise RuntimeError(
-            f"oneflow.save(sharded=True): this rank holds {len(data)} bytes of a tensor of shape "
+            f"oneflow.save(sharded=True): this rank holds {nbytes} bytes of a tensor of shape "
             f"{tuple(src.shape)} but its box {shard['box']} needs {shard['nbytes']}")
-    return data
+    if nbytes == 0:
+        return b""
+    buf = (ctypes.c_char * nbytes).from_address(local.data_ptr())
+    buf.tensor = local  # the memory lives while the view does
+    return memoryview(buf).cast("B")
 
 
 def _write_shard(f, data):

@@ -70,3 +70,12 @@ for key in sorted(lazy):
     print(f"rank {rank} load {key}: read {read} bytes, shard {shard} bytes, peak {rise} bytes, "
           f"resident peak {rss_rise} bytes", flush=True)
 print(f"rank {rank} read {read_total} bytes of {files} in the files", flush=True)
+
+# A 2x2 mesh with a broadcast dimension, (B, S(1)): the ranks along it read disjoint parts
+MESH = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+before_read = sc.bytes_read[0]
+got = sc.materialize_like(lazy["w_out"], flow.empty(N, N, placement=MESH, sbp=(B, S(1))))
+assert got.sbp == (B, S(1))
+np.testing.assert_array_equal(got.numpy(), want["w_out"], err_msg=f"rank {rank}: mesh load")
+print(f"rank {rank} mesh load read {sc.bytes_read[0] - before_read} bytes of {N * N * 4}",
+      flush=True)
