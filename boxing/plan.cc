@@ -196,12 +196,9 @@ Plan PlanBoxing(const Placement& src, const NdSbp& from, const Placement& dst, c
       for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, to[d], bytes, src, false);
       return p;
     }
-    state = from;
-    for (int d = n_src - 1; d >= 0; --d) Add(p, state, d, Sbp::Broadcast(), bytes, src, false);
-    for (int d = 0; d < n_src; ++d) Add(p, state, d, to[d], bytes, src, false);
-    return p;
-  }
-  if (src.device() != dst.device()) {
+    // Otherwise, as between placements below: each rank gets the pieces it lacks point to
+    // point (gathering to B and slicing back would hold the whole tensor on every rank).
+  } else if (src.device() != dst.device()) {
     throw Error(StrCat("boxing: moving between ", src.ToString(), " and ", dst.ToString(),
                        " needs the CUDA build"));
   }

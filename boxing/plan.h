@@ -8,11 +8,11 @@
 // pad, B->S local slice, B->P rank 0 keeps, P->S reduce-scatter, P->B all-reduce. n-D: one
 // hierarchy dimension at a time, innermost first, each inside the sub-groups of ranks that
 // share the other coordinates. When a dimension would change a split that an inner dimension
-// also splits, the plan gathers everything to B (innermost first) and slices back (outermost
-// first). Another placement: one route step, point to point, in which each destination rank
-// gets from the source pieces only their overlap with the region it needs (Route below); with
-// an N-D placement on either side, the source's partial dimensions are reduced first and the
-// destination's made locally afterwards.
+// also splits ((S(0), S(1)) -> (S(1), S(0))), and between placements: one route step, point to
+// point, in which each destination rank gets from the source pieces only their overlap with the
+// region it needs (Route below); with an N-D placement on either side, the source's partial
+// dimensions are reduced first and the destination's made locally afterwards. No plan gathers
+// the whole tensor on a rank whose result is a shard; execute.cc moves large pieces in rounds.
 #pragma once
 
 #include <string>

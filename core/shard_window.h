@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/shape.h"
@@ -85,6 +86,17 @@ void ForEachLogicalIndex(const Shape& logical, const std::vector<int64_t>& start
       idx[a] = 0;
     }
   }
+}
+
+// The part of a matrix's main diagonal inside a window of it (eye): the row-major offset of its
+// first element in the window and how many there are; each next one is m + 1 further (m: the
+// window's columns). Window element (i, j) is on it when start[0] + i == start[1] + j.
+inline std::pair<int64_t, int64_t> WindowDiagonal(const std::vector<int64_t>& start,
+                                                  const Shape& local) {
+  const int64_t n = local[0], m = local[1], d = start[0] - start[1];
+  const int64_t i0 = d < 0 ? -d : 0, i1 = n < m - d ? n : m - d;
+  if (i1 <= i0) return {0, 0};
+  return {i0 * m + i0 + d, i1 - i0};
 }
 
 }  // namespace oneflow

@@ -60,20 +60,27 @@ std::vector<Tensor> ArangeCpu(const std::vector<Tensor>&, const Attrs& a,
   return {t};
 }
 
+// Under a shard window (attrs "shape", "shard_start"): the window's part of the matrix.
 std::vector<TensorMeta> InferEye(const std::vector<TensorMeta>&, const Attrs& a) {
   int64_t n = a.Get<int64_t>("n"), m = a.Get<int64_t>("m");
   ONEFLOW_CHECK(n >= 0 && m >= 0, "eye: expected non-negative sizes, got n=", n, ", m=", m);
-  return {{Shape({n, m}), a.Get<DType>("dtype"), AttrDevice(a)}};
+  return {{a.Has("shape") ? AttrShape(a, "shape") : Shape({n, m}), a.Get<DType>("dtype"),
+           AttrDevice(a)}};
 }
 
-std::vector<Tensor> EyeCpu(const std::vector<Tensor>&, const Attrs&,
+std::vector<Tensor> EyeCpu(const std::vector<Tensor>&, const Attrs& a,
                            const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
   fn::fill_(t, 0.0);
-  int64_t n = t.shape()[0], m = t.shape()[1];
+  const int64_t m = t.shape()[1];
+  const auto [first, count] =
+      WindowDiagonal(a.Has("shard_start") ? a.Get<std::vector<int64_t>>("shard_start")
+                                          : std::vector<int64_t>{0, 0},
+                     t.shape());
   DispatchAll(t.dtype(), "eye", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for (int64_t i = 0; i < std::min(n, m); ++i) t.data<T>()[i * m + i] = static_cast<T>(1);
+    T* p = t.data<T>() + first;
+    for (int64_t i = 0; i < count; ++i) p[i * (m + 1)] = static_cast<T>(1);
   });
   return {t};
 }
@@ -170,6 +177,11 @@ Tensor arange(double start, double end, double step, DType dtype, const Device& 
 Tensor eye(int64_t n, int64_t m, DType dtype, const Device& device) {
   Attrs a;
   a.Set("n", n).Set("m", m).Set("dtype", dtype).Set("device", device.ToString());
+  if (n >= 0 && m >= 0) {
+    if (std::optional<ShardWindow> w = TakeShardWindow(Shape({n, m}))) {
+      a.Set("shape", w->local.dims()).Set("shard_start", w->start);
+    }
+  }
   return CallOp1(OP(eye), {}, a);
 }
 

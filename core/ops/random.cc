@@ -262,6 +262,9 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, const
   return CallOp1(OP(randint), {}, a);
 }
 Tensor randperm(int64_t n, const Device& device) {
+  // Every element depends on the whole permutation: built whole under a shard window (the
+  // global layer then slices it), never as a window of the wrong size.
+  ShardWindowPause pause;
   Attrs a = RandomAttrs(Shape({n}), DType::kInt64, device, n);
   a.Set("n", n);
   return CallOp1(OP(randperm), {}, a);

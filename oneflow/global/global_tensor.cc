@@ -43,6 +43,17 @@ Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DT
   return fn::empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype, ShardDevice(pl));
 }
 
+bool IsMetaGlobal(const Tensor& t) {
+  return t.is_global() && Meta(t).local.device().type == DeviceType::kMeta;
+}
+
+Tensor MetaGlobal(const Shape& logical, DType dtype, const Placement& pl, const NdSbp& nd) {
+  sbp::CheckNdSbp(nd, pl, logical.ndim(), "to_global");
+  return MakeGlobal(
+      Tensor::Empty(sbp::LocalShape(logical, pl, nd, MyRank()), dtype, Device::Meta()), logical, pl,
+      nd);
+}
+
 namespace {
 
 // Layout changes without autograd (the differentiable ToGlobal / ToLocal wrap them).
@@ -92,6 +103,16 @@ namespace {
 Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          bool check_meta, const Shape* global_shape) {
   if (local.is_global()) return ToGlobalImpl(local, placement, nd_sbp);
+  if (local.device().type == DeviceType::kMeta) {
+    // No data, so no communication: the shard of an even split (the given global shape when
+    // the caller knows it), on any placement, also one larger than this job's world.
+    sbp::CheckNdSbp(nd_sbp, placement, local.ndim(), "to_global");
+    std::vector<int64_t> dims = local.shape().dims();
+    for (size_t d = 0; d < nd_sbp.size(); ++d) {
+      if (nd_sbp[d].is_split()) dims[nd_sbp[d].axis()] *= placement.hierarchy()[d];
+    }
+    return MetaGlobal(global_shape ? *global_shape : Shape(dims), local.dtype(), placement, nd_sbp);
+  }
   if (local.device() != ShardDevice(placement)) {
     // Another device type, or another GPU than this rank's (OneFlow moves it, as here).
     return LocalToGlobalImpl(fn::to_device(local, ShardDevice(placement)), placement, nd_sbp,
@@ -239,6 +260,7 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
 
 Tensor ToGlobalImpl(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp) {
   if (!global.is_global()) return LocalToGlobalImpl(global, placement, nd_sbp, false, nullptr);
+  if (IsMetaGlobal(global)) return MetaGlobal(global.shape(), global.dtype(), placement, nd_sbp);
   sbp::CheckNdSbp(nd_sbp, placement, global.ndim(), "to_global");
   CheckRanksInWorld(placement, "to_global");
   const GlobalMeta& m = Meta(global);
@@ -394,7 +416,6 @@ Tensor FromWhole(const Tensor& whole, const Placement& placement, const NdSbp& n
 Tensor BuildGlobal(const std::function<Tensor()>& build, const Placement& placement,
                    const NdSbp& nd_sbp) {
   if (CurrentTracer()) return FromWhole(build(), placement, nd_sbp);  // nn.Graph replays steps
-  CheckRanksInWorld(placement, "to_global");
   const int rank = MyRank();
   const bool member = placement.Contains(rank);
   Shape window;
@@ -417,6 +438,11 @@ Tensor BuildGlobal(const std::function<Tensor()>& build, const Placement& placem
     return w;
   });
   Tensor out = build();
+  if (out.device().type == DeviceType::kMeta) {  // shapes only: any placement, no data
+    return MetaGlobal(scope.taken() ? scope.logical() : out.shape(), out.dtype(), placement,
+                      nd_sbp);
+  }
+  CheckRanksInWorld(placement, "to_global");
   if (!scope.taken()) return FromWhole(out, placement, nd_sbp);
   ONEFLOW_CHECK(out.shape() == window, "to_global: a creation under a placement built a shard of ",
                 "shape ", out.shape(), " but its window of ", scope.logical(), " is ", window);

@@ -38,10 +38,28 @@ class ProcessWorld : public World {
   }
 };
 
+// Global meta tensors: deduction and shape inference only. No shard is computed and nothing
+// is boxed; each output is a global meta tensor with the deduced NdSbp (what a planner reads).
+class MetaWorld : public ProcessWorld {
+ public:
+  Tensor Lift(const Tensor& scalar, const Placement& pl) override {
+    return MetaGlobal(Shape(), scalar.dtype(), pl, NdSbp(pl.ndim(), Sbp::Broadcast()));
+  }
+  std::pair<int, int> RankRange(const Placement&) override { return {0, 0}; }
+  Tensor Make(const std::vector<std::vector<Tensor>>&, size_t, const TensorMeta& logical,
+              const Placement& pl, const NdSbp& nd_sbp) override {
+    return MetaGlobal(logical.shape, logical.dtype, pl, nd_sbp);
+  }
+};
+
 std::vector<Tensor> InterpretHere(const OpDef& op, const std::vector<Tensor>& inputs,
                                   const Attrs& attrs) {
   static ProcessWorld world;
+  static MetaWorld meta_world;
   ShardWindowPause pause;  // a global op builds its outputs, not a creation's shard
+  for (const Tensor& t : inputs) {
+    if (t.defined() && IsMetaGlobal(t)) return Interpret(meta_world, op, inputs, attrs);
+  }
   return Interpret(world, op, inputs, attrs);
 }
 
@@ -53,6 +71,7 @@ Tensor GlobalFullLike(const Tensor& like, double value) {
   }
   const GlobalMeta& m = Meta(like);
   NdSbp nd = WithoutPartial(m.nd_sbp);
+  if (IsMetaGlobal(like)) return MetaGlobal(like.shape(), like.dtype(), m.placement, nd);
   Tensor local = fn::full(sbp::LocalShape(like.shape(), m.placement, nd, MyRank()), value,
                           like.dtype(), ShardDevice(m.placement));
   return MakeGlobal(local, like.shape(), m.placement, nd);

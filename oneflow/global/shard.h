@@ -17,6 +17,10 @@ bool KeepsPartial(const Placement& pl, const NdSbp& nd, int rank);
 Device ShardDevice(const Placement& pl);
 // This rank's (uninitialised) shard of a tensor of that layout.
 Tensor EmptyShard(const Shape& logical, const Placement& pl, const NdSbp& nd, DType dtype);
+// A global meta tensor (its shard a meta tensor: shapes, dtypes and SBPs, no data, on any
+// placement); MetaGlobal makes one, this rank's shard shape of the logical one.
+bool IsMetaGlobal(const Tensor& t);
+Tensor MetaGlobal(const Shape& logical, DType dtype, const Placement& pl, const NdSbp& nd);
 // A layout change without autograd (ToGlobal records its gradient around it).
 Tensor ChangeLayout(const Tensor& global, const Placement& placement, const NdSbp& nd_sbp);
 // GlobalHooks.leaf_grad: boxes a gradient to its leaf's layout, or leaves a data-parallel one

@@ -113,7 +113,7 @@ def test_global_creation_is_layout_invariant_and_shard_only_on_four_ranks(tmp_pa
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for what in ("creation layout-invariant", "like and 1-D creation", "nn.init layout-invariant",
                  "dropout masks layout-invariant", "creation peak memory", "meta modules placed",
-                 "layout changes and sharded checkpoints peak memory"):
+                 "layout changes and sharded checkpoints peak memory", "global meta deduction"):
         for k in range(4):
             assert f"rank {k} {what} ok" in r.stdout, (what, k, r.stdout[-2000:])
 
@@ -137,3 +137,115 @@ def test_gpt_created_shard_by_shard_on_four_ranks():
         if parallel != "zero":  # zero keeps the weights broadcast (its optimizer state is split)
             assert shard < whole / 1.9, (rank, create, parallel, shard, whole)
         assert peak <= 1.3 * shard + 50e6 / 2**20, (rank, create, parallel, peak, shard)
+
+
+# Every route of the boxing table on 4 ranks (tests/python/dist/boxing_memory.py): one launch,
+# one test per route. The names are the script's "(sbp)placement->(sbp)placement" labels.
+_BOXING_ROUTES = [
+    "(split(dim=0))4->(broadcast)4", "(split(dim=1))4->(broadcast)4",
+    "(partial_sum)4->(broadcast)4", "(broadcast)4->(split(dim=0))4",
+    "(broadcast)4->(split(dim=1))4", "(partial_sum)4->(split(dim=0))4",
+    "(partial_sum)4->(split(dim=1))4", "(split(dim=0))4->(split(dim=1))4",
+    "(split(dim=1))4->(split(dim=0))4", "(broadcast)4->(partial_sum)4",
+    "(split(dim=0))4->(partial_sum)4", "(split(dim=1))4->(partial_sum)4",
+    "(split(dim=0),split(dim=1))2x2->(split(dim=1),split(dim=0))2x2",
+    "(split(dim=0),split(dim=0))2x2->(broadcast,split(dim=0))2x2",
+    "(split(dim=0),split(dim=1))2x2->(split(dim=0),broadcast)2x2",
+    "(partial_sum,split(dim=1))2x2->(split(dim=0),split(dim=1))2x2",
+    "(broadcast,broadcast)2x2->(split(dim=1),split(dim=0))2x2",
+    "(split(dim=0))[0,1]->(split(dim=0))[2,3]", "(split(dim=0))4->(split(dim=1))[0,1]",
+    "(broadcast)[0,1]->(split(dim=0))4", "(partial_sum)4->(split(dim=0))[0,1]",
+    "(split(dim=1))4->(broadcast)[2,3]", "(split(dim=0),split(dim=1))2x2->(split(dim=1))4",
+    "(split(dim=0))4->(split(dim=1),split(dim=0))2x2",
+]
+
+
+@pytest.fixture(scope="module")
+def boxing_memory_run():
+    r = launch("--nproc_per_node", 4, "--master_port", free_port(),
+               os.path.join(DIST, "boxing_memory.py"), timeout=300)
+    return r
+
+
+@pytest.mark.parametrize("route", _BOXING_ROUTES)
+def test_boxing_route_peak_memory_within_its_shard_on_four_ranks(boxing_memory_run, route):
+    """Each rank's peak rise during the change <= 1.3x its result shard (0.3x its source shard
+    on a rank outside the destination), and the values are right."""
+    import re
+
+    r = boxing_memory_run
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = re.findall(r"rank (\d) route " + re.escape(route) + r": peak (\d+) bytes, result "
+                       r"shard (\d+) bytes, source shard (\d+) bytes", r.stdout)
+    assert sorted(int(k) for k, *_ in lines) == [0, 1, 2, 3], (route, r.stdout[-2000:])
+    for rank, peak, shard, source in lines:
+        peak, shard, source = int(peak), int(shard), int(source)
+        bound = 1.3 * shard if shard else 0.3 * source
+        assert peak <= bound, f"rank {rank} {route}: peak {peak} bytes, shard {shard} bytes"
+
+
+def test_global_meta_tensors_compute_shapes_dtypes_and_sbps_without_memory():
+    """Global meta tensors, on a placement of 8 ranks in this one process (a planner's case):
+    creation, ops, layout changes and backward give shapes, dtypes and SBPs, no data."""
+    S, B, P = flow.sbp.split, flow.sbp.broadcast, flow.sbp.partial_sum
+    eight = flow.placement("cpu", ranks=list(range(8)))
+    before = flow.cpu.memory_allocated()
+    x = flow.empty(65536, 4096, placement=eight, sbp=S(0), device="meta")  # 1 GiB if real
+    with flow.device("meta"):
+        w = flow.randn(4096, 8192, placement=eight, sbp=S(1), requires_grad=True)
+    assert x.is_meta and x.is_global and w.is_meta and w.sbp == (S(1),)
+    assert tuple(x.to_local().shape) == (8192, 4096) and x.to_local().is_meta  # rank 0's shard
+    y = x @ w  # S(0) x S(1): w is (planned to be) gathered, y stays S(0)
+    assert y.is_meta and y.sbp == (S(0),) and tuple(y.shape) == (65536, 8192)
+    assert (x.t() @ x).sbp == (P,) and x.sum().sbp == (P,)
+    assert (x.to(flow.float16) * 2).dtype == flow.float16
+    z = y.to_global(sbp=B)
+    assert z.is_meta and z.sbp == (B,) and tuple(z.to_local().shape) == (65536, 8192)
+    (y.relu().sum()).backward()
+    assert w.grad.is_meta and w.grad.sbp == (S(1),) and tuple(w.grad.shape) == (4096, 8192)
+    mesh = flow.placement("cpu", ranks=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    m = flow.empty(64, 32, placement=mesh, sbp=(S(0), S(1)), device="meta")
+    assert tuple(m.to_local().shape) == (32, 8) and m.to_global(sbp=(B, S(0))).sbp == (B, S(0))
+    # a local meta tensor becomes this rank's shard (OneFlow's to_global: splits concatenate)
+    assert tuple(flow.empty(8, 4, device="meta").to_global(placement=eight, sbp=S(0)).shape) == \
+        (64, 4)
+    assert flow.cpu.memory_allocated() == before
+    assert "size=(65536, 4096), placement=" in repr(x) and repr(x).startswith("tensor(...")
+    with pytest.raises(RuntimeError, match=r"to: a meta tensor of shape \(65536, 4096\) has no "
+                                           r"data to move to cpu"):
+        x.numpy()
+
+
+def test_meta_module_placed_as_global_meta_then_materialised():
+    import oneflow.nn as nn
+
+    S, B = flow.sbp.split, flow.sbp.broadcast
+    eight = flow.placement("cpu", ranks=list(range(8)))
+    before = flow.cpu.memory_allocated()
+    with flow.device("meta"):
+        big = nn.Sequential(nn.Linear(8192, 32768), nn.GELU(), nn.Linear(32768, 8192))  # 2 GiB
+        big.to_global(eight, sbp=lambda name: S(0) if name == "0.weight" else
+                      (S(1) if name == "2.weight" else B))
+        with pytest.raises(ValueError, match=r"to_global: init= initialises data, and under "
+                                             r"the meta device the module stays meta"):
+            big.to_global(eight, B, init=print)
+    w0, w2 = big[0].weight, big[2].weight
+    assert w0.is_meta and w0.is_global and w0.sbp == (S(0),) and tuple(w0.shape) == (32768, 8192)
+    out = big(flow.empty(4, 8192, placement=eight, sbp=B, device="meta"))
+    assert out.is_meta and out.sbp == (flow.sbp.partial_sum,) and tuple(out.shape) == (4, 8192)
+    assert flow.cpu.memory_allocated() == before
+
+    # placed as global meta, then materialised outside: one process's values for the seed
+    one = flow.placement("cpu", ranks=[0])
+    flow.manual_seed(9)
+    ref = _small_model()
+    flow.manual_seed(9)
+    with flow.device("meta"):
+        m = _small_model()
+        m.to_global(one, B)
+    assert all(p.is_meta and p.is_global for p in m.parameters()) and m[4].weight is m[0].weight
+    m.to_global(one, B)
+    assert m[4].weight is m[0].weight
+    for (k, a), (_, b) in zip(ref.state_dict().items(), m.state_dict().items()):
+        assert b.is_global and not b.is_meta
+        np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=k)

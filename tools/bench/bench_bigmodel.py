@@ -1,12 +1,15 @@
 """Large tensors on 4 ranks: each rank's peak memory against its shard, and the time, for
-creation (randn with a placement), a sharded-checkpoint load into another layout, and the
-layout changes B -> S(0), S(0) -> B, S(0) -> S(1) and P -> S(0) of one tensor.
+creation (randn with a placement), a sharded-checkpoint load into other layouts (split, and
+broadcast: read in disjoint parts, gathered), and the layout changes B -> S, S -> B, S -> S',
+P -> S, P -> B, a 2x2 mesh's (S(0), S(1)) -> (S(1), S(0)) and a placement change of one tensor.
 
     tools/python tools/bench/bench_bigmodel.py [--mb 1024] [--nproc 4]
 
 Starts the launcher itself. Peak: oneflow.cpu.max_memory_allocated() since just before the
-step, minus what was held then; "shard": the bytes of this rank's piece of the result (the
-whole tensor for B). PyTorch's DTensor is not compared: Debian's torch 1.13 has no public
+step, minus what was held then; resident: the rise of the peak resident set (VmHWM, which also
+sees memory oneflow.cpu does not count: numpy, shared-memory segments; pages the allocator
+reuses do not rise); "shard": the bytes of this rank's piece of the result (the whole tensor
+for B). PyTorch's DTensor is not compared: Debian's torch 1.13 has no public
 DTensor (torch.distributed._tensor came with 2.0).
 """
 
@@ -48,23 +51,37 @@ def worker(args):
         flow.comm.barrier()
         flow.cpu.reset_peak_memory_stats()
         base = flow.cpu.memory_allocated()
+        rss_base = _reset_resident_peak()
         t0 = time.perf_counter()
         out = fn()
         dt = time.perf_counter() - t0
         peak = flow.cpu.max_memory_allocated() - base
+        resident = _resident("VmHWM") - rss_base
         shard = out.to_local().numel() * out.element_size() if out.is_global else 0
-        rows.append((name, peak / mb, shard / mb, dt))
+        rows.append((name, peak / mb, resident / mb, shard / mb, dt))
         return out
 
     x = step("create randn S(0)", lambda: flow.randn(n, n, placement=pl, sbp=S(0)))
     b = step("S(0) -> B", lambda: x.to_global(sbp=B))
     s = step("B -> S(0)", lambda: b.to_global(sbp=S(0)))
-    del b, s
+    del s
+    s = step("B -> S(1)", lambda: b.to_global(sbp=S(1)))
+    del b
+    step("S(1) -> B", lambda: s.to_global(sbp=B))
+    del s
     s = step("S(0) -> S(1)", lambda: x.to_global(sbp=S(1)))
     del s
     part = step("create zeros P", lambda: flow.zeros(n, n, placement=pl, sbp=P))
     step("P -> S(0)", lambda: part.to_global(sbp=S(0)))
+    step("P -> S(1)", lambda: part.to_global(sbp=S(1)))
+    step("P -> B", lambda: part.to_global(sbp=B))
     del part
+    if world == 4:
+        mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+        m = x.to_global(placement=mesh, sbp=(S(0), S(1)))
+        step("2x2 (S(0),S(1)) -> (S(1),S(0))", lambda: m.to_global(sbp=(S(1), S(0))))
+        del m
+    step(f"S(0) -> S(1) on {world // 2} ranks", lambda: x.to_global(placement=half, sbp=S(1)))
     path = os.path.join(os.environ["BENCH_BIGMODEL_DIR"], "ckpt")
     step("save sharded S(0)", lambda: (flow.save({"w": x}, path, sharded=True), x)[1])
     del x
@@ -74,12 +91,33 @@ def worker(args):
 
         return materialize_like(flow.load(path)["w"], target)
     step(f"load into S(1) on {world // 2} ranks", load)
-    for name, peak, shard, dt in rows:
-        print(f"rank {rank}: {name:28s} peak {peak:8.1f} MiB  shard {shard:8.1f} MiB  "
-              f"({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s", flush=True)
+    target = flow.empty(n, n, placement=half, sbp=B)
+    step(f"load into B on {world // 2} ranks", load)
+    for name, peak, resident, shard, dt in rows:
+        print(f"rank {rank}: {name:31s} peak {peak:7.1f} MiB (resident {resident:7.1f})  shard "
+              f"{shard:7.1f} MiB  ({peak / shard if shard else float('nan'):.2f} x)  {dt:7.3f} s",
+              flush=True)
     if rank == 0:
         print(f"tensor ({n}, {n}) float32 = {n * n * 4 / mb:.0f} MiB logical, {world} ranks; "
               "PyTorch DTensor: not in Debian's torch 1.13", flush=True)
+
+
+def _resident(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_resident_peak():
+    """Resets VmHWM (the peak resident set, Linux) and returns the resident set now."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _resident("VmRSS")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "core/kernels/cuda/elementwise.cuh"
 #include "core/kernels/cuda/kernels/creation.cuh"
 #include "core/op_registry.h"
+#include "core/shard_window.h"
 
 namespace oneflow {
 
@@ -51,16 +52,21 @@ std::vector<Tensor> ArangeCuda(const std::vector<Tensor>&, const Attrs& a,
   return {t};
 }
 
-std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs&,
+std::vector<Tensor> EyeCuda(const std::vector<Tensor>&, const Attrs& a,
                             const std::vector<TensorMeta>& out) {
   Tensor t = Tensor::Empty(out[0]);
-  const int64_t n = t.shape()[0], m = t.shape()[1], k = std::min(n, m);
+  const int64_t m = t.shape()[1];
+  // Under a shard window only the window's part of the diagonal (core/shard_window.h).
+  const auto [first, k] =
+      WindowDiagonal(a.Has("shard_start") ? a.Get<std::vector<int64_t>>("shard_start")
+                                          : std::vector<int64_t>{0, 0},
+                     t.shape());
   DispatchAll(t.dtype(), "eye", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (t.numel() == 0) return;
     cudaStream_t stream = cuda::StreamFor(t.device());
     ONEFLOW_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, t.numel() * sizeof(T), stream));
-    if (k > 0) cuda::LaunchEyeDiagonal(k, t.data<T>(), m, stream);
+    if (k > 0) cuda::LaunchEyeDiagonal(k, t.data<T>() + first, m, stream);
   });
   return {t};
 }

@@ -74,6 +74,8 @@ void BindDTypeDevice(py::module_& m) {
              return false;
            })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1000 + d.index; });
+  // The device creation ops without device= build on (the innermost `with flow.device(...)`).
+  m.def("default_device", [] { return ToDevice(py::none()); });
 }
 
 }  // namespace python

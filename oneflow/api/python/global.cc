@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "boxing/plan.h"
+#include "core/shard_window.h"
 #include "oneflow/api/python/convert.h"
 #include "oneflow/api/python/module.h"
 #include "oneflow/global/global_tensor.h"
@@ -54,6 +55,14 @@ void BindGlobal(py::module_& m) {
         [](const py::function& build, const Placement& placement, const NdSbp& sbp) {
           return global::BuildGlobal([&] { return build().cast<Tensor>(); }, placement, sbp);
         });
+  // Inside global_build: this rank's window of a logical shape, (start, shape) per axis, taken
+  // as a creation op takes it (core/shard_window.h); None outside a build or once taken.
+  // flow.tensor(numpy array, placement=...) converts only its window.
+  m.def("take_shard_window", [](const std::vector<int64_t>& logical) -> py::object {
+    std::optional<ShardWindow> w = TakeShardWindow(Shape(logical));
+    if (!w) return py::none();
+    return py::make_tuple(w->start, w->local.dims());
+  });
   // The address of the tensor's implementation: equal for two Python handles of one tensor.
   m.def("tensor_impl_id",
         [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.impl()); });

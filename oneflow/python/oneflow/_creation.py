@@ -43,9 +43,24 @@ def _no_pinning(op, pin_memory):
                          f"which this build does not provide; pass pin_memory=False")
 
 
+def _window_of(data):
+    """Under a global build (flow.tensor(..., placement=, sbp=)), a numpy array's or a local
+    tensor's part that this rank holds (a view: only it is converted); data otherwise (nested
+    lists are converted whole, then sliced)."""
+    is_array = type(data).__module__ == "numpy" and hasattr(data, "shape")
+    if not (is_array or (isinstance(data, Tensor) and not data.is_global)):
+        return data
+    window = _C.take_shard_window([builtins.int(n) for n in data.shape])
+    if window is None:
+        return data
+    start, shape = window
+    return data[tuple(builtins.slice(b, b + n) for b, n in zip(start, shape))]
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None,
            pin_memory=False):
     _no_pinning("flow.tensor", pin_memory)
+    data = _window_of(data)
     try:
         t = _C.tensor(data, dtype, device, False)
     except Exception:
@@ -146,11 +161,22 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     start, end, base = builtins.float(start), builtins.float(end), builtins.float(base)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     # the exponents as linspace gives them: the second half counted back from end
+    # Under a placement i is this rank's shard (arange takes the window): the exponents are made
+    # in i's own memory and the powers in rounds, so a rank holds its result, i and a round.
     i = _C.arange(0.0, builtins.float(steps), 1.0, _C.float64, None)
-    # one step: start alone (i < 1)
-    exps = _C.where(i < builtins.max(steps // 2, 1),
-                    i * step + start, end - (steps - 1 - i) * step)
-    values = _C.pow(_C.full([], base, _C.float64, None), exps).to(dtype)
+    if i.is_meta:  # under the meta device: the shape only
+        return _finish(_C.empty(list(i.shape), dtype, None), requires_grad)
+    # the first half i * step + start, the rest end - (steps - 1 - i) * step (the same
+    # roundings in place); one step: start alone (i < 1). i increases: the first half is a prefix.
+    k = builtins.int((i < builtins.max(steps // 2, 1)).sum().item())
+    i[:k].mul_(step).add_(start)
+    i[k:].sub_(steps - 1).mul_(step).add_(end)
+    n = i.shape[0]
+    values = _C.empty([n], dtype, None)
+    base_t = _C.full([], base, _C.float64, None)
+    chunk = builtins.max(1 << 16, n // 16)
+    for b in range(0, n, chunk):
+        values[b:b + chunk] = _C.pow(base_t, i[b:b + chunk]).to(dtype)
     return _finish(values if device is None else values.to(device), requires_grad)
 
 
@@ -166,7 +192,9 @@ def hann_window(window_length, periodic=True, *, dtype=None, device=None, requir
         return _finish(_C.full([n], 1.0, dtype, device), requires_grad)
     denom = n if periodic else n - 1
     i = _C.arange(0.0, builtins.float(n), 1.0, _C.float64, None)
-    values = (0.5 - 0.5 * _C.cos(i * (2 * math.pi) / denom)).to(dtype)
+    # in place (the same roundings as 0.5 - 0.5 * cos(i * 2 pi / N)): under a placement i is
+    # this rank's shard, and float64 temporaries are what a rank holds beyond its result
+    values = i.mul_(2 * math.pi).div_(denom).cos_().mul_(-0.5).add_(0.5).to(dtype)
     return _finish(values if device is None else values.to(device), requires_grad)
 
 

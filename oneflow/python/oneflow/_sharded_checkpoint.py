@@ -232,15 +232,23 @@ def _plan(tensors, world):
 
 
 def _shard_bytes(src, shard):
+    """This rank's shard of src as a buffer over the tensor's own memory (no copy of a CPU
+    shard): a memoryview that keeps the tensor alive."""
     local = src.to_local() if src.is_global else src
     if str(local.device) != "cpu":
         local = local.to("cpu")
-    data = local._raw_bytes()
-    if len(data) != shard["nbytes"]:
+    if not local.is_contiguous():
+        local = local.contiguous()
+    nbytes = local.numel() * local.element_size()
+    if nbytes != shard["nbytes"]:
         raise RuntimeError(
-            f"oneflow.save(sharded=True): this rank holds {len(data)} bytes of a tensor of shape "
+            f"oneflow.save(sharded=True): this rank holds {nbytes} bytes of a tensor of shape "
             f"{tuple(src.shape)} but its box {shard['box']} needs {shard['nbytes']}")
-    return data
+    if nbytes == 0:
+        return b""
+    buf = (ctypes.c_char * nbytes).from_address(local.data_ptr())
+    buf.tensor = local  # the memory lives while the view does
+    return memoryview(buf).cast("B")
 
 
 def _write_shard(f, data):
@@ -385,28 +393,77 @@ class LazyTensor:
         return self.materialize().numpy()
 
     def _materialize_like(self, like):
-        """The value laid out like `like`: a global tensor with like's placement and NdSbp (this
-        rank reads only its box), or a local tensor on like's device."""
+        """The value laid out like `like`: a global tensor with like's placement and NdSbp, or a
+        local tensor on like's device. Each rank reads only byte ranges of its box; where like is
+        broadcast (or partial) along a hierarchy dimension, the ranks along it read disjoint
+        parts and gather them (boxing), so every byte of the checkpoint is read once in the job;
+        a 1-D broadcast gathers in rounds, so a rank holds the whole and a sixteenth of it."""
         if not like.is_global:
             return self.materialize(like.device)
         placement, nd_sbp = flow._oneflow_internal.global_info(like)
         device, ranks, hierarchy = placement.__getstate__()
         pairs = [tuple(s.__getstate__()) for s in nd_sbp]
-        shape = list(self.shape)
+        shape, hierarchy = list(self.shape), list(hierarchy)
         if shape != list(like.shape):  # e.g. a scalar state: whole on every rank
             pairs = [(_BROADCAST, -1)] * len(hierarchy)
         stored = _without_partial(pairs)
-        ranks = list(ranks)
+        read = _read_layout(shape, hierarchy, stored)
+        ranks = sorted(ranks)
         rank = flow.env.get_rank()
-        if rank in ranks:
-            box = _box(shape, list(hierarchy), stored, sorted(ranks).index(rank))
-            local = self._reader.read_box(self._index, box)
+        to_global = flow._oneflow_internal.to_global
+        if rank in ranks and len(hierarchy) == 1 and read != stored:
+            local = self._gather_rows(placement, len(ranks), ranks.index(rank))
+            g = to_global(local, placement, _sbp_values(stored), False, shape)
         else:
-            local = flow.empty(*([0] * len(shape)), dtype=self.dtype)
-        g = flow._oneflow_internal.to_global(local, placement, _sbp_values(stored), False, shape)
-        if stored != pairs:
+            if rank in ranks:
+                box = _box(shape, hierarchy, read, ranks.index(rank))
+                local = self._reader.read_box(self._index, box)
+            else:
+                local = flow.empty(*([0] * len(shape)), dtype=self.dtype)
+            g = to_global(local, placement, _sbp_values(read), False, shape)
+        if read != pairs:
             g = g.to_global(sbp=_sbp_values(pairs))
         return g
+
+    def _gather_rows(self, placement, n, index):
+        """The whole value on each of the n ranks of a 1-D placement (this one the index-th):
+        in rounds over axis 0, each rank reads its part of the round's rows and the ranks
+        all-gather them into the result."""
+        shape = list(self.shape)
+        whole = self.numel() * _ITEMSIZE[self._reader.records[self._index]["dtype"]]
+        budget = max(64 << 10, whole // 16)
+        k = max(1, min(shape[0], -(-whole // budget)))
+        out = flow.empty(*shape, dtype=self.dtype)
+        to_global = flow._oneflow_internal.to_global
+        for r in range(k):
+            b, e = shape[0] * r // k, shape[0] * (r + 1) // k
+            sb, se = _split_range(e - b, n, index)
+            piece = self._reader.read_box(self._index, [[b + sb, b + se]] +
+                                          [[0, m] for m in shape[1:]])
+            g = to_global(piece, placement, [flow.sbp.split(0)], False, [e - b] + shape[1:])
+            out[b:e] = g.to_global(sbp=[flow.sbp.broadcast]).to_local()
+        return out
+
+
+def _read_layout(shape, hierarchy, pairs):
+    """pairs with each broadcast dimension split instead, along the axis whose parts are then
+    longest (a 0-dim tensor stays broadcast): the layout in which the ranks read disjoint boxes
+    of a tensor to be laid out as pairs."""
+    if not shape:
+        return pairs
+    parts = [1] * len(shape)
+    for d, (kind, axis) in enumerate(pairs):
+        if kind == _SPLIT:
+            parts[axis] *= hierarchy[d]
+    out = list(pairs)
+    for d, (kind, _) in enumerate(pairs):
+        if kind == _BROADCAST:
+            a = max(range(len(shape)), key=lambda i: (shape[i] // parts[i], -i))
+            if shape[a] // parts[a] == 0:
+                continue  # too small to split: every rank reads it
+            out[d] = (_SPLIT, a)
+            parts[a] *= hierarchy[d]
+    return out
 
 
 def materialize_like(value, like):
@@ -493,69 +550,66 @@ class _Reader:
 
     def read_box(self, index, box):
         """A local tensor with the elements of box ([[begin, end], ...]) of tensor index, read
-        from the byte ranges of the shard files that overlap it."""
+        from the byte ranges of the shard files that overlap it straight into the tensor's own
+        memory (no staging copy: a rank holds its box once)."""
         rec = self.records[index]
         item = _ITEMSIZE[rec["dtype"]]
         dims = [e - b for b, e in box]
-        dtype = dtype_by_name(rec["dtype"])
-        pieces = [(shard, inter) for shard in rec["shards"]
-                  for inter in [_intersect(shard["box"], box)] if inter is not None]
-        if len(pieces) == 1 and pieces[0][1] == box:  # one shard holds all of it
-            return flow._C.from_bytes(self._read_block(*pieces[0], item), tuple(dims), dtype)
-        import numpy as np  # numpy is optional: imported where it is used
+        out = flow.empty(*dims, dtype=dtype_by_name(rec["dtype"])) if dims else \
+            flow.empty((), dtype=dtype_by_name(rec["dtype"]))
+        nbytes = _volume(box) * item
+        if nbytes == 0:
+            return out
+        view = memoryview((ctypes.c_char * nbytes).from_address(out.data_ptr())).cast("B")
+        for shard in rec["shards"]:
+            inter = _intersect(shard["box"], box)
+            if inter is not None:
+                self._read_into(view, box, shard, inter, item)
+        return out
 
-        void = np.dtype((np.void, item))
-        out = np.zeros(dims, dtype=void)
-        for shard, inter in pieces:
-            block = np.frombuffer(self._read_block(shard, inter, item), dtype=void)
-            out[tuple(slice(s - b0, e - b0) for (s, e), (b0, _) in zip(inter, box))] = \
-                block.reshape([e - s for s, e in inter])
-        return flow._C.from_bytes(out.tobytes(), tuple(dims), dtype)
-
-    def _read_block(self, shard, inter, item):
-        """The bytes of the part inter of one shard (C order), read as contiguous runs."""
+    def _read_into(self, view, box, shard, inter, item):
+        """Reads the part inter of one shard into view, the bytes of box (C order): one pread
+        per run that is contiguous both in the shard file and in box."""
         sbox = shard["box"]
-        sdims = [e - b for b, e in sbox]
-        rel = [[s - b, e - b] for (s, e), (b, _) in zip(inter, sbox)]
-        # Trailing dimensions taken whole join one run; k is the last dimension that is cut.
-        k = len(sdims) - 1
-        while k >= 0 and rel[k] == [0, sdims[k]]:
+
+        def strides(b):
+            out, acc = [0] * len(b), item
+            for d in range(len(b) - 1, -1, -1):
+                out[d] = acc
+                acc *= b[d][1] - b[d][0]
+            return out
+
+        s_strides, d_strides = strides(sbox), strides(box)
+        # Trailing dimensions whole in both the shard and box join one run; k: the last one not.
+        k = len(inter) - 1
+        while k >= 0 and inter[k] == sbox[k] and inter[k] == box[k]:
             k -= 1
-        strides = [0] * len(sdims)
-        acc = item
-        for d in range(len(sdims) - 1, -1, -1):
-            strides[d] = acc
-            acc *= sdims[d]
-        run = (rel[k][1] - rel[k][0]) * strides[k] if k >= 0 else acc
-        starts = [shard["offset"] + (rel[k][0] * strides[k] if k >= 0 else 0)]
-        for d in range(k - 1, -1, -1):  # outer indices, the outermost varying slowest
-            starts = [s + i * strides[d] for i in range(rel[d][0], rel[d][1]) for s in starts]
+        run = item
+        for d in range(k + 1, len(inter)):
+            run *= inter[d][1] - inter[d][0]
+        if k >= 0:
+            run *= inter[k][1] - inter[k][0]
+        starts = [(shard["offset"], 0)]
+        for d in range(k, -1, -1):  # the varying dimensions: k's first element, outer ones all
+            idx = [inter[d][0]] if d == k else range(inter[d][0], inter[d][1])
+            starts = [(so + (i - sbox[d][0]) * s_strides[d], do + (i - box[d][0]) * d_strides[d])
+                      for i in idx for so, do in starts]
         fd = os.open(os.path.join(self.path, shard["file"]), os.O_RDONLY)
         try:
-            runs = [_pread(fd, run, start) for start in starts]
+            for so, do in starts:
+                got = 0
+                while got < run:
+                    n = os.preadv(fd, [view[do + got:do + run]], so + got)
+                    if n <= 0:
+                        raise RuntimeError(f"{self.what}: shard file '{shard['file']}' ended "
+                                           f"early")
+                    got += n
         finally:
             os.close(fd)
-        data = runs[0] if len(runs) == 1 else b"".join(runs)
-        if len(data) != run * len(starts):
-            raise RuntimeError(f"{self.what}: shard file '{shard['file']}' ended early")
-        bytes_read[0] += len(data)
-        return data
+        bytes_read[0] += run * len(starts)
 
     def read_whole(self, index):
         return self.read_box(index, [[0, n] for n in self.records[index]["shape"]])
-
-
-def _pread(fd, n, offset):
-    """n bytes at offset (fewer only at the end of the file)."""
-    chunks = []
-    while n > 0:
-        got = os.pread(fd, min(n, 1 << 30), offset)
-        if not got:
-            break
-        chunks.append(got)
-        n -= len(got)
-        offset += len(got)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def load(path, map_location):

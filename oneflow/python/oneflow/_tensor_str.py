@@ -167,7 +167,7 @@ def _repr(t):
 
     # Printing reads values only; keep it out of any autograd graph.
     data = t.detach()
-    if not getattr(t, "is_global", False) and t.is_meta:  # no values: "..." as PyTorch prints
+    if t.is_meta:  # no values: "..." as PyTorch prints (a global meta tensor too)
         suffixes.insert(0, "size=" + str(tuple(data.shape)))
         return prefix + "..., " + ", ".join(suffixes + ["dtype=oneflow." + dtype_name(t.dtype)]) + ")"
     if getattr(t, "is_global", False):

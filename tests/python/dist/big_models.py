@@ -70,6 +70,32 @@ for pl, sbp in LAYOUTS:
         same(got.numpy(), want, f"{like} {sbp}")
     same(flow.randint_like(x, 0, 5).numpy().shape, (7, 5), "randint_like")
     same(x.new_ones((3, 4)).numpy(), np.ones((3, 4), np.float32), "new_ones")
+# eye and flow.tensor(numpy or local tensor) build only the shard; randperm, logspace and
+# hann_window give one process's values on every layout (randperm is built whole: every element
+# depends on the whole permutation)
+data = np.arange(35, dtype=np.float32).reshape(7, 5)
+for pl, sbp in LAYOUTS:
+    same(flow.eye(7, 5, placement=pl, sbp=sbp).numpy(), np.eye(7, 5, dtype=np.float32), "eye")
+    same(flow.tensor(data, placement=pl, sbp=sbp).numpy(), data, "tensor(numpy)")
+    same(flow.tensor(flow.tensor(data), placement=pl, sbp=sbp).numpy(), data, "tensor(tensor)")
+for sbp in (S(0), B):
+    flow.manual_seed(2)
+    want = flow.randperm(13).numpy()
+    flow.manual_seed(2)
+    same(flow.randperm(13, placement=ALL, sbp=sbp).numpy(), want, "randperm")
+    same(flow.logspace(-1, 2, 13, placement=ALL, sbp=sbp).numpy(), flow.logspace(-1, 2, 13).numpy(),
+         "logspace")
+    same(flow.hann_window(13, placement=ALL, sbp=sbp).numpy(), flow.hann_window(13).numpy(),
+         "hann_window")
+big = np.ones((1024, 1024), np.float32)
+for what, make in [("eye", lambda: flow.eye(1024, placement=ALL, sbp=S(1))),
+                   ("tensor(numpy)", lambda: flow.tensor(big, placement=ALL, sbp=S(0)))]:
+    flow.cpu.reset_peak_memory_stats()
+    base = flow.cpu.memory_allocated()
+    t = make()
+    rise = flow.cpu.max_memory_allocated() - base
+    assert rise <= (1 << 20) + 4096, f"rank {rank}: {what} S: peak rise {rise} for a 1 MiB shard"
+    del t
 print(f"rank {rank} like and 1-D creation ok", flush=True)
 
 INITS = {
@@ -162,14 +188,14 @@ for k, v in m2.state_dict().items():
 print(f"rank {rank} meta modules placed ok", flush=True)
 
 # Layout changes and sharded checkpoints: no rank builds the whole tensor for a shard result
-# (1 MiB shards of a 4 MiB tensor; all-to-all needs a send and a receive buffer).
+# (1 MiB shards of a 4 MiB tensor; every route: boxing_memory.py).
 MIB = 1 << 20
 x = flow.randn(N, N, placement=ALL, sbp=S(0))
 b = x.to_global(sbp=B)
 part = flow.randn(N, N, placement=ALL, sbp=P)
 for what, make, bound in [("B->S(1)", lambda: b.to_global(sbp=S(1)), 1.3 * MIB),
                           ("P->S(0)", lambda: part.to_global(sbp=S(0)), 1.3 * MIB),
-                          ("S(0)->S(1)", lambda: x.to_global(sbp=S(1)), 2.3 * MIB)]:
+                          ("S(0)->S(1)", lambda: x.to_global(sbp=S(1)), 1.3 * MIB)]:
     flow.comm.barrier()
     rise, out = peak_rise(make)
     same(out.numpy(), x.numpy() if what != "P->S(0)" else part.numpy(), what)
@@ -185,3 +211,32 @@ assert rise <= (1.3 * 2 * MIB if rank < 2 else 64 << 10), \
     f"rank {rank}: loading a 2 MiB shard allocated {rise} bytes"
 same(w.numpy(), x.numpy(), "sharded load into another layout")
 print(f"rank {rank} layout changes and sharded checkpoints peak memory ok", flush=True)
+
+# Global meta tensors deduce what real ones compute: the same shapes, dtypes, SBPs and local
+# shapes for each op, with no memory and no communication.
+def meta_like(t):
+    return flow.empty(*t.shape, dtype=t.dtype, placement=t.placement, sbp=t.sbp, device="meta")
+
+
+CASES = [
+    ("matmul S0 x B", lambda a, b: a @ b, [(ALL, S(0), (8, 6)), (ALL, B, (6, 5))]),
+    ("matmul S1 x S0", lambda a, b: a @ b, [(ALL, S(1), (8, 6)), (ALL, S(0), (6, 5))]),
+    ("matmul S0 x S1", lambda a, b: a @ b, [(ALL, S(0), (8, 6)), (ALL, S(1), (6, 5))]),
+    ("add B + S1", lambda a, b: a + b, [(ALL, B, (7, 5)), (ALL, S(1), (7, 5))]),
+    ("sum S0", lambda a: a.sum(0), [(ALL, S(0), (8, 6))]),
+    ("softmax S1", lambda a: a.softmax(-1), [(ALL, S(1), (8, 6))]),
+    ("mesh linear", lambda a, w: F.linear(a, w),
+     [(MESH, (S(0), B), (8, 6)), (MESH, (B, S(0)), (4, 6))]),
+    ("to S0 -> S1", lambda a: a.to_global(sbp=S(1)), [(ALL, S(0), (7, 5))]),
+]
+for what, op, specs in CASES:
+    reals = [flow.randn(*shape, placement=pl, sbp=sbp) for pl, sbp, shape in specs]
+    real = op(*reals)
+    before = flow.cpu.memory_allocated()
+    meta = op(*[meta_like(r) for r in reals])
+    assert flow.cpu.memory_allocated() - before == 0, what
+    assert meta.is_meta and meta.is_global, what
+    assert (tuple(meta.shape), meta.dtype, meta.sbp, meta.placement) == \
+        (tuple(real.shape), real.dtype, real.sbp, real.placement), (what, meta.sbp, real.sbp)
+    assert tuple(meta.to_local().shape) == tuple(real.to_local().shape), what
+print(f"rank {rank} global meta deduction ok", flush=True)

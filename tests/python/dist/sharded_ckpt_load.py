@@ -1,9 +1,10 @@
 """Loads the checkpoints of sharded_ckpt_save.py (and one a single process wrote) on 2 ranks.
     usage: sharded_ckpt_load.py DIR
 Into data parallel (dp2: everything broadcast) and another tensor-parallel layout (tp2), values
-bit-identical to the saved ones; each rank reads exactly the bytes of its own shards; Adam's
-moments come back in their parameters' layouts and a step runs (rank 0 writes the parameters
-after it to DIR/dp2_step.npz for the one-process comparison)."""
+bit-identical to the saved ones; each rank reads only bytes of its own shards and the ranks
+together read each byte once; Adam's moments come back in their parameters' layouts and a step
+runs (rank 0 writes the parameters after it to DIR/dp2_step.npz for the one-process comparison).
+"""
 
 import os
 import sys
@@ -34,7 +35,14 @@ def check_model(state, expected, prefix, layout):
     before = sc.bytes_read[0]
     model.load_state_dict(state)
     read = sc.bytes_read[0] - before
-    assert read == local_nbytes(model), (layout, read, local_nbytes(model))
+    # No rank reads more than it holds; the ranks together read each byte once (a broadcast
+    # tensor is read in disjoint parts and gathered), 0-dim tensors on every rank.
+    assert read <= local_nbytes(model), (layout, read, local_nbytes(model))
+    total = flow.tensor([read], dtype=flow.int64)
+    flow.comm.all_reduce(total)
+    whole = sum(v.numel() * ITEMSIZE[v.dtype] * (1 if v.dim() else flow.env.get_world_size())
+                for v in model.state_dict().values())
+    assert total.item() == whole, (layout, total.item(), whole)
     got = model.state_dict()
     for k, v in got.items():
         assert v.sbp == sbps[k], (k, v.sbp, sbps[k])  # the model keeps its layout

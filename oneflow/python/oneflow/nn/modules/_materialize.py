@@ -14,7 +14,7 @@ from oneflow._grad_mode import no_grad
 
 
 def has_meta(module):
-    return any(t is not None and not t.is_global and t.is_meta
+    return any(t is not None and t.is_meta
                for m in module.modules() for t in (*m._parameters.values(), *m._buffers.values()))
 
 
@@ -42,13 +42,19 @@ def to_global(module, placement, sbp, init):
         raise ValueError("to_global: a module on the meta device needs both placement and sbp")
     if not isinstance(placement, _global.placement):
         raise TypeError(f"to_global: placement must be a flow.placement, got {placement!r}")
+    if _C.default_device().type == "meta":
+        if init is not None:
+            raise ValueError("to_global: init= initialises data, and under the meta device the "
+                             "module stays meta (global meta tensors hold none); call it "
+                             "outside `with flow.device('meta')`")
+        return _to_global_meta(module, placement, sbp)
     done = set()  # ids of the parameters materialised and initialised so far
     # A module whose parameters were meta runs its initialisation, also where they are all tied
     # to an earlier module's: it drew when it was built locally too.
     was_meta = {id(t) for m in module.modules() for t in m._parameters.values()
-                if t is not None and not t.is_global and t.is_meta}
+                if t is not None and t.is_meta}
     for prefix, mod in module.named_modules():  # refused before anything is allocated
-        holds = any(t is not None and not t.is_global and t.is_meta
+        holds = any(t is not None and t.is_meta
                     for t in (*mod._parameters.values(), *mod._buffers.values()))
         if holds and init is None and not hasattr(mod, "reset_parameters"):
             raise ValueError(
@@ -64,16 +70,15 @@ def to_global(module, placement, sbp, init):
                 if p is None or id(p) in done:
                     continue
                 pl, s = _layout(placement, sbp, name(k))
-                if p.is_global:
+                if p.is_global and not p.is_meta:
                     p.data = p.data.to_global(placement=pl, sbp=s)
-                elif p.is_meta:
+                elif p.is_meta:  # local or global meta: its shard of the new layout
                     p.data = _global._build_global(_C.empty, (list(p.shape), p.dtype, "cpu"), {},
                                                    (pl, s))
                 else:
                     p.data = _whole_to_global(p.data, pl, s)
                 done.add(id(p))
-            meta_buffers = [k for k, b in mod._buffers.items()
-                            if b is not None and not b.is_global and b.is_meta]
+            meta_buffers = [k for k, b in mod._buffers.items() if b is not None and b.is_meta]
             if fresh or meta_buffers:
                 # A tied parameter initialised by an earlier module keeps its values; this
                 # module's draws still happen, as they did when it was built locally.
@@ -85,7 +90,7 @@ def to_global(module, placement, sbp, init):
                 for p, value in saved:
                     p.copy_(value)
             for k, b in list(mod._buffers.items()):
-                if b is None or b.is_global:
+                if b is None or (b.is_global and not b.is_meta):
                     continue
                 if b.is_meta:
                     raise ValueError(
@@ -94,6 +99,31 @@ def to_global(module, placement, sbp, init):
                         f"set it there (a local value is read as the whole buffer)")
                 pl, s = _layout(placement, sbp, name(k))
                 mod._buffers[k] = _whole_to_global(b, pl, s)
+    return module
+
+
+def _to_global_meta(module, placement, sbp):
+    """Under `with flow.device("meta")`: every meta parameter and buffer becomes a global meta
+    tensor of its logical shape with its layout (shapes, dtypes and SBPs, no data; any
+    placement, also one larger than the job). Tied parameters stay tied."""
+    done = set()  # ids of the tensors placed (a tied parameter takes its first name's layout)
+    with no_grad():
+        for prefix, mod in module.named_modules():
+            for table in (mod._parameters, mod._buffers):
+                for k, t in list(table.items()):
+                    if t is None or id(t) in done or not t.is_meta:
+                        continue
+                    pl, s = _layout(placement, sbp, f"{prefix}.{k}" if prefix else k)
+                    if t.is_global:
+                        placed = t.data.to_global(placement=pl, sbp=s)
+                    else:
+                        placed = _global._build_global(
+                            _C.empty, (list(t.shape), t.dtype, "meta"), {}, (pl, s))
+                    if table is mod._parameters:
+                        t.data = placed
+                        done.add(id(t))
+                    else:
+                        table[k] = placed
     return module
 
 
