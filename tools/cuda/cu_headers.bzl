@@ -15,7 +15,7 @@ INCLUDES = {
     "core/kernels/cuda/attention.cu": ["core/kernels/cuda/cuda_dispatch.h", "core/kernels/cuda/cuda_util.h", "core/kernels/cuda/kernels/attention.cuh", "core/op_registry.h", "core/ops/nn/attention.h", "core/ops/op_util.h"],
     "core/kernels/cuda/batch_norm.cu": ["core/functional.h", "core/kernels/cuda/cuda_dispatch.h", "core/kernels/cuda/cuda_libs.h", "core/kernels/cuda/cuda_types.cuh", "core/kernels/cuda/cuda_util.h", "core/kernels/cuda/dnn_handle.h", "core/kernels/cuda/kernels/batch_norm.cuh", "core/kernels/cuda/launch.cuh", "core/op_registry.h"],
     "core/kernels/cuda/conv.cu": ["core/functional.h", "core/kernels/cuda/cuda_dispatch.h", "core/kernels/cuda/cuda_libs.h", "core/kernels/cuda/cuda_types.cuh", "core/kernels/cuda/cuda_util.h", "core/kernels/cuda/dnn_handle.h", "core/op_registry.h", "core/ops/nn/geometry.h", "core/ops/nn/nn_util.h"],
-    "core/kernels/cuda/creation.cu": ["core/functional.h", "core/kernels/cuda/elementwise.cuh", "core/kernels/cuda/kernels/creation.cuh", "core/op_registry.h"],
+    "core/kernels/cuda/creation.cu": ["core/functional.h", "core/kernels/cuda/elementwise.cuh", "core/kernels/cuda/kernels/creation.cuh", "core/op_registry.h", "core/shard_window.h"],
     "core/kernels/cuda/cuda_dispatch.h": ["core/dtype.h"],
     "core/kernels/cuda/cuda_libs.h": [],
     "core/kernels/cuda/cuda_types.cuh": ["core/dtype.h", "core/tensor.h"],
@@ -63,6 +63,7 @@ INCLUDES = {
     "core/ops/unary_functors.h": ["core/attrs.h", "core/ops/binary_functors.h"],
     "core/optim.h": ["core/attrs.h", "core/tensor.h"],
     "core/shape.h": [],
+    "core/shard_window.h": ["core/shape.h"],
     "core/storage.h": ["core/device.h"],
     "core/tensor.h": ["core/device.h", "core/dtype.h", "core/shape.h", "core/storage.h"],
 }
