@@ -63,7 +63,7 @@ def _to_stage(graph, where, config, value):
 
 
 def _eager_call(module, *args, **kwargs):
-    return module._call_impl(*args, **kwargs)
+    return module_lib.call_eagerly(module, args, kwargs)
 
 
 def _checkpointed(module, *args, **kwargs):
@@ -77,11 +77,11 @@ def _checkpointed(module, *args, **kwargs):
     def forward_again(mod, *a, **k):
         if not forward_state:
             forward_state.append(_C.generator_state())
-            return mod._call_impl(*a, **k)
+            return module_lib.call_eagerly(mod, a, k)
         now = _C.generator_state()
         _C.set_generator_state(*forward_state[0])
         try:
-            return mod._call_impl(*a, **k)
+            return module_lib.call_eagerly(mod, a, k)
         finally:
             _C.set_generator_state(*now)
 
@@ -122,7 +122,7 @@ class _Tracing:
         name = self.module_names.get(id(module))
         config = module_config(module)
         if name is None and config is None:
-            return module._call_impl(*args, **kwargs)
+            return module_lib.call_eagerly(module, args, kwargs)
         run = _eager_call
         if config is not None:
             where = name or type(module).__name__

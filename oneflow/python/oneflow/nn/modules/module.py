@@ -56,8 +56,21 @@ class RemovableHandle:
 # Who sees module calls while a trace runs: oneflow.fx's tracer (fx/tracer.py; the calls become
 # graph nodes instead of running forward) and nn.Graph's (nn/graph/tracing.py; it names the
 # plan's scope, moves pipeline-stage inputs, recomputes checkpointed modules). The last one
-# appended gets hook(module, args, kwargs); Module._call_impl runs the call as eager does.
+# appended gets hook(module, args, kwargs); call_eagerly(module, args, kwargs) runs the call as
+# eager does (its forward's own module calls still reach the hook).
 _module_call_hooks = []
+_run_eagerly = []  # the module whose next call skips the hook (call_eagerly)
+
+
+def call_eagerly(module, args, kwargs):
+    """From inside a module-call hook: module's call as eager runs it (pre-hooks, forward,
+    hooks)."""
+    _run_eagerly.append(module)
+    try:
+        return module(*args, **kwargs)
+    finally:
+        if _run_eagerly and _run_eagerly[-1] is module:
+            _run_eagerly.pop()  # a __call__ override that never reached Module.__call__
 
 
 class Module:
@@ -82,11 +95,10 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if _module_call_hooks:
-            return _module_call_hooks[-1](self, args, kwargs)
-        return self._call_impl(*args, **kwargs)
-
-    def _call_impl(self, *args, **kwargs):
-        """The call as eager runs it: forward pre-hooks, forward, forward hooks."""
+            if _run_eagerly and _run_eagerly[-1] is self:
+                _run_eagerly.pop()
+            else:
+                return _module_call_hooks[-1](self, args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
