@@ -284,6 +284,44 @@ def test_what_a_replay_cannot_redo_fails_while_compiling():
         BackwardOnlyGraph()(x)
 
 
+class ObservingGraph(nn.Graph):
+    """Records, inside build, what the trace changed of the process."""
+
+    def __init__(self, model, opt):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+        self.seen = []
+
+    def build(self, x):
+        from oneflow import _trace_state
+
+        self.seen.append((_trace_state.is_tracing(), nn.Module.__call__, flow.Tensor.backward,
+                          flow.Tensor.item, flow.Tensor.__bool__))
+        loss = self.model(x).sum()
+        loss.backward()
+        return loss
+
+
+def test_the_trace_patches_nothing_and_is_asked_through_one_query():
+    from oneflow import _trace_state
+
+    model = mlp()
+    g = ObservingGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
+    outside = (nn.Module.__call__, flow.Tensor.backward, flow.Tensor.item, flow.Tensor.__bool__)
+    assert not _trace_state.is_tracing()
+    g(flow.randn(2, 8))
+    assert len(g.seen) == 1
+    tracing, *inside = g.seen[0]
+    assert tracing and not _trace_state.is_tracing()
+    assert all(a is b for a, b in zip(inside, outside))  # the same functions: nothing patched
+    assert not nn.modules.module._module_call_hooks  # the trace's module hook is gone again
+    # eager after the compile: module calls, backward and value reads as before
+    y = model(flow.randn(2, 8)).sum()
+    y.backward()
+    assert np.isfinite(y.item()) and model[0].weight.grad is not None
+
+
 def test_a_failed_compile_leaves_eager_working():
     g = ItemGraph()
     with pytest.raises(RuntimeError):

@@ -9,7 +9,7 @@ import builtins
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow import _api_util
+from oneflow import _api_util, _trace_state
 from oneflow._api_util import _finish, _floating_default, _size
 
 Tensor = _C.Tensor
@@ -114,19 +114,13 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
             dtype = _C.int64
         else:
             dtype = _api_util._default_dtype
-    if isinstance(fill_value, _C.Tensor) and _graph_tracing():
+    if isinstance(fill_value, _C.Tensor) and _trace_state.is_tracing():
         # Inside nn.Graph's build the value stays a tensor input (reading it would bake the
         # trace's value into every replay).
         value = _C.to_local(fill_value).reshape([]).to(dtype)
         zeros = _C.full(_size((size,), "full"), 0.0, dtype, device)
         return _finish(zeros + value.to(zeros._device), requires_grad)
     return _finish(_C.full(_size((size,), "full"), builtins.float(fill_value), dtype, device), requires_grad)
-
-
-def _graph_tracing():
-    from oneflow.nn import graph
-
-    return graph._Tracing.active is not None
 
 
 def _like(x, dtype, device):

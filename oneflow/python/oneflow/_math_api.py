@@ -98,9 +98,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN -> nan, +inf -> posinf, -inf -> neginf (the dtype's largest/smallest by default)."""
     if not _is_float(input):
         return input.clone()
-    import oneflow as flow
+    from oneflow._misc import finfo
 
-    info = flow.finfo(input.dtype)
+    info = finfo(input.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = _C.where(_C.ne(input, input), _scalar(nan, input), input)

@@ -8,7 +8,8 @@ import sys
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
-from oneflow import _breadth_ops, _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types
+from oneflow import (_breadth_ops, _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types,
+                     _trace_state)
 from oneflow._api_util import Size, _floating_default, _inplace, _method, _size
 from oneflow._creation import tensor, zeros
 from oneflow._ops import (_floor_div, add, argmax, argmin, argwhere, clamp, flatten, gather,
@@ -383,6 +384,41 @@ def install():
         for name, method in module._tensor_methods().items():
             setattr(T, name, method)
     _install_numpy_operands(T)
+    _install_trace_points(T)
+
+
+# ---------------------------------------------------------------- nn.Graph's trace points
+
+# The value reads a compiled graph's replay could not redo; while a trace runs they (and
+# backward) go to it (oneflow/_trace_state.py), otherwise straight to the C++ method.
+_VALUE_READS = ("numpy", "item", "tolist", "__bool__", "__float__", "__int__", "__index__")
+
+
+def _install_trace_points(T):
+    run_backward = T.backward
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        trace = _trace_state._active
+        if trace is None:
+            return run_backward(self, gradient, retain_graph, create_graph, inputs)
+        return trace.backward(self, run_backward, gradient, retain_graph, create_graph, inputs)
+
+    backward.__doc__ = run_backward.__doc__
+    T.backward = backward
+    for name in _VALUE_READS:
+        setattr(T, name, _value_read(getattr(T, name), name))
+
+
+def _value_read(read, name):
+    def method(self, *args, **kwargs):
+        trace = _trace_state._active
+        if trace is not None:
+            trace.read(self, name)
+        return read(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = read.__doc__
+    return method
 
 
 class _RemovableHandle:

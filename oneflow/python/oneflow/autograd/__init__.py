@@ -19,8 +19,7 @@ none flowed) and returns one per forward argument (None for non-tensors or no gr
 
 import builtins
 
-import oneflow as flow
-from oneflow import _C
+import oneflow._oneflow_internal as _C
 from oneflow._grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
@@ -30,11 +29,11 @@ __all__ = ["Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enable
 
 
 def _tensors(arg, what, api, allow_none=False):
-    if isinstance(arg, flow.Tensor) or (allow_none and arg is None):
+    if isinstance(arg, _C.Tensor) or (allow_none and arg is None):
         return [arg]
     if isinstance(arg, (list, tuple)):
         for i, t in enumerate(arg):
-            if not (isinstance(t, flow.Tensor) or (allow_none and t is None)):
+            if not (isinstance(t, _C.Tensor) or (allow_none and t is None)):
                 raise TypeError(f"{api}: {what}[{i}] must be a tensor{' or None' if allow_none else ''}, "
                                 f"got {type(t).__name__}")
         return list(arg)
@@ -95,7 +94,7 @@ class FunctionCtx:
         """These outputs of forward get no gradient: they come back not requiring grad, and
         backward receives zeros for them."""
         for t in tensors:
-            if not isinstance(t, flow.Tensor):
+            if not isinstance(t, _C.Tensor):
                 raise TypeError(f"mark_non_differentiable: expected tensors, got "
                                 f"{type(t).__name__}")
             self._non_differentiable.add(_C.tensor_impl_id(t))
@@ -115,17 +114,17 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, flow.Tensor) and a.requires_grad for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
         with no_grad():
             out = cls.forward(ctx, *args, **kwargs)
         if not (is_grad_enabled() and any(ctx.needs_input_grad)):
             return out
-        single = isinstance(out, flow.Tensor)
+        single = isinstance(out, _C.Tensor)
         outs = [out] if single else list(out)
-        if not all(isinstance(o, flow.Tensor) for o in outs):
+        if not all(isinstance(o, _C.Tensor) for o in outs):
             raise TypeError(f"{cls.__name__}.forward: expected tensors as outputs, got "
                             f"{[type(o).__name__ for o in outs]}")
-        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, flow.Tensor)]
+        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
         name = cls.__name__ + "Backward"
         differentiable = [i for i, o in enumerate(outs)
                           if _C.tensor_impl_id(o) not in ctx._non_differentiable]
@@ -133,7 +132,7 @@ class Function:
             return out
 
         def backward(*grads):
-            full = [flow.zeros_like(o) for o in outs]
+            full = [o.new_zeros(o.shape) for o in outs]  # global: o's placement and sbp
             for i, g in zip(differentiable, grads):
                 full[i] = g
             res = cls.backward(ctx, *full)

@@ -12,9 +12,11 @@ call is bounded by ONEFLOW_TIMEOUT_SECONDS and names the rank and group when it 
 `group` is a list of global ranks (None: every rank); each member must make the same calls.
 """
 
-import oneflow as flow
 import oneflow._oneflow_internal as _C
-from oneflow import env as _env
+from oneflow import _creation, env as _env
+from oneflow._creation import empty, zeros
+from oneflow._grad_mode import no_grad
+from oneflow._ops import cat
 
 
 class ReduceOp:
@@ -44,7 +46,7 @@ def _op(op, name):
 
 
 def _check_tensor(t, name, what="tensor"):
-    if not isinstance(t, flow.Tensor):
+    if not isinstance(t, _C.Tensor):
         raise TypeError(f"{name}: {what} must be a oneflow.Tensor, got {type(t).__name__}")
     if t.device.type != "cpu":
         raise ValueError(f"{name}: {what} is on {t.device}, only CPU tensors are supported")
@@ -87,7 +89,7 @@ def _then(work, after, async_op):
 def _copy_pieces(outputs, flat, counts):
     """outputs[i] = the i-th piece (counts[i] rows) of flat, in order."""
     start = 0
-    with flow.no_grad():
+    with no_grad():
         for out, c in zip(outputs, counts):
             out.copy_(flat[start:start + c].reshape(out.shape))
             start += c
@@ -101,7 +103,7 @@ def _in_place(tensor, name, call, async_op):
     buf = tensor.contiguous()
 
     def back():
-        with flow.no_grad():
+        with no_grad():
             tensor.copy_(buf)
 
     return _then(call(buf), back, async_op)
@@ -143,7 +145,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         rows = [1] * n
     else:
         rows = [o.shape[0] if o.dim() else 1 for o in tensor_list]
-    flat = flow.empty((sum(rows),) + tuple(src.shape[1:]), dtype=tensor.dtype)
+    flat = empty((sum(rows),) + tuple(src.shape[1:]), dtype=tensor.dtype)
     counts = None if all(r == src.shape[0] for r in rows) else rows
     work = _C.comm_all_gather(flat, src, counts, ranks=group, async_op=async_op)
     return _then(work, lambda: _copy_pieces(tensor_list, flat, rows), async_op)
@@ -169,7 +171,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         _check_tensor(x, "reduce_scatter", f"input {i}")
     o = _op(op, "reduce_scatter")
     rows = [x.reshape(-1).shape[0] for x in input_list]
-    flat = flow.cat([x.reshape(-1) for x in input_list])
+    flat = cat([x.reshape(-1) for x in input_list])
     counts = None if len(set(rows)) == 1 else rows
     return _in_place(
         output, "reduce_scatter",
@@ -199,8 +201,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     ins = [x.contiguous().reshape(-1) for x in input_tensor_list]
     in_counts = [x.shape[0] for x in ins]
     out_counts = [x.numel() for x in output_tensor_list]
-    flat_in = flow.cat(ins)
-    flat_out = flow.empty(sum(out_counts), dtype=flat_in.dtype)
+    flat_in = cat(ins)
+    flat_out = empty(sum(out_counts), dtype=flat_in.dtype)
     work = _C.comm_all_to_all(flat_out, flat_in, in_counts, out_counts, ranks=group,
                               async_op=async_op)
     return _then(work, lambda: _copy_pieces(output_tensor_list, flat_out, out_counts), async_op)
@@ -232,7 +234,7 @@ def send(tensor, dst, send_meta=True, tag=0):
             raise ValueError(f"send: tensors of more than {_META_LEN - 2} dims are not supported")
         meta = [tensor.dim(), names.index(tensor.dtype.name)] + list(tensor.shape)
         meta += [0] * (_META_LEN - len(meta))
-        _C.comm_send(flow.tensor(meta, dtype=flow.int64), int(dst), _META_TAG + tag)
+        _C.comm_send(_creation.tensor(meta, dtype=_C.int64), int(dst), _META_TAG + tag)
     _C.comm_send(tensor.contiguous(), int(dst), tag)
 
 
@@ -240,16 +242,16 @@ def recv(src, shape=None, dtype=None, device=None, *, out=None, tag=0):
     """Receives a tensor from rank src (OneFlow's signature). Without shape and dtype the sender
     must have sent them (send_meta=True). PyTorch's recv(tensor, src) also works: it fills
     tensor and returns the sender's rank."""
-    if isinstance(src, flow.Tensor):  # torch.distributed.recv(tensor, src)
+    if isinstance(src, _C.Tensor):  # torch.distributed.recv(tensor, src)
         tensor, src = src, shape
         recv(src, out=tensor, tag=tag)
         return src
     _join()
     if shape is None or dtype is None:
-        meta = flow.zeros(_META_LEN, dtype=flow.int64)
+        meta = zeros(_META_LEN, dtype=_C.int64)
         _C.comm_recv(meta, int(src), _META_TAG + tag)
         m = meta.tolist()
-        got_shape, got_dtype = tuple(m[2:2 + m[0]]), getattr(flow, _dtype_names()[m[1]])
+        got_shape, got_dtype = tuple(m[2:2 + m[0]]), getattr(_C, _dtype_names()[m[1]])
         if shape is not None and tuple(shape) != got_shape:
             raise ValueError(f"recv: expected shape {tuple(shape)} but rank {src} sent {got_shape}")
         if dtype is not None and dtype != got_dtype:
@@ -262,7 +264,7 @@ def recv(src, shape=None, dtype=None, device=None, *, out=None, tag=0):
                              f"{tuple(shape)} {dtype}")
         _in_place(out, "recv", lambda t: _C.comm_recv(t, int(src), tag), False)
         return out
-    result = flow.empty(tuple(shape), dtype=dtype)
+    result = empty(tuple(shape), dtype=dtype)
     _C.comm_recv(result, int(src), tag)
     return result
 

@@ -6,13 +6,7 @@ product of the pivots, signed by the row swaps), over (..., n, n).
 """
 
 import oneflow._oneflow_internal as _C
-
-
-def _tracing():
-    """Inside nn.Graph's build no value may be read: the singular check is skipped there."""
-    from oneflow.nn import graph
-
-    return graph._Tracing.active is not None
+from oneflow import _trace_state
 
 
 def _square(op, A):
@@ -65,7 +59,7 @@ def inv(A):
     n = A._shape[-1]
     eye = _C.eye(n, n, A.dtype, A._device).expand(*(list(A._shape[:-2]) + [n, n]))
     M, pivots, _ = _eliminate(_C.cat([A, eye], -1), n, jordan=True)
-    if n and not _tracing() and bool((_C.stack(pivots, -1) == 0).any().item()):
+    if n and not _trace_state.is_tracing() and bool((_C.stack(pivots, -1) == 0).any().item()):
         raise RuntimeError("linalg.inv: the input is singular (a zero pivot), it has no inverse")
     return M[..., n:]
 

@@ -34,7 +34,7 @@ import contextlib
 import warnings
 
 import oneflow as flow
-from oneflow import _sharded_checkpoint
+from oneflow import _grads, _sharded_checkpoint
 from oneflow._dtype_util import is_floating
 
 
@@ -434,15 +434,8 @@ class Optimizer:
         return loss
 
     def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    with flow.no_grad():
-                        p.grad.zero_()
+        _grads.zero_grads([p for group in self.param_groups for p in group["params"]],
+                          set_to_none)
 
     def _run_closure(self, closure):
         # step() runs under no_grad; the closure recomputes the loss and needs autograd.

@@ -11,7 +11,7 @@
 from collections import OrderedDict, namedtuple
 
 import oneflow as flow
-from oneflow import _sharded_checkpoint
+from oneflow import _grads, _sharded_checkpoint
 from oneflow._dtype_util import is_floating
 from oneflow.nn.modules import _assignments, _materialize
 from oneflow.nn.parameter import Parameter
@@ -53,9 +53,24 @@ class RemovableHandle:
         self.remove()
 
 
-# oneflow.fx's tracer while it traces (fx/tracer.py): module calls go to it, to become graph
-# nodes, instead of running forward.
+# Who sees module calls while a trace runs: oneflow.fx's tracer (fx/tracer.py; the calls become
+# graph nodes instead of running forward) and nn.Graph's (nn/graph/tracing.py; it names the
+# plan's scope, moves pipeline-stage inputs, recomputes checkpointed modules). The last one
+# appended gets hook(module, args, kwargs); call_eagerly(module, args, kwargs) runs the call as
+# eager does (its forward's own module calls still reach the hook).
 _module_call_hooks = []
+_run_eagerly = []  # the module whose next call skips the hook (call_eagerly)
+
+
+def call_eagerly(module, args, kwargs):
+    """From inside a module-call hook: module's call as eager runs it (pre-hooks, forward,
+    hooks)."""
+    _run_eagerly.append(module)
+    try:
+        return module(*args, **kwargs)
+    finally:
+        if _run_eagerly and _run_eagerly[-1] is module:
+            _run_eagerly.pop()  # a __call__ override that never reached Module.__call__
 
 
 class Module:
@@ -80,7 +95,10 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if _module_call_hooks:
-            return _module_call_hooks[-1](self, args, kwargs)
+            if _run_eagerly and _run_eagerly[-1] is self:
+                _run_eagerly.pop()
+            else:
+                return _module_call_hooks[-1](self, args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
@@ -434,14 +452,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                with flow.no_grad():
-                    p.grad.zero_()
+        _grads.zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Calls fn on every submodule (children first) and then on self."""
