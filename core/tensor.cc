@@ -1,6 +1,5 @@
 #include "core/tensor.h"
 
-#include "core/autograd.h"
 #include "core/error.h"
 #include "core/size_check.h"
 
@@ -124,10 +123,6 @@ Tensor Tensor::detach() const {
   impl->dtype = impl_->dtype;
   impl->extension = impl_->extension;
   return Tensor(std::move(impl));
-}
-
-void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  RunBackward({*this}, {grad}, retain_graph);
 }
 
 std::string Tensor::ToString() const {
