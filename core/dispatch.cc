@@ -20,9 +20,10 @@ void CheckArity(const OpDef& op, const std::vector<Tensor>& inputs) {
   }
 }
 
-// What the profiler shows of an op call: its input shapes (record_shapes) and, for a kernel on
-// a CUDA device, that device's time.
+// What the profiler shows of an op call: its input shapes (record_shapes), its caller's stack
+// (with_stack) and, for a kernel on a CUDA device, that device's time.
 void DescribeOpCall(profiler::Range& r, const std::vector<Tensor>& inputs) {
+  if (profiler::WithStack()) r.set_stack(profiler::CurrentStack());
   if (profiler::RecordShapes()) {
     std::string shapes = "[";
     for (size_t i = 0; i < inputs.size(); ++i) {
