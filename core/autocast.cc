@@ -3,7 +3,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/dispatch.h"
+#include "core/op_registry.h"
 
 namespace oneflow {
 
@@ -60,13 +60,6 @@ const std::unordered_map<std::string, AutocastPolicy>& Table() {
   return *table;
 }
 
-Tensor CastTo(const Tensor& t, DType dtype) {
-  static const OpDef& cast = OpRegistry::Global().Get("cast");
-  Attrs a;
-  a.Set("dtype", dtype);
-  return CallOp1(cast, {t}, a);
-}
-
 }  // namespace
 
 AutocastPolicy AutocastPolicyOf(const OpDef& op) {
@@ -101,7 +94,8 @@ AutocastSuspendGuard::AutocastSuspendGuard() : prev_(t_state.suspended) {
 }
 AutocastSuspendGuard::~AutocastSuspendGuard() { t_state.suspended = prev_; }
 
-bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs, std::vector<Tensor>* cast) {
+bool AutocastTargets(const OpDef& op, const std::vector<Tensor>& inputs,
+                     std::vector<DType>* targets) {
   if (t_state.suspended || inputs.empty()) return false;
   if (!t_state.enabled[0] && !t_state.enabled[1]) return false;
   const DeviceType type = inputs[0].device().type;
@@ -119,15 +113,17 @@ bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs, std::vec
     }
     if (first) return false;
   }
-  AutocastSuspendGuard suspend;  // the casts themselves
-  *cast = inputs;
+  std::vector<DType> to;
+  to.reserve(inputs.size());
   bool any = false;
-  for (Tensor& t : *cast) {
-    if (!IsFloating(t.dtype()) || t.dtype() == target || t.dtype() == DType::kFloat64) continue;
-    if (policy == AutocastPolicy::kFloat32 && !IsHalf(t.dtype())) continue;
-    t = CastTo(t, target);
-    any = true;
+  for (const Tensor& t : inputs) {
+    const DType d = t.dtype();
+    const bool keep = !IsFloating(d) || d == target || d == DType::kFloat64 ||
+                      (policy == AutocastPolicy::kFloat32 && !IsHalf(d));
+    to.push_back(keep ? d : target);
+    any |= !keep;
   }
+  if (any) *targets = std::move(to);
   return any;
 }
 

@@ -56,9 +56,11 @@ class AutocastSuspendGuard {
   bool prev_;
 };
 
-// The inputs of a call of op under the current autocast state, into *cast; false (and *cast
-// untouched) when autocast is off for their device type or the op's policy leaves them, so
-// the common call costs no copy.
-bool AutocastInputs(const OpDef& op, const std::vector<Tensor>& inputs, std::vector<Tensor>* cast);
+// The dtype each input of a call of op is cast to under the current autocast state, into
+// *targets (one per input, its own dtype where it stays); false (and *targets untouched) when
+// autocast is off for their device type or the op's policy changes none of them, so the
+// common call costs nothing. CallOp makes the casts (op calls: gradients flow through them).
+bool AutocastTargets(const OpDef& op, const std::vector<Tensor>& inputs,
+                     std::vector<DType>* targets);
 
 }  // namespace oneflow

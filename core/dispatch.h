@@ -1,5 +1,7 @@
-// Runs an op call: infers output metadata, runs the kernel of the inputs' device and records
-// the autograd node. Calls with a global input go to the interpreter oneflow/ installs.
+// Runs an op call: a short pipeline of autocast, the route to the local kernel (core/
+// local_kernel.h) or to the interpreter oneflow/ installs for global inputs (core/
+// global_hooks.h), the trace of nn.Graph (core/trace.h) and the autograd record (core/
+// op_node.h).
 //
 //   static const OpDef& relu = OpRegistry::Global().Get("relu");
 //   Tensor y = CallOp1(relu, {x}, Attrs());
@@ -7,6 +9,8 @@
 
 #include <vector>
 
+#include "core/global_hooks.h"
+#include "core/local_kernel.h"
 #include "core/op_registry.h"
 
 namespace oneflow {
@@ -15,62 +19,10 @@ std::vector<Tensor> CallOp(const OpDef& op, const std::vector<Tensor>& inputs,
                            const Attrs& attrs = Attrs());
 Tensor CallOp1(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs = Attrs());
 
-// Runs only the local part (inference and kernel), no autograd, no global routing.
-std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
-                                   const Attrs& attrs);
-
-// Runs a CPU kernel on float16/bfloat16 inputs in float32: half inputs are widened, outputs
-// whose inferred dtype is half are rounded back, and inputs an in-place kernel wrote get the
-// writes back. RunLocalKernel does this for ops without OpDef::cpu_half; kernels with native
-// half paths call it for the cases they leave (float16, a CPU without bfloat16 instructions).
-std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
-                                       const std::vector<Tensor>& inputs, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& outputs);
-
 // For the autograd engine, which sits below the functional API.
 Tensor Full(const TensorMeta& meta, double value);
 Tensor AddGrads(const Tensor& a, const Tensor& b);
 Tensor CopyGrad(const Tensor& g);
-
-// The one inversion point from core to the layer above: what oneflow/global installs at
-// start-up so that core's dispatch and autograd work on global tensors without knowing ranks
-// or SBP (DESIGN.md). Unset (null) members: no global tensors exist.
-struct GlobalHooks {
-  // Runs an op whose inputs include a global tensor and returns global outputs; CallOp records
-  // autograd around it.
-  std::vector<Tensor> (*interpret)(const OpDef& op, const std::vector<Tensor>& inputs,
-                                   const Attrs& attrs) = nullptr;
-  // Adapts a gradient before it reaches a leaf (boxes it to the leaf's nd_sbp). `accumulating`:
-  // it goes into leaf's .grad (backward), not back to a caller (autograd.grad); the hook may
-  // then leave .grad to be finished by a callback it queues for the end of the pass
-  // (QueueBackwardCallback), as bucketed gradient all-reduces do.
-  Tensor (*leaf_grad)(const Tensor& leaf, const Tensor& grad, bool accumulating) = nullptr;
-  // A tensor of a value laid out like a global one (autograd's seeds and zero gradients).
-  Tensor (*full_like)(const Tensor& like, double value) = nullptr;
-  // In-place copy and fill of global tensors (fn::copy_ and fn::fill_ hand those over).
-  void (*copy)(const Tensor& dst, const Tensor& src) = nullptr;
-  void (*fill)(const Tensor& dst, double value) = nullptr;
-  // `local` (the same values on every rank) as a broadcast tensor on like's placement:
-  // composites in core lift the constants they make (positions, ones) with it.
-  Tensor (*on_placement_of)(const Tensor& like, const Tensor& local) = nullptr;
-  // The whole value of a global tensor as a local one, on every rank (collective): how core
-  // reads a global scalar on the host.
-  Tensor (*whole)(const Tensor& global) = nullptr;
-};
-void SetGlobalHooks(const GlobalHooks& hooks);
-const GlobalHooks& GetGlobalHooks();
-// What the CUDA backend installs at start-up for device-agnostic code in core (null in a
-// build without CUDA): copies between devices, and strided copies on a device. Under the
-// stand-in CUDA device (FakeCuda()) GetDeviceHooks gives its byte copies instead, whatever was
-// installed; copy_strided is then null (its memory is host memory: see OnHost).
-struct DeviceHooks {
-  // A contiguous copy of contiguous `src` on another device.
-  Tensor (*copy_to)(const Tensor& src, const Device& device) = nullptr;
-  // dst (any strides) = src (broadcast to dst's shape, converted to its dtype), one CUDA device.
-  void (*copy_strided)(const Tensor& dst, const Tensor& src) = nullptr;
-};
-void SetDeviceHooks(const DeviceHooks& hooks);
-const DeviceHooks& GetDeviceHooks();
 
 // A tensor of `value` with like's metadata (global when like is).
 Tensor FullLike(const Tensor& like, double value);

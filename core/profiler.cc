@@ -33,6 +33,8 @@ Session& S() {
 std::atomic<uint64_t> g_generation{0};
 std::atomic<bool> g_cuda{false};
 std::atomic<bool> g_shapes{false};
+std::atomic<bool> g_stack{false};
+std::atomic<StackProvider> g_stack_provider{nullptr};
 
 thread_local int64_t t_memory[2] = {0, 0};
 
@@ -53,6 +55,10 @@ void SetDeviceTimer(const DeviceTimer& timer) {
 void detail::AddMemory(int device_type, int64_t delta) { t_memory[device_type & 1] += delta; }
 
 bool RecordShapes() { return g_shapes.load(std::memory_order_relaxed); }
+
+void SetStackProvider(StackProvider provider) { g_stack_provider.store(provider); }
+bool WithStack() { return g_stack.load(std::memory_order_relaxed); }
+std::string CurrentStack() { return g_stack_provider.load()(); }
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -76,12 +82,16 @@ void Start(const Options& options) {
         "profiler: CUDA activity needs a build with CUDA (this one has none); profile "
         "ProfilerActivity.CPU only");
   }
+  if (options.with_stack && !g_stack_provider.load()) {
+    throw Error("profiler: with_stack needs a stack provider (the Python package installs one)");
+  }
   if (options.cuda && s.timer.reset) s.timer.reset();
   s.options = options;
   s.events.clear();
   s.generation = g_generation.fetch_add(1) + 1;
   g_cuda.store(options.cuda);
   g_shapes.store(options.record_shapes);
+  g_stack.store(options.with_stack);
   detail::g_memory.store(options.profile_memory);
   detail::g_on.store(true);
 }
@@ -95,6 +105,7 @@ std::vector<Event> Stop() {
     detail::g_memory.store(false);
     g_cuda.store(false);
     g_shapes.store(false);
+    g_stack.store(false);
     s.generation = 0;
     events.swap(s.events);
   }
@@ -153,6 +164,10 @@ Range& Range::set_detail(std::string detail) {
 }
 Range& Range::set_shapes(std::string shapes) {
   open_->event.shapes = std::move(shapes);
+  return *this;
+}
+Range& Range::set_stack(std::string stack) {
+  open_->event.stack = std::move(stack);
   return *this;
 }
 Range& Range::set_name(std::string name) {

@@ -44,6 +44,7 @@ struct Event {
   int64_t thread = 0;                // the OS thread id
   std::string shapes;                // input shapes when Options::record_shapes: "[[2, 3], []]"
   std::string detail;                // boxing: the step; collective: the group
+  std::string stack;                 // with_stack: the op call's frames, innermost first
   int64_t bytes = -1;                // bytes moved (boxing, collectives); -1: not applicable
   int64_t memory[2] = {0, 0};        // net bytes allocated while open: cpu, cuda
   int device = -1;                   // CUDA device index of the device times, -1: none
@@ -55,13 +56,25 @@ struct Options {
   bool record_shapes = false;
   bool profile_memory = false;
   bool cuda = false;  // device times of CUDA work (needs a DeviceTimer: CUDA builds)
+  // The call stack of every op event (Event::stack), from the installed StackProvider.
+  bool with_stack = false;
 };
+
+// What the Python binding installs: the Python call stack of the running thread ("file(line):
+// function" frames, innermost first, one a line; empty without one). Start refuses
+// Options::with_stack while none is installed.
+using StackProvider = std::string (*)();
+void SetStackProvider(StackProvider provider);
+bool WithStack();
+// REQUIRES: WithStack().
+std::string CurrentStack();
 
 // What the CUDA backend installs: event pairs on a device's current stream. Unset members: no
 // device timing in this build (Start refuses Options::cuda).
 struct DeviceTimer {
   void* (*mark)(int device) = nullptr;  // records an event on the device's stream
-  // Waits for the marks (once, in Stop()) and gives the steady-clock time of each.
+  // Waits for the marks (once, in Stop()) and gives the steady-clock time of each; the marks
+  // come in (start, end) pairs, a range's two.
   void (*resolve)(void* const* marks, int64_t* out_ns, size_t n) = nullptr;
   void (*release)(void* mark) = nullptr;
   // Called by Start: forget the reference marks of the last session (a device's first mark
@@ -112,6 +125,7 @@ class Range {
   Range& set_detail(std::string detail);
   Range& set_shapes(std::string shapes);
   Range& set_name(std::string name);
+  Range& set_stack(std::string stack);
   // The work this range times runs on CUDA device `device` (its current stream): with
   // Options::cuda, marks the stream now and again when the range ends.
   Range& MarkDevice(int device);

@@ -66,3 +66,22 @@ TEST_CASE("profiler: one session at a time", "[profiler]") {
   profiler::Stop();
   REQUIRE_FALSE(profiler::Enabled());
 }
+
+TEST_CASE("profiler: with_stack takes the installed provider's stack", "[profiler]") {
+  profiler::Options o;
+  o.with_stack = true;
+  REQUIRE_THROWS_WITH(profiler::Start(o), Catch::Contains("with_stack needs a stack provider"));
+  profiler::SetStackProvider(
+      [] { return std::string("model.py(7): forward\ntrain.py(3): <module>"); });
+  profiler::Start(o);
+  REQUIRE(profiler::WithStack());
+  {
+    profiler::Range r(profiler::Kind::kOp, "relu");
+    r.set_stack(profiler::CurrentStack());
+  }
+  std::vector<profiler::Event> events = profiler::Stop();
+  REQUIRE_FALSE(profiler::WithStack());
+  REQUIRE(events.size() == 1);
+  REQUIRE(events[0].stack == "model.py(7): forward\ntrain.py(3): <module>");
+  profiler::SetStackProvider(nullptr);
+}

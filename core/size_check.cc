@@ -27,9 +27,9 @@ int64_t ReadMaxAllocationBytes() {
   return pages > kInt64Max / page ? kInt64Max : static_cast<int64_t>(pages) * page;
 }
 
-}  // namespace
-
-int64_t CheckShape(const Shape& shape, DType dtype, const char* op) {
+// CheckShape's slow path: finds which rule the shape breaks and says so (or returns the element
+// count of an empty shape whose other dims overflowed on their own).
+int64_t CheckShapeSlow(const Shape& shape, DType dtype, const char* op) {
   int64_t numel = 1;
   bool overflow = false;
   for (int64_t d : shape.dims()) {
@@ -54,11 +54,40 @@ int64_t CheckShape(const Shape& shape, DType dtype, const char* op) {
   return numel;
 }
 
+// Every tensor passes here (twice: its op's inference, then its allocation), so the common case
+// is one multiply with an overflow flag per dim, no division: true and the element count when
+// the shape breaks no rule.
+bool CountsFit(const Shape& shape, DType dtype, int64_t* numel) {
+  int64_t n = 1, bytes = 0;
+  bool bad = false;
+  for (int64_t d : shape.dims()) {
+    bad |= d < 0;
+    bad |= __builtin_mul_overflow(n, d, &n);
+  }
+  bad |= __builtin_mul_overflow(n, static_cast<int64_t>(SizeOf(dtype)), &bytes);
+  *numel = n;
+  return !bad;
+}
+
+}  // namespace
+
+int64_t CheckShape(const Shape& shape, DType dtype, const char* op) {
+  int64_t numel;
+  return CountsFit(shape, dtype, &numel) ? numel : CheckShapeSlow(shape, dtype, op);
+}
+
 int64_t CheckAllocation(const Shape& shape, DType dtype, const char* op) {
-  const int64_t bytes = CheckShape(shape, dtype, op) * static_cast<int64_t>(SizeOf(dtype));
+  // The op's name is looked up (a thread-local read) only for a message.
+  auto name = [op] {
+    const char* current = op ? op : CurrentSizeCheckOp();
+    return current ? current : "empty";
+  };
+  int64_t numel;
+  if (!CountsFit(shape, dtype, &numel)) numel = CheckShapeSlow(shape, dtype, name());
+  const int64_t bytes = numel * static_cast<int64_t>(SizeOf(dtype));
   const int64_t cap = MaxAllocationBytes();
   if (bytes > cap) {
-    throw Error(StrCat(op, ": cannot allocate ", bytes, " bytes for a ", DTypeName(dtype),
+    throw Error(StrCat(name(), ": cannot allocate ", bytes, " bytes for a ", DTypeName(dtype),
                        " tensor of shape ", shape, ": more than the ", cap,
                        " bytes of this machine's memory (ONEFLOW_MAX_ALLOC_BYTES sets the limit)"));
   }

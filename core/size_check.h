@@ -19,7 +19,8 @@ namespace oneflow {
 // count (numel * SizeOf(dtype)) does not fit int64. Returns the element count.
 int64_t CheckShape(const Shape& shape, DType dtype, const char* op);
 
-// CheckShape, then refuses more bytes than MaxAllocationBytes(). Returns the byte count.
+// CheckShape, then refuses more bytes than MaxAllocationBytes(). Returns the byte count. A null
+// op names the op of the enclosing SizeCheckOpScope (else "empty"), read only for a message.
 int64_t CheckAllocation(const Shape& shape, DType dtype, const char* op);
 
 // The largest allocation CheckAllocation allows: the machine's physical memory, or the

@@ -1,6 +1,5 @@
 #include "core/tensor.h"
 
-#include "core/autograd.h"
 #include "core/error.h"
 #include "core/size_check.h"
 
@@ -14,13 +13,15 @@ bool GradModeEnabled() { return g_grad_mode; }
 void SetGradMode(bool enabled) { g_grad_mode = enabled; }
 
 Tensor Tensor::Empty(const Shape& shape, DType dtype, const Device& device) {
-  const char* op = CurrentSizeCheckOp();
   // A meta tensor holds no memory, so only the counts are checked: a model described on meta
   // may be larger than this machine.
-  const int64_t nbytes =
-      device.type == DeviceType::kMeta
-          ? CheckShape(shape, dtype, op ? op : "empty") * static_cast<int64_t>(SizeOf(dtype))
-          : CheckAllocation(shape, dtype, op ? op : "empty");
+  int64_t nbytes;
+  if (device.type == DeviceType::kMeta) {
+    const char* op = CurrentSizeCheckOp();
+    nbytes = CheckShape(shape, dtype, op ? op : "empty") * static_cast<int64_t>(SizeOf(dtype));
+  } else {
+    nbytes = CheckAllocation(shape, dtype, /*op=*/nullptr);
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = Storage::Allocate(device, static_cast<size_t>(nbytes));
   impl->shape = shape;
@@ -122,10 +123,6 @@ Tensor Tensor::detach() const {
   impl->dtype = impl_->dtype;
   impl->extension = impl_->extension;
   return Tensor(std::move(impl));
-}
-
-void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  RunBackward({*this}, {grad}, retain_graph);
 }
 
 std::string Tensor::ToString() const {

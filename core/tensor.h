@@ -137,7 +137,9 @@ class Tensor {
   void retain_grad();
   // A new handle on the same data, cut from the graph.
   Tensor detach() const;
-  // REQUIRES: grad given unless this holds one element.
+  // REQUIRES: grad given unless this holds one element. RunBackward({*this}, {grad},
+  // retain_graph), the free function of autograd's engine, which defines this member
+  // (core/autograd.cc): the engine sits above the tensor and the op calls.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
 
   // "tensor(shape=(2, 3), dtype=float32, device=cpu)" for messages.

@@ -2,6 +2,7 @@
 Chrome trace of one rank and the merged timeline of two (a profiled 2-rank GPT step; a rank
 that reaches an all-reduce late), schedules, DataLoader waits, nn.Graph replays, refusals."""
 
+import inspect
 import json
 import os
 import re
@@ -111,6 +112,38 @@ def test_chrome_trace_of_one_rank(tmp_path):
     assert names[0]["args"]["name"] == "rank 0"
 
 
+def test_with_stack_names_the_call_sites_and_groups_by_them(tmp_path):
+    a = flow.randn(4, 4)
+    linear = nn.Linear(4, 4)
+    here = os.path.abspath(__file__)
+    with profile(with_stack=True) as prof:
+        for _ in range(3):
+            line_loop = inspect.currentframe().f_lineno + 1
+            flow.relu(a)
+        line_once = inspect.currentframe().f_lineno + 1
+        flow.relu(a)
+        line_module = inspect.currentframe().f_lineno + 1
+        linear(a)  # its op runs inside oneflow's nn code: those frames are left out
+    test = "test_with_stack_names_the_call_sites_and_groups_by_them"
+    relus = [e for e in prof.events() if e.name == "relu"]
+    assert sorted(e.stack[0] for e in relus) == sorted(
+        [f"{here}({line_loop}): {test}"] * 3 + [f"{here}({line_once}): {test}"])
+    (op,) = [e for e in prof.events() if e.name == "linear"]
+    assert op.stack[0] == f"{here}({line_module}): {test}"
+    assert all("oneflow/python/oneflow" not in frame for e in prof.events() for frame in e.stack)
+    # One row per call site with group_by_stack_n, its frames in Source Location.
+    rows = [r for r in prof.key_averages(group_by_stack_n=1) if r.key == "relu"]
+    assert sorted((r.count, r.stack[0]) for r in rows) == sorted(
+        [(3, f"{here}({line_loop}): {test}"), (1, f"{here}({line_once}): {test}")])
+    assert [r.count for r in prof.key_averages() if r.key == "relu"] == [4]
+    table = prof.key_averages(group_by_stack_n=2).table()
+    assert "Source Location" in table and f"{here}({line_once}): {test}" in table
+    path = tmp_path / "t.json"
+    prof.export_chrome_trace(str(path))
+    spans = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "relu"]
+    assert sorted(e["args"]["Call stack"][0] for e in spans) == sorted(e.stack[0] for e in relus)
+
+
 def test_schedule_records_the_active_steps_and_hands_them_over(tmp_path):
     ready = []
 
@@ -137,9 +170,9 @@ def test_nothing_recorded_when_off_and_refusals_are_one_line():
     with profile() as prof:
         pass
     assert not [e for e in prof.events() if e.kind == "op"]
-    with pytest.raises(ValueError, match=r"profile: with_stack=True is not supported \(events "
-                       r"record no Python stacks\); leave it False"):
-        profile(with_stack=True)
+    with pytest.raises(ValueError, match=r"profile.key_averages: group_by_stack_n needs the "
+                       r"Python stacks of profile\(with_stack=True\); this profile recorded none"):
+        prof.key_averages(group_by_stack_n=1)
     with pytest.raises(ValueError, match="profile: with_flops=True is not supported"):
         profile(with_flops=True)
     if flow._oneflow_internal.cuda_unavailable():

@@ -36,6 +36,12 @@ for t in tags["histograms"]:
 for t in tags["tensors"]:
     out["tensors"][t] = [[e.step, [v.decode() for v in tensor_util.make_ndarray(e.tensor_proto).reshape(-1)]]
                          for e in acc.Tensors(t)]
+out["graph"] = None
+if tags["graph"]:
+    out["graph"] = [[n.name, n.op, list(n.input),
+                     {k: (v.s.decode() if v.HasField("s") else
+                          [[d.size for d in shape.dim] for shape in v.list.shape])
+                      for k, v in n.attr.items()}] for n in acc.Graph().node]
 print(json.dumps(out))
 """
 
@@ -101,8 +107,9 @@ def test_refusals_are_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"add_scalar\('x'\): expected a number or a one-element "
                        r"tensor, got a tensor of shape \(2,\)"):
         w.add_scalar("x", flow.tensor([1.0, 2.0]), 0)
-    with pytest.raises(NotImplementedError, match="SummaryWriter.add_graph: not supported"):
-        w.add_graph(None)
+    with pytest.raises(TypeError, match=r"SummaryWriter.add_graph: expected an nn.Graph, got "
+                       r"Linear \(wrap a Module in an nn.Graph to write its graph\)"):
+        w.add_graph(flow.nn.Linear(2, 2))
     with pytest.raises(TypeError, match="add_scalar: global_step must be an integer, got 1.5"):
         w.add_scalar("x", 1.0, 1.5)
     with pytest.raises(ValueError, match=r"add_histogram\('h'\): the values contain inf or NaN"):
@@ -112,6 +119,58 @@ def test_refusals_are_one_line(tmp_path):
         w.add_scalar("x", 1.0, 0)
     with pytest.raises(ValueError, match="SummaryWriter: purge_step is not supported"):
         SummaryWriter(str(tmp_path), purge_step=3)
+
+
+def test_graph_of_an_nn_graph_read_back_by_tensorboard(tmp_path, tensorboard_python):
+    class Net(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = flow.nn.Linear(4, 8)
+            self.l2 = flow.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.l2(flow.relu(self.l1(x)))
+
+    net = Net()
+    opt = flow.optim.SGD(net.parameters(), lr=0.1)
+
+    class Train(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.net(x).sum()
+            loss.backward()
+            return loss
+
+    train = Train()
+    with pytest.raises(ValueError, match="SummaryWriter.add_graph: the graph has not run yet; "
+                       "call it once or pass input_to_model"):
+        SummaryWriter(str(tmp_path / "none")).add_graph(train)
+    w = SummaryWriter(str(tmp_path))
+    w.add_graph(train, flow.randn(3, 4))
+    w.close()
+    nodes = read_back(tensorboard_python, tmp_path)["graph"]
+    assert nodes is not None, "tensorboard found no graph in the event file"
+    by_name = {name: (op, inputs, attrs) for name, op, inputs, attrs in nodes}
+    assert len(by_name) == len(nodes)  # names are unique
+    for name, (op, inputs, attrs) in by_name.items():
+        for i in inputs:
+            assert i in by_name, f"{name} reads {i}, which is no node"
+    assert by_name["input/0"][0] == "Input" and by_name["input/0"][2]["_output_shapes"] == [[3, 4]]
+    consts = sorted(attrs["_output_shapes"][0] for name, (op, _, attrs) in by_name.items()
+                    if op == "Const" and attrs["dtype"] == "float32")
+    assert consts == sorted([[8, 4], [8], [2, 8], [2]])  # the parameters
+    ops = [op for op, _, _ in by_name.values()]
+    assert ops.count("sgd_update") == 4 and "relu_grad" in ops
+    # The modules' names are name scopes: TensorBoard folds net/l2/... into one box.
+    l2 = [name for name, (op, _, _) in by_name.items() if op == "linear"]
+    assert l2 and all(name.startswith("net/l2/") for name in l2)
+    # The output is the loss: a sum over the second linear's output.
+    (loss,) = by_name["output/0"][1]
+    assert by_name[loss][0] == "sum" and by_name[loss][1] == l2
 
 
 def test_gpt_example_writes_losses(tmp_path, tensorboard_python):

@@ -6,8 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 
+#include "core/error.h"
 #include "oneflow/api/python/module.h"
 #include "runtime/env.h"
 
@@ -31,7 +33,37 @@ class PyRange {
 py::tuple EventTuple(const profiler::Event& e) {
   return py::make_tuple(profiler::KindName(e.kind), e.name, e.start_ns, e.end_ns, e.thread,
                         e.shapes, e.detail, e.bytes, e.memory[0], e.memory[1], e.device,
-                        e.device_start_ns, e.device_end_ns);
+                        e.device_start_ns, e.device_end_ns, e.stack);
+}
+
+// with_stack: frames of files under this folder (the oneflow package) are left out, so an op's
+// stack starts at its call site in the user's code. Set by _profiler_start.
+std::string g_stack_skip;
+constexpr int kMaxStackFrames = 32;
+
+// The Python stack of this thread (profiler::StackProvider), innermost frame first; empty on a
+// thread that does not hold the GIL (an op called from C++).
+std::string PythonStack() {
+  if (!PyGILState_Check()) return std::string();
+  std::string out;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  for (int n = 0; frame != nullptr && n < kMaxStackFrames;) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const char* name = PyUnicode_AsUTF8(code->co_name);
+    if (file && name && std::strncmp(file, g_stack_skip.c_str(), g_stack_skip.size()) != 0) {
+      out += StrCat(n ? "\n" : "", file, "(", PyFrame_GetLineNumber(frame), "): ", name);
+      ++n;
+    }
+    if (!file || !name) PyErr_Clear();
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  return out;
 }
 
 }  // namespace
@@ -39,16 +71,21 @@ py::tuple EventTuple(const profiler::Event& e) {
 void BindProfiler(py::module_& m) {
   m.def(
       "_profiler_start",
-      [](bool record_shapes, bool profile_memory, bool cuda) {
+      [](bool record_shapes, bool profile_memory, bool cuda, bool with_stack,
+         const std::string& stack_skip) {
         profiler::Options o;
         o.record_shapes = record_shapes;
         o.profile_memory = profile_memory;
         o.cuda = cuda;
+        o.with_stack = with_stack;
+        g_stack_skip = stack_skip;
         profiler::Start(o);
       },
-      py::arg("record_shapes"), py::arg("profile_memory"), py::arg("cuda"));
+      py::arg("record_shapes"), py::arg("profile_memory"), py::arg("cuda"),
+      py::arg("with_stack") = false, py::arg("stack_skip") = "");
+  profiler::SetStackProvider(&PythonStack);
   // (kind, name, start_ns, end_ns, thread, shapes, detail, bytes, cpu_memory, cuda_memory,
-  //  device, device_start_ns, device_end_ns) per event, ordered by start.
+  //  device, device_start_ns, device_end_ns, stack) per event, ordered by start.
   m.def("_profiler_stop", [] {
     std::vector<profiler::Event> events;
     {

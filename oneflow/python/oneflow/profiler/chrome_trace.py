@@ -26,6 +26,8 @@ def _args(e):
         args["cuda_memory_usage"] = e.cuda_memory_usage
     if e.parent is not None:
         args["parent"] = e.parent.name
+    if getattr(e, "stack", None):
+        args["Call stack"] = e.stack  # with_stack: innermost frame first
     return args
 
 

@@ -33,13 +33,15 @@ class FunctionEvent:
     __slots__ = (
         "id", "kind", "name", "start_ns", "end_ns", "thread", "input_shapes", "detail",
         "bytes", "cpu_memory_usage", "cuda_memory_usage", "device", "device_start_ns",
-        "device_end_ns", "parent", "children",
+        "device_end_ns", "stack", "parent", "children",
     )
 
     def __init__(self, id, record):
         (self.kind, self.name, self.start_ns, self.end_ns, self.thread, self.input_shapes,
          self.detail, self.bytes, self.cpu_memory_usage, self.cuda_memory_usage, self.device,
-         self.device_start_ns, self.device_end_ns) = record
+         self.device_start_ns, self.device_end_ns, stack) = record
+        # with_stack: "file(line): function" frames of the Python call, innermost first.
+        self.stack = stack.split("\n") if stack else []
         self.id = id
         self.parent = None
         self.children = []
@@ -87,9 +89,10 @@ class FunctionEvent:
 class FunctionEventAvg:
     """The events of one key (name, and input shapes with group_by_input_shape) added up."""
 
-    def __init__(self, key, input_shapes=""):
+    def __init__(self, key, input_shapes="", stack=()):
         self.key = key
         self.input_shapes = input_shapes
+        self.stack = list(stack)
         self.kind = None
         self.count = 0
         self.cpu_time_total = 0.0
@@ -187,16 +190,21 @@ class EventList(list):
         _nest(events)
         return cls(events, profile_memory, has_cuda)
 
-    def key_averages(self, group_by_input_shape=False):
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        if not isinstance(group_by_stack_n, int) or group_by_stack_n < 0:
+            raise ValueError(f"key_averages: group_by_stack_n must be an integer >= 0, got "
+                             f"{group_by_stack_n!r}")
         groups = {}
         for e in self:
             shapes = e.input_shapes if group_by_input_shape else ""
-            k = (e.name, shapes)
+            stack = tuple(e.stack[:group_by_stack_n]) if group_by_stack_n else ()
+            k = (e.name, shapes, stack)
             if k not in groups:
-                groups[k] = FunctionEventAvg(e.name, shapes)
+                groups[k] = FunctionEventAvg(e.name, shapes, stack)
             groups[k].add(e)
         out = EventList(groups.values(), self._profile_memory, self._has_cuda)
         out._group_by_input_shape = group_by_input_shape
+        out._group_by_stack_n = group_by_stack_n
         return out
 
     @property
@@ -269,12 +277,20 @@ class EventList(list):
             columns.append(("Bytes", lambda e: _format_bytes(e.bytes)))
         if show_shapes:
             columns.append(("Input Shapes", lambda e: e.input_shapes))
-        cells = [[f(e) for _, f in columns] for e in rows]
+        show_stack = getattr(self, "_group_by_stack_n", 0) > 0
+        if show_stack:  # as PyTorch: the first frame in the row, the others on lines below it
+            columns.append(("Source Location", lambda e: e.stack[0] if e.stack else ""))
+        cells = []
+        for e in rows:
+            cells.append([f(e) for _, f in columns])
+            if show_stack:
+                cells += [[""] * (len(columns) - 1) + [frame] for frame in e.stack[1:]]
         widths = [max([len(name)] + [len(c[i]) for c in cells]) for i, (name, _) in
                   enumerate(columns)]
 
         def line(values):
-            return "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
+            left = (0, len(values) - 1) if show_stack else (0,)  # names and frames
+            return "  ".join(v.ljust(w) if i in left else v.rjust(w)
                              for i, (v, w) in enumerate(zip(values, widths))).rstrip()
 
         rule = "-" * (sum(widths) + 2 * (len(widths) - 1))

@@ -8,6 +8,10 @@ ranges, for a table per op (key_averages) and a timeline (export_chrome_trace).
     print(prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total"))
     prof.export_chrome_trace("trace.json")
 
+with_stack=True gives each op event the Python stack of its call (``event.stack``, innermost
+frame first, oneflow's own files left out): key_averages(group_by_stack_n=N) then tells call
+sites apart, and the Chrome trace shows the stack in the event's args ("Call stack").
+
 With a schedule, prof.step() marks step boundaries and on_trace_ready(prof) runs after each
 cycle's last active step (tensorboard_trace_handler writes one trace file per rank and cycle;
 ``python3 -m oneflow.profiler.merge DIR`` puts the ranks' files on one timeline).
@@ -22,6 +26,11 @@ import oneflow._oneflow_internal as _C
 from oneflow.profiler import chrome_trace
 from oneflow._profiler_ranges import range_or_none
 from oneflow.profiler.events import EventList
+
+
+# with_stack: the frames of oneflow's own files are left out of an op's stack, so its first
+# frame is the call site in the user's code (PyTorch filters its internals the same way).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class ProfilerActivity(Enum):
@@ -105,12 +114,10 @@ class profile:
     def __init__(self, activities=None, *, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
                  experimental_config=None, use_cuda=None):
-        for name, value in (("with_stack", with_stack), ("with_flops", with_flops),
-                            ("with_modules", with_modules)):
+        for name, value in (("with_flops", with_flops), ("with_modules", with_modules)):
             if value:
                 raise ValueError(f"profile: {name}=True is not supported (events record no "
-                                 f"{'Python stacks' if name == 'with_stack' else name[5:]}); "
-                                 f"leave it False")
+                                 f"{name[5:]}); leave it False")
         if experimental_config is not None:
             raise ValueError("profile: experimental_config is not supported; leave it None")
         # As OneFlow and PyTorch: by default every activity this machine supports.
@@ -135,6 +142,7 @@ class profile:
         self.activities = activities
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
+        self.with_stack = bool(with_stack)
         self.schedule = schedule or _always_record
         self.on_trace_ready = on_trace_ready
         self.step_num = 0
@@ -147,7 +155,8 @@ class profile:
     # Recording on and off, with the C++ recorder.
     def _start_recording(self):
         _C._profiler_start(record_shapes=self.record_shapes, profile_memory=self.profile_memory,
-                           cuda=ProfilerActivity.CUDA in self.activities)
+                           cuda=ProfilerActivity.CUDA in self.activities,
+                           with_stack=self.with_stack, stack_skip=_PACKAGE_DIR)
         self._recording = True
 
     def _stop_recording(self, keep):
@@ -221,10 +230,13 @@ class profile:
         return self._results("events")
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
-        if group_by_stack_n:
-            raise ValueError("profile.key_averages: group_by_stack_n is not supported (events "
-                             "record no Python stacks)")
-        return self._results("key_averages").key_averages(group_by_input_shape)
+        """Events added up per name (and input shapes, and the innermost group_by_stack_n frames
+        of their Python stacks, which need with_stack=True)."""
+        events = self._results("key_averages")
+        if group_by_stack_n and not self.with_stack:
+            raise ValueError("profile.key_averages: group_by_stack_n needs the Python stacks of "
+                             "profile(with_stack=True); this profile recorded none")
+        return events.key_averages(group_by_input_shape, group_by_stack_n)
 
     def export_chrome_trace(self, path):
         """Writes this rank's trace (Chrome trace event JSON; gzipped when path ends in .gz)."""

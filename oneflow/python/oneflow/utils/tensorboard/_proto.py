@@ -45,11 +45,14 @@ def _packed_doubles(field, xs):
     return _bytes(field, b"".join(struct.pack("<d", float(x)) for x in xs))
 
 
-def event(wall_time, step, file_version=None, summary=None):
-    """Event: wall_time = 1, step = 2, file_version = 3, summary = 5."""
+def event(wall_time, step, file_version=None, summary=None, graph_def=None):
+    """Event: wall_time = 1, step = 2, file_version = 3, graph_def = 4 (a GraphDef's bytes),
+    summary = 5."""
     out = _double(1, wall_time) + _int(2, step)
     if file_version is not None:
         out += _bytes(3, file_version)
+    if graph_def is not None:
+        out += _bytes(4, graph_def)
     if summary is not None:
         out += _bytes(5, summary)
     return out

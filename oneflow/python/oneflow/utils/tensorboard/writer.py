@@ -1,4 +1,4 @@
-"""SummaryWriter: scalars, histograms and text as TensorBoard event files, with the names of
+"""SummaryWriter: scalars, histograms, text and an nn.Graph's plan as TensorBoard event files, with the names of
 torch.utils.tensorboard.SummaryWriter; no TensorFlow or tensorboard needed to write them.
 
     writer = SummaryWriter("runs/gpt")
@@ -14,7 +14,7 @@ import os
 import socket
 import time
 
-from oneflow.utils.tensorboard import _proto
+from oneflow.utils.tensorboard import _graph, _proto
 from oneflow.utils.tensorboard._record import frame
 
 _file_count = 0
@@ -179,8 +179,31 @@ class SummaryWriter:
                     _step(global_step, "add_text"), walltime)
 
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
-        raise NotImplementedError("SummaryWriter.add_graph: not supported (no GraphDef export); "
-                                  "oneflow.profiler's trace shows an nn.Graph's steps")
+        """The plan of an nn.Graph as TensorBoard's graph: one node per step (forward, backward
+        and optimizer updates), in boxes named after the modules that ran them. With
+        input_to_model (a tensor or a tuple of them) the graph is called on it first, as
+        PyTorch's add_graph runs the model once; otherwise the graph must have run already.
+        The plan written is the one compiled last."""
+        what = "SummaryWriter.add_graph"
+        if not hasattr(model, "_compiled") or not hasattr(model, "build"):
+            raise TypeError(f"{what}: expected an nn.Graph, got {type(model).__name__} (wrap a "
+                            f"Module in an nn.Graph to write its graph)")
+        if not use_strict_trace:
+            raise ValueError(f"{what}: use_strict_trace=False is not supported (a graph's plan "
+                             f"is traced one way); leave it True")
+        if input_to_model is not None:
+            args = input_to_model if isinstance(input_to_model, tuple) else (input_to_model,)
+            model(*args)
+        if not model._compiled:
+            raise ValueError(f"{what}: the graph has not run yet; call it once or pass "
+                             f"input_to_model")
+        description = model._compiled[-1].plan.describe()
+        if verbose:
+            print(description)
+        if self._closed:
+            raise RuntimeError("SummaryWriter: the writer was closed")
+        self._file.write(_proto.event(time.time(), 0, graph_def=_graph.graph_def(description)))
+        self.flush()
 
     def flush(self):
         if self._closed:
