@@ -110,8 +110,9 @@ def test_cuda_libraries_are_looked_for_in_pips_nvidia_packages_then_cuda_path(tm
                          env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     nvidia = site / "nvidia"
-    assert run.stdout.strip() == (f"the loader's path, {nvidia}/cu13/lib, {nvidia}/cudnn/lib, "
-                                  f"{nvidia}/nccl/lib, {tmp_path}/toolkit/lib64"), run.stdout
+    assert run.stdout.strip() == (f"already loaded, $LD_LIBRARY_PATH, {nvidia}/cu13/lib, "
+                                  f"{nvidia}/cudnn/lib, {nvidia}/nccl/lib, the system's library "
+                                  f"path, {tmp_path}/toolkit/lib64"), run.stdout
 
 
 @pytest.mark.skipif(

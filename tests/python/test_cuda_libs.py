@@ -44,8 +44,8 @@ def test_a_library_in_a_pip_nvidia_folder_on_sys_path_is_opened_from_there(site,
     opened, search = r.stdout.strip().splitlines()
     assert opened == str(site / "nvidia" / "cudnn" / "lib" / "libstandin_cudnn.so.9")
     nvidia = site / "nvidia"
-    assert search == (f"the loader's path, {nvidia}/cu13/lib, {nvidia}/cudnn/lib, "
-                      f"{tmp_path}/toolkit/lib64"), search
+    assert search == (f"already loaded, $LD_LIBRARY_PATH, {nvidia}/cu13/lib, {nvidia}/cudnn/lib, "
+                      f"the system's library path, {tmp_path}/toolkit/lib64"), search
 
 
 def test_a_missing_library_is_one_line_naming_where_it_looked(site, tmp_path):
@@ -55,8 +55,21 @@ def test_a_missing_library_is_one_line_naming_where_it_looked(site, tmp_path):
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     nvidia = site / "nvidia"
-    assert (f"cuda: cannot load libnot_there.so.3: looked in the loader's path, "
-            f"{nvidia}/cu13/lib, {nvidia}/cudnn/lib, {tmp_path}/toolkit/lib64 (") in last, last
+    assert (f"cuda: cannot load libnot_there.so.3: looked in already loaded, $LD_LIBRARY_PATH, "
+            f"{nvidia}/cu13/lib, {nvidia}/cudnn/lib, the system's library path, "
+            f"{tmp_path}/toolkit/lib64 (libnot_there.so.3: cannot open shared object file") in last, \
+        last
+
+
+def test_ld_library_path_wins_over_the_pip_folders(site, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(ZLIB, mine / "libstandin_cudnn.so.9")
+    r = run_python("from oneflow import _oneflow_internal as C; "
+                   "print(C.cuda_open_library('libstandin_cudnn.so.9'))", site,
+                   LD_LIBRARY_PATH=str(mine))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(mine / "libstandin_cudnn.so.9")
 
 
 def test_without_the_folder_on_sys_path_the_library_is_not_found(site, tmp_path):

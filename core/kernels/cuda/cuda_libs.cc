@@ -52,11 +52,25 @@ std::string ToolkitDir() {
   return std::string(root && *root ? root : "/usr/local/cuda") + "/lib64";
 }
 
+// The folders of $LD_LIBRARY_PATH, in order.
+std::vector<std::string> LdLibraryPathDirs() {
+  std::vector<std::string> dirs;
+  const char* env = std::getenv("LD_LIBRARY_PATH");
+  std::string rest = env ? env : "";
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    const std::string d = rest.substr(0, colon);
+    if (!d.empty()) dirs.push_back(d);
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  return dirs;
+}
+
 // REQUIRES: Mutex() held.
 std::string SearchPathLocked() {
-  std::string out = "the loader's path";
+  std::string out = "already loaded, $LD_LIBRARY_PATH";
   for (const std::string& d : SearchDirsLocked()) out += ", " + d;
-  return out + ", " + ToolkitDir();
+  return out + ", the system's library path, " + ToolkitDir();
 }
 
 }  // namespace
@@ -108,20 +122,31 @@ void* OpenLibrary(const char* soname) {
   std::lock_guard<std::mutex> lock(Mutex());
   auto it = handles.find(soname);
   if (it != handles.end()) return it->second;
-  // By name first: a copy already loaded (by PyTorch, say) or one on LD_LIBRARY_PATH wins.
-  void* h = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
-  std::string errors = h ? "" : dlerror();
-  std::vector<std::string> dirs = SearchDirsLocked();
-  dirs.push_back(ToolkitDir());
-  for (size_t i = 0; !h && i < dirs.size(); ++i) {
-    const std::string path = dirs[i] + "/" + soname;
+  // A copy already loaded (by PyTorch, say) wins, then $LD_LIBRARY_PATH (the user's choice),
+  // then the added and pip folders (this Python's packages: before a system-wide toolkit the
+  // loader's cache may know), then the loader's own search by name, then $CUDA_PATH/lib64.
+  void* h = dlopen(soname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  std::string errors;
+  auto try_dir = [&](const std::string& dir) {
+    const std::string path = dir + "/" + soname;
     h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     // A file that is there but does not load (a dependency missing) says why.
     if (!h && access(path.c_str(), F_OK) == 0) errors += StrCat("; ", dlerror());
+  };
+  for (const std::string& d : LdLibraryPathDirs()) {
+    if (!h) try_dir(d);
+  }
+  for (const std::string& d : SearchDirsLocked()) {
+    if (!h) try_dir(d);
   }
   if (!h) {
+    h = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) errors += StrCat("; ", dlerror());
+  }
+  if (!h) try_dir(ToolkitDir());
+  if (!h) {
     throw Error(StrCat("cuda: cannot load ", soname, ": looked in ", SearchPathLocked(), " (",
-                       errors, ")"));
+                       errors.substr(errors.empty() ? 0 : 2), ")"));
   }
   handles[soname] = h;
   return h;
