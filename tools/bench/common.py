@@ -89,6 +89,38 @@ def torch_env(**extra):
     return env
 
 
+REAL_ONEFLOW_VENV = os.environ.get("ONEFLOW_REAL_VENV",
+                                   os.path.expanduser("~/.cache/oneflow_real_venv"))
+# OneFlow 0.9.0 is PyPI's last release (wheels for CPython 3.7-3.10, built for CUDA 11.7): on a
+# machine without its CUDA libraries it imports once pip's cuDNN 8 and cuBLAS 11 are on
+# LD_LIBRARY_PATH, and it needs numpy 1.x.
+REAL_ONEFLOW_PACKAGES = ["oneflow==0.9.0", "numpy<2", "nvidia-cudnn-cu11==8.*",
+                         "nvidia-cublas-cu11==11.*"]
+
+
+def real_oneflow_python():
+    """(interpreter, environment) of the venv with PyPI's OneFlow 0.9.0 (pyenv's CPython 3.9),
+    created once if missing."""
+    python = os.path.join(REAL_ONEFLOW_VENV, "bin", "python")
+    done = os.path.join(REAL_ONEFLOW_VENV, ".oneflow_bench_complete")
+    if not os.path.exists(done):
+        print(f"creating {REAL_ONEFLOW_VENV} with PyPI's {', '.join(REAL_ONEFLOW_PACKAGES)} "
+              "(once; about 3 GB)", flush=True)
+        for cmd in (["/root/.pyenv/versions/3.9.18/bin/python3", "-m", "venv", REAL_ONEFLOW_VENV],
+                    [python, "-m", "pip", "install", "-q", *REAL_ONEFLOW_PACKAGES]):
+            r = subprocess.run(cmd, env=torch_env())
+            if r.returncode != 0:
+                sys.exit(f"bench: cannot create the OneFlow 0.9 venv: {' '.join(cmd)} exited "
+                         f"{r.returncode}")
+        open(done, "w").close()
+    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         env=torch_env(), capture_output=True, text=True, check=True).stdout
+    nvidia = os.path.join(out.strip(), "nvidia")
+    libs = [os.path.join(nvidia, d, "lib") for d in sorted(os.listdir(nvidia))
+            if os.path.isdir(os.path.join(nvidia, d, "lib"))]
+    return python, torch_env(LD_LIBRARY_PATH=os.pathsep.join(libs))
+
+
 def torch_version():
     out = subprocess.run([torch_python(), "-c", "import torch; print(torch.__version__)"],
                          env=torch_env(), capture_output=True, text=True, check=True).stdout
@@ -98,12 +130,16 @@ def torch_version():
 class Worker:
     """A benchmark process driven by one JSON line per request, answering one JSON line each:
     `python script --worker NAME` (ours under this interpreter, PyPI's torch under
-    torch_python()). Its first line says it is ready ({"version": ...}) or why not."""
+    torch_python(), PyPI's OneFlow 0.9 ("oneflow-0.9") under real_oneflow_python()). Its first line says it is ready ({"version": ...}) or why not."""
 
     def __init__(self, script, which, *args, env=None):
         self.which = which
-        python, env = ((torch_python(), torch_env()) if which == "torch" else
-                       (sys.executable, dict(os.environ, **(env or {}))))
+        if which == "torch":
+            python, env = torch_python(), torch_env()
+        elif which == "oneflow-0.9":  # PyPI's OneFlow, the real one
+            python, env = real_oneflow_python()
+        else:
+            python, env = sys.executable, dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen([python, script, "--worker", which, *args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      env=env)
