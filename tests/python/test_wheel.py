@@ -1,7 +1,17 @@
 """The wheel (tools/build_wheel.sh) installed with pip into fresh venvs and used from outside the
 source tree: Debian's python3 with its numpy (imports, the C++ kernels, a checkpoint, DDP on 2
 ranks through the launcher), and a second CPython without numpy (imports; the suites that need
-no numpy pass from the installed copy)."""
+no numpy pass from the installed copy).
+
+With PyPI (skipped, one line each, where it cannot be reached): the wheels for CPython 3.10 to
+3.13 beside PyPI's newest numpy 2 and beside numpy 1.26; the cp311 wheel beside PyPI's newest
+PyTorch in one process; and pip's NVIDIA packages (nvidia-cublas, nvidia-cudnn-cu13,
+nvidia-nccl-cu13, which PyTorch's wheel depends on) found and opened by our loader from the venv
+without LD_LIBRARY_PATH (opening needs no GPU). The PyTorch venv is made once under
+~/.cache/oneflow_wheel_tests (the first run downloads about 3 GB: about 5 minutes here) and our
+wheel is reinstalled into it each run; the numpy venvs are fresh each run (pip's cache keeps
+their downloads).
+"""
 
 import glob
 import os
@@ -10,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 
 import pytest
 
@@ -20,6 +31,24 @@ SECOND_PYTHONS = [f"/root/.pyenv/versions/{v}/bin/python3" for v in ("3.12.1", "
 # In-process suites that start no process and need no numpy (test_optim's comparisons with
 # PyTorch skip without it).
 NO_NUMPY_SUITES = ["test_tensor_str.py", "test_serialization.py", "test_optim.py"]
+
+
+PYTHONS = {"3.10": "/root/.pyenv/versions/3.10.13/bin/python3", "3.11": "/usr/bin/python3",
+           "3.12": "/root/.pyenv/versions/3.12.1/bin/python3",
+           "3.13": "/root/.pyenv/versions/3.13.0/bin/python3"}
+CACHE = os.path.expanduser("~/.cache/oneflow_wheel_tests")
+
+
+def _pypi_reason():
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/pip/", timeout=15).close()
+        return None
+    except OSError as e:
+        return f"PyPI cannot be reached ({e})"
+
+
+PYPI_UNREACHABLE = _pypi_reason()
+needs_pypi = pytest.mark.skipif(PYPI_UNREACHABLE is not None, reason=PYPI_UNREACHABLE or "")
 
 
 def clean_env(**extra):
@@ -201,3 +230,144 @@ def test_pip_install_dot_and_pip_wheel_dot_build_through_the_pep517_backend(tmp_
     run([*pip, "wheel", "--no-index", "-q", "-w", tmp_path / "wheels", "."], cwd=ROOT,
         timeout=1800)
     assert os.listdir(tmp_path / "wheels") == ["oneflow-0.1.0-cp311-cp311-linux_x86_64.whl"]
+
+
+_WHEELS = {}
+
+
+def wheel_for(version, tmp_path_factory):
+    """The wheel for CPython `version`, built once per test session."""
+    python = PYTHONS[version]
+    if not os.path.exists(python):
+        pytest.skip(f"no CPython {version} here ({python})")
+    if version not in _WHEELS:
+        _WHEELS[version] = build_wheel(python, tmp_path_factory.mktemp(f"wheel_{version}"))
+    return python, _WHEELS[version]
+
+
+# numpy <-> oneflow for every dtype both have, a matmul against numpy's, and an autograd step.
+NUMPY_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import oneflow as flow
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    np.testing.assert_allclose(flow.matmul(flow.tensor(a), flow.tensor(b)).numpy(), a @ b,
+                               rtol=1e-6)
+    for dt in ("bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64"):
+        x = (np.arange(12).reshape(3, 4) % 3).astype(dt)[:, ::2]  # not contiguous
+        y = flow.tensor(x).numpy()
+        assert y.dtype == x.dtype and (y == x).all(), (dt, y, x)
+        z = flow.from_numpy(np.ascontiguousarray(x)).numpy()
+        assert z.dtype == x.dtype and (z == x).all(), (dt, z, x)
+    assert flow.tensor(np.float32(2.5)).item() == 2.5
+    w = flow.tensor(a, requires_grad=True)
+    (w * w).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * a)
+    print("numpy", np.__version__, "ok")
+""")
+
+
+@needs_pypi
+@pytest.mark.parametrize("version,numpy_spec", [
+    ("3.10", "numpy"), ("3.11", "numpy"), ("3.12", "numpy"), ("3.13", "numpy"),
+    ("3.11", "numpy==1.26.*"), ("3.12", "numpy==1.26.*")])
+def test_the_wheel_beside_numpy_from_pypi(version, numpy_spec, tmp_path, tmp_path_factory):
+    """numpy 2 (the newest that supports the interpreter) and numpy 1.26, each in a fresh venv
+    with the wheel."""
+    python, wheel = wheel_for(version, tmp_path_factory)
+    venv = tmp_path / "venv"
+    run([python, "-m", "venv", venv], cwd=tmp_path)
+    vpython = venv / "bin" / "python"
+    run([vpython, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, numpy_spec],
+        cwd=tmp_path)
+    (tmp_path / "check.py").write_text(NUMPY_SCRIPT)
+    out = run([vpython, "check.py"], cwd=tmp_path).split()
+    assert out[0] == "numpy" and out[2] == "ok", out
+    major = out[1].split(".")[0]
+    assert (major == "2") if numpy_spec == "numpy" else out[1].startswith("1.26."), out
+
+
+@pytest.fixture(scope="module")
+def torch_venv(tmp_path_factory):
+    """A venv (cached under ~/.cache) with PyPI's newest torch and numpy, and this checkout's
+    cp311 wheel installed into it afresh."""
+    if PYPI_UNREACHABLE:
+        pytest.skip(PYPI_UNREACHABLE)
+    _, wheel = wheel_for("3.11", tmp_path_factory)
+    venv = os.path.join(CACHE, "torch-cp311")
+    python = os.path.join(venv, "bin", "python")
+    done = os.path.join(venv, ".complete")
+    if not os.path.exists(done):
+        start = time.monotonic()
+        shutil.rmtree(venv, ignore_errors=True)
+        os.makedirs(CACHE, exist_ok=True)
+        run(["/usr/bin/python3", "-m", "venv", venv], cwd=CACHE)
+        run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "torch",
+             "numpy"], cwd=CACHE, timeout=3600)
+        open(done, "w").close()
+        print(f"{venv}: PyPI's torch installed in {time.monotonic() - start:.0f} s")
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+         "--force-reinstall", wheel], cwd=CACHE)
+    return python
+
+
+TORCH_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    first, second = sys.argv[1:3]
+    mods = {name: __import__(name) for name in (first, second)}
+    torch, flow = mods["torch"], mods["oneflow"]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    outs = []
+    for lib in (torch, flow):
+        xt, wt = lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+        y = lib.nn.functional.gelu(lib.nn.functional.linear(xt, wt)).softmax(dim=1)
+        y.log().sum().backward()
+        outs.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    for t, f in zip(*outs):
+        np.testing.assert_allclose(f, t, rtol=1e-4, atol=1e-5)
+    # Tensors cross between the two through numpy.
+    back = torch.from_numpy(flow.tensor(x).numpy())
+    assert torch.equal(back, torch.tensor(x))
+    print(torch.__version__, flow.__file__)
+""")
+
+
+@pytest.mark.parametrize("first", ["torch", "oneflow"])
+def test_the_wheel_beside_pypis_pytorch_in_one_process(torch_venv, first, tmp_path):
+    (tmp_path / "both.py").write_text(TORCH_SCRIPT)
+    second = "oneflow" if first == "torch" else "torch"
+    out = run([torch_venv, "both.py", first, second], cwd=tmp_path).split()
+    assert int(out[0].split(".")[0]) >= 2, out
+    venv = os.path.dirname(os.path.dirname(torch_venv))
+    assert out[1].startswith(venv + os.sep), out
+
+
+# The libraries cuda_libs.h opens, and the pip distributions that ship them for CUDA 13.
+NVIDIA_LIBS = {"libcublas.so.13": "nvidia-cublas", "libcudnn.so.9": "nvidia-cudnn-cu13",
+               "libnccl.so.2": "nvidia-nccl-cu13"}
+
+
+def test_pips_nvidia_libraries_are_found_and_opened_from_the_venv(torch_venv, tmp_path):
+    """Only oneflow imported (PyTorch would load them itself), no LD_LIBRARY_PATH: our loader
+    finds each library in the venv's site-packages/nvidia/*/lib and opens it."""
+    code = textwrap.dedent(f"""
+        import sys
+        from importlib import metadata
+        from oneflow import _oneflow_internal as C
+        for soname, dist in {NVIDIA_LIBS!r}.items():
+            print(soname, metadata.version(dist), C.cuda_open_library(soname))
+        assert "torch" not in sys.modules
+    """)
+    env = clean_env()
+    env.pop("LD_LIBRARY_PATH", None)
+    out = run([torch_venv, "-c", code], cwd=tmp_path, env=env).strip().splitlines()
+    venv = os.path.dirname(os.path.dirname(torch_venv))
+    assert [l.split()[0] for l in out] == list(NVIDIA_LIBS), out
+    for line in out:
+        soname, _, path = line.split()
+        assert path.startswith(venv + os.sep) and "/site-packages/nvidia/" in path, line
+        assert os.path.basename(path) == soname, line

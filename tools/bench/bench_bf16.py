@@ -71,7 +71,7 @@ def main():
                      "target": {"op": ">=", "value": 1.6, "on": "ratio"} if native else None})
         rows.append({"metric": f"bf16 matmul {name}", "unit": "ms", "ours": bf16, "torch": tbf16,
                      "higher_is_better": False, "ours_label": "ours, bfloat16",
-                     "baseline": "PyTorch, bfloat16", "target": None})
+                     "baseline": f"PyTorch {torch.__version__} (Debian), bfloat16", "target": None})
     save_results(args.json, rows)
 
 

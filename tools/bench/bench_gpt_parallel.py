@@ -282,7 +282,7 @@ def main():
          "target": {"op": ">=", "value": 1.6, "on": "ratio"}},
         {"metric": "GPT DP 2 ranks", "unit": "tokens/s", "ours": dpr["ours_tokens_s"],
          "torch": dpr["torch_tokens_s"], "ours_label": "ours, global DP",
-         "baseline": "PyTorch DDP, gloo", "higher_is_better": True,
+         "baseline": "PyTorch 1.13 (Debian) DDP, gloo", "higher_is_better": True,
          "target": {"op": ">=", "value": 1.5, "on": "ratio"}},
         {"metric": "GPT pipeline bubble - ideal, 2 stages x 8 micro-batches", "unit": "fraction",
          "ours": ppr["bubble"] - ppr["ideal"], "torch": ppr["ideal"], "ours_label": "excess",

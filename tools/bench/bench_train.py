@@ -1,33 +1,39 @@
-"""One-process, one-thread training throughput: oneflow vs PyTorch, side by side.
+"""One-process, one-thread training throughput: oneflow vs PyPI's PyTorch, side by side.
 
     tools/python tools/bench/bench_train.py [--quick] [--json OUT.json] [--only mlp|lenet]
 
-Models (identical shapes, identical initial weights copied from the torch model, identical
-random batches for both frameworks):
+Models (identical shapes, identical initial weights (PyTorch's init, seed 0, copied to ours),
+identical random batches for both frameworks):
   mlp:   Linear 784-512-512-10 with ReLU, batch 64, SGD(lr=0.01), CrossEntropyLoss
   lenet: Conv2d(3,6,5) ReLU MaxPool2d(2) Conv2d(6,16,5) ReLU MaxPool2d(2) Flatten
          Linear(400,120) ReLU Linear(120,84) ReLU Linear(84,10) on 3x32x32,
          batch 64, Adam(lr=1e-3), CrossEntropyLoss
-Each step is zero_grad(set_to_none=True), forward, loss, backward, optimizer step.
-After warm-up, timed windows of the two frameworks alternate (so drift in machine load hits
-both alike); the figure is the median samples/s over the windows.
+Each step is zero_grad(set_to_none=True), forward, loss, backward, optimizer step. The MLP also
+runs compiled: ours as an nn.Graph (forward, loss, backward and the optimizer in one plan)
+against `torch.compile(model)` with PyTorch's optimizer stepping eagerly (how its tutorial
+trains a compiled model; its compile time is spent in the warm-up, not timed).
+`--against oneflow-0.9` compares with PyPI's OneFlow 0.9.0 instead (common.real_oneflow_python(),
+CPython 3.9), eager against eager and its nn.Graph against ours (rows without targets).
+Each framework runs in its own process (PyTorch under the venv of common.torch_python()); after
+warm-up, their timed windows alternate (so drift in machine load hits both alike); the figure is
+the median samples/s over the windows. The run fails unless both compute the same logits, loss
+and gradients on the first batch and the same loss after a step (compiled: the same first
+three losses).
 """
 
 import argparse
 import os
 import sys
+import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import median, pin_single_thread, save_results  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import Worker, median, pin_single_thread, save_results, serve  # noqa: E402
 
 pin_single_thread()  # before oneflow / torch are imported
 
 import numpy as np  # noqa: E402
-import oneflow as flow  # noqa: E402
-import torch  # noqa: E402
-
-torch.set_num_threads(1)
 
 BATCH = 64
 NUM_BATCHES = 8  # a small pool of random batches, cycled
@@ -91,87 +97,166 @@ class Trainer:
         return time.perf_counter() - start
 
 
+class GraphTrainer(Trainer):
+    """Ours compiled: forward, loss, backward and the optimizer in one nn.Graph."""
+
+    def __init__(self, lib, case, state_dict, batches):
+        super().__init__(lib, case, state_dict, batches)
+        trainer = self
+
+        class TrainGraph(lib.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = trainer.model
+                self.loss_fn = trainer.loss_fn
+                self.add_optimizer(trainer.opt)
+                self.config.allow_fuse_model_update_ops(True)
+
+            def build(self, x, y):
+                loss = self.loss_fn(self.model(x), y)
+                loss.backward()
+                return loss
+
+        self.graph = TrainGraph()
+
+    def step(self):
+        x, y = self.batches[self.i % len(self.batches)]
+        self.i += 1
+        self.last_loss = self.graph(x, y)
+
+
+class CompiledTrainer(Trainer):
+    """PyTorch compiled: torch.compile(model), the optimizer eager."""
+
+    def __init__(self, lib, case, state_dict, batches):
+        super().__init__(lib, case, state_dict, batches)
+        self.model = lib.compile(self.model)
+
+
+def worker(which):
+    """Serves setup / check / window requests for one framework (see common.Worker)."""
+    if which == "torch":
+        import torch as lib
+        lib.set_num_threads(1)
+    else:  # ours, or PyPI's OneFlow 0.9 under its own venv
+        import oneflow as lib
+    trainers = {}
+
+    def init(case, path):
+        """PyTorch's initial weights for `case` (seed 0), saved to `path`."""
+        lib.manual_seed(0)
+        model = CASES[case][0](lib.nn)
+        np.savez(path, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+        return {}
+
+    def setup(case, mode, init_path, data_path):
+        state = dict(np.load(init_path))
+        data = np.load(data_path)
+        batches = [(data[f"x{i}"], data[f"y{i}"]) for i in range(NUM_BATCHES)]
+        kind = {"eager": Trainer, "graph": GraphTrainer, "compile": CompiledTrainer}[mode]
+        trainers[(case, mode)] = kind(lib, case, state, batches)
+        return {}
+
+    def check(case, mode, path):
+        t = trainers[(case, mode)]
+        out = {}
+        if mode == "eager":
+            x, y = t.batches[0]
+            t.opt.zero_grad(set_to_none=True)
+            logits = t.model(x)
+            loss = t.loss_fn(logits, y)
+            loss.backward()
+            out["logits"] = logits.detach().numpy()
+            out["loss0"] = np.array(loss.item())
+            for name, p in t.model.named_parameters():
+                out["grad." + name] = p.grad.numpy().copy()
+            t.opt.zero_grad(set_to_none=True)
+        t.i = 0
+        for i in range(3):
+            t.step()
+            out[f"step{i}"] = np.array(t.last_loss.item())
+        np.savez(path, **out)
+        return {}
+
+    def window(case, mode, steps):
+        return {"seconds": trainers[(case, mode)].timed_window(steps)}
+
+    serve({"init": init, "setup": setup, "check": check, "window": window},
+          {"version": lib.__version__})
+
+
 def relative_error(ours, theirs):
     ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
     return float(np.linalg.norm(ours - theirs) / max(np.linalg.norm(theirs), 1e-30))
 
 
-def first_batch(t):
-    """Logits, loss and every parameter's gradient of t's model on its first batch (the
-    optimizer does not step)."""
-    x, y = t.batches[0]
-    t.opt.zero_grad(set_to_none=True)
-    out = t.model(x)
-    loss = t.loss_fn(out, y)
-    loss.backward()
-    grads = {name: p.grad.numpy().copy() for name, p in t.model.named_parameters()}
-    t.opt.zero_grad(set_to_none=True)
-    return out.detach().numpy(), loss.item(), grads
-
-
-def check_same_computation(case, trainers):
-    """Exits the run (status 1) unless ours and torch's models compute the same logits, loss
-    and gradients on the first batch, and the same loss after one optimizer step: otherwise the
-    two are not timing the same computation. (The loss alone is near ln 10 for any untrained
-    classifier; the logits and gradients tell models apart.)"""
+def check_same_computation(label, ours, theirs):
+    """Exits the run (status 1) unless the two check() outputs agree: logits, loss and every
+    gradient on the first batch (eager), and the losses of the first three steps. (The loss
+    alone is near ln 10 for any untrained classifier; the logits and gradients tell models
+    apart.) Returns the two first losses."""
     problems = []
-    ours, theirs = first_batch(trainers["ours"]), first_batch(trainers["torch"])
-    err = relative_error(ours[0], theirs[0])
-    if not err <= 1e-4:
-        problems.append(f"logits differ (relative error {err:.2e})")
-    if not abs(ours[1] - theirs[1]) <= 1e-4 * max(1.0, abs(theirs[1])):
-        problems.append(f"loss differs: ours {ours[1]:.6f}, torch {theirs[1]:.6f}")
-    if sorted(ours[2]) != sorted(theirs[2]):
-        problems.append(f"parameter names differ: {sorted(ours[2])} vs {sorted(theirs[2])}")
-    else:
-        for name in ours[2]:
-            err = relative_error(ours[2][name], theirs[2][name])
-            if not err <= 1e-3:
-                problems.append(f"{name}'s gradient differs (relative error {err:.2e})")
-    for t in trainers.values():
-        t.step()
-        t.step()
-    second = {name: t.last_loss.item() for name, t in trainers.items()}
-    if not abs(second["ours"] - second["torch"]) <= 1e-3 * max(1.0, abs(second["torch"])):
-        problems.append(f"loss after one step differs: ours {second['ours']:.6f}, torch "
-                        f"{second['torch']:.6f}")
+    if "logits" in ours:
+        err = relative_error(ours["logits"], theirs["logits"])
+        if not err <= 1e-4:
+            problems.append(f"logits differ (relative error {err:.2e})")
+        names = sorted(k for k in ours if k.startswith("grad."))
+        if names != sorted(k for k in theirs if k.startswith("grad.")):
+            problems.append(f"parameter names differ: {names} vs "
+                            f"{sorted(k for k in theirs if k.startswith('grad.'))}")
+        else:
+            for name in names:
+                err = relative_error(ours[name], theirs[name])
+                if not err <= 1e-3:
+                    problems.append(f"{name[5:]}'s gradient differs (relative error {err:.2e})")
+    for i in range(3):
+        a, b = float(ours[f"step{i}"]), float(theirs[f"step{i}"])
+        if not abs(a - b) <= 1e-3 * max(1.0, abs(b)):
+            problems.append(f"loss of step {i} differs: ours {a:.6f}, torch {b:.6f}")
     if problems:
-        sys.exit(f"bench_train: {case}: ours and torch do not compute the same thing: "
+        sys.exit(f"bench_train: {label}: ours and torch do not compute the same thing: "
                  + "; ".join(problems))
-    return ours[1], theirs[1]
+    return float(ours["step0"]), float(theirs["step0"])
 
 
-def run_case(case, warmup, windows, steps):
-    build, in_shape, _ = CASES[case]
+def run_case(workers, case, modes, warmup, windows, steps, tmp):
+    """Median samples/s of each worker's model in its mode (modes: {which: mode})."""
+    _, in_shape, _ = CASES[case]
     rng = np.random.default_rng(0)
-    batches = [
-        (rng.standard_normal((BATCH,) + in_shape, dtype=np.float32),
-         rng.integers(0, 10, size=BATCH, dtype=np.int64))
-        for _ in range(NUM_BATCHES)
-    ]
-    torch.manual_seed(0)
-    init = {k: v.detach().numpy().copy() for k, v in build(torch.nn).state_dict().items()}
-    trainers = {"ours": Trainer(flow, case, init, batches), "torch": Trainer(torch, case, init, batches)}
-
-    # Same weights, data and optimizer: the same logits, loss and gradients, or the run fails.
-    first = dict(zip(("ours", "torch"), check_same_computation(case, trainers)))
-
-    for t in trainers.values():
-        t.timed_window(warmup)
-    rates = {name: [] for name in trainers}
+    data = {}
+    for i in range(NUM_BATCHES):
+        data[f"x{i}"] = rng.standard_normal((BATCH,) + in_shape, dtype=np.float32)
+        data[f"y{i}"] = rng.integers(0, 10, size=BATCH, dtype=np.int64)
+    data_path, init_path = os.path.join(tmp, "data.npz"), os.path.join(tmp, f"{case}.init.npz")
+    np.savez(data_path, **data)
+    if not os.path.exists(init_path):
+        workers["torch"].ask(cmd="init", case=case, path=init_path)
+    label = f"{case} {'/'.join(modes.values())}"
+    outs = {}
+    for which, w in workers.items():
+        w.ask(cmd="setup", case=case, mode=modes[which], init_path=init_path, data_path=data_path)
+        path = os.path.join(tmp, f"{which}.check.npz")
+        w.ask(cmd="check", case=case, mode=modes[which], path=path)
+        outs[which] = dict(np.load(path))
+    first = check_same_computation(label, outs["ours"], outs["torch"])
+    for which, w in workers.items():  # torch.compile compiles here
+        w.ask(cmd="window", case=case, mode=modes[which], steps=warmup)
+    rates = {which: [] for which in workers}
     for _ in range(windows):
-        for name, t in trainers.items():
-            rates[name].append(steps * BATCH / t.timed_window(steps))
-    result = {name: median(r) for name, r in rates.items()}
-    spread = {name: (min(r), max(r)) for name, r in rates.items()}
-    print(f"{case:6s} samples/s  ours {result['ours']:8.0f} [{spread['ours'][0]:.0f}..{spread['ours'][1]:.0f}]"
-          f"  torch {result['torch']:8.0f} [{spread['torch'][0]:.0f}..{spread['torch'][1]:.0f}]"
-          f"  speedup {result['ours'] / result['torch']:.2f}x"
-          f"  (loss@1 ours {first['ours']:.4f} torch {first['torch']:.4f})")
+        for which, w in workers.items():
+            seconds = w.ask(cmd="window", case=case, mode=modes[which], steps=steps)["seconds"]
+            rates[which].append(steps * BATCH / seconds)
+    result = {which: median(r) for which, r in rates.items()}
+    spread = {which: (min(r), max(r)) for which, r in rates.items()}
+    print(f"{label:14s} samples/s  ours {result['ours']:8.0f} [{spread['ours'][0]:.0f}.."
+          f"{spread['ours'][1]:.0f}]  torch {result['torch']:8.0f} [{spread['torch'][0]:.0f}.."
+          f"{spread['torch'][1]:.0f}]  speedup {result['ours'] / result['torch']:.2f}x"
+          f"  (loss@1 ours {first[0]:.4f} torch {first[1]:.4f})", flush=True)
     return result
 
 
-TARGETS = {"mlp": 1.2, "lenet": 1.0}  # ours/torch throughput ratio
+TARGETS = {"mlp": 1.2, "lenet": 1.0}  # ours/torch throughput ratio, eager
+COMPILED = {"mlp"}  # also ours nn.Graph against torch.compile (target >= 1.0)
 
 
 def main():
@@ -179,17 +264,50 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer and shorter windows")
     parser.add_argument("--json", help="write result rows here (for run_all.sh)")
     parser.add_argument("--only", choices=sorted(CASES), help="run one model only")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the nn.Graph / torch.compile rows")
+    parser.add_argument("--against", choices=("torch", "oneflow-0.9"), default="torch",
+                        help="the baseline: PyPI's PyTorch (default) or PyPI's OneFlow 0.9.0 "
+                        "(its nn.Graph against ours for the compiled row)")
+    parser.add_argument("--worker", choices=("ours", "torch", "oneflow-0.9"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker)
     warmup, windows, steps = (5, 5, 10) if args.quick else (20, 9, 30)
 
+    # The baseline's worker sits under the key "torch" whichever framework it is.
+    workers = {"ours": Worker(__file__, "ours"), "torch": Worker(__file__, args.against)}
+    name = "torch" if args.against == "torch" else "OneFlow"
+    base = f"{'PyTorch' if name == 'torch' else 'OneFlow'} {workers['torch'].ready['version']}"
     print(f"batch {BATCH}, warm-up {warmup} steps, {windows} windows x {steps} steps, 1 thread; "
-          f"torch {torch.__version__}, oneflow {flow.__version__}")
+          f"{base} (PyPI), oneflow-cpp {workers['ours'].ready['version']}; each in its own "
+          "process", flush=True)
     rows = []
-    for case in ([args.only] if args.only else list(CASES)):
-        r = run_case(case, warmup, windows, steps)
-        rows.append({"metric": f"{case} train", "unit": "samples/s", "ours": r["ours"], "torch": r["torch"],
-                     "higher_is_better": True,
-                     "target": {"op": ">=", "value": TARGETS[case], "on": "ratio"}})
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for case in ([args.only] if args.only else list(CASES)):
+                r = run_case(workers, case, {"ours": "eager", "torch": "eager"}, warmup, windows,
+                             steps, tmp)
+                rows.append({"metric": f"{case} train", "unit": "samples/s", "ours": r["ours"],
+                             "torch": r["torch"], "higher_is_better": True, "baseline": base,
+                             "target": ({"op": ">=", "value": TARGETS[case], "on": "ratio"}
+                                        if name == "torch" else None)})
+                if case in COMPILED and not args.no_compile:
+                    compiled = "compile" if name == "torch" else "graph"
+                    r = run_case(workers, case, {"ours": "graph", "torch": compiled}, warmup,
+                                 windows, steps, tmp)
+                    rows.append({"metric": f"{case} train, compiled", "unit": "samples/s",
+                                 "ours": r["ours"], "torch": r["torch"],
+                                 "ours_label": "ours nn.Graph",
+                                 "baseline": ("torch.compile" if name == "torch" else
+                                              f"{base} nn.Graph"),
+                                 "higher_is_better": True,
+                                 "target": ({"op": ">=", "value": 1.0, "on": "ratio"}
+                                            if name == "torch" else None)})
+    finally:
+        for w in workers.values():
+            w.close()
     save_results(args.json, rows)
 
 

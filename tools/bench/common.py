@@ -2,6 +2,12 @@
 
     from common import pin_single_thread, median, save_results
     tools/python tools/bench/common.py table RESULTS.json...   # the table run_all.sh prints
+    tools/python tools/bench/common.py torch-version           # PyPI's PyTorch the rows run
+
+PyTorch is PyPI's newest release in a virtual environment the benchmarks create once and reuse
+($ONEFLOW_BENCH_VENV, default ~/.cache/oneflow_bench_venv: `python3 -m venv` + `pip install torch
+numpy`; PyPI's Linux wheel brings NVIDIA's CUDA libraries, about 3 GB, a few minutes). Its side
+runs in its own process under that venv's Python (torch_python()), ours under tools/python.
 
 Each benchmark saves a list of result rows as JSON:
     {"metric", "unit", "ours", "torch", "higher_is_better", "target"[, "ours_label", "baseline"]}
@@ -50,6 +56,131 @@ def run_workers(script, nproc, *args, env=None):
         subprocess.run(cmd, check=True, env=dict(os.environ, **(env or {})))
         with open(out) as f:
             return json.load(f)
+
+
+BENCH_VENV = os.environ.get("ONEFLOW_BENCH_VENV",
+                            os.path.expanduser("~/.cache/oneflow_bench_venv"))
+
+
+def torch_python():
+    """The interpreter of the venv with PyPI's PyTorch, created (once) if missing; exits with one
+    line where it cannot be made (PyPI unreachable, say)."""
+    python = os.path.join(BENCH_VENV, "bin", "python")
+    done = os.path.join(BENCH_VENV, ".oneflow_bench_complete")
+    if not os.path.exists(done):
+        print(f"creating {BENCH_VENV} with PyPI's torch and numpy (once; about 3 GB)", flush=True)
+        for cmd in (["/usr/bin/python3", "-m", "venv", BENCH_VENV],
+                    [python, "-m", "pip", "install", "-q", "--upgrade", "pip"],
+                    [python, "-m", "pip", "install", "-q", "torch", "numpy"]):
+            r = subprocess.run(cmd, env=torch_env())
+            if r.returncode != 0:
+                sys.exit(f"bench: cannot create the PyTorch venv: {' '.join(cmd)} exited "
+                         f"{r.returncode}")
+        open(done, "w").close()
+    return python
+
+
+def torch_env(**extra):
+    """The environment for PyTorch's process: nothing of tools/python's (PYTHONPATH into the
+    checkout, PYTHONHOME, LD_LIBRARY_PATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH")}
+    env.update(extra)
+    return env
+
+
+REAL_ONEFLOW_VENV = os.environ.get("ONEFLOW_REAL_VENV",
+                                   os.path.expanduser("~/.cache/oneflow_real_venv"))
+# OneFlow 0.9.0 is PyPI's last release (wheels for CPython 3.7-3.10, built for CUDA 11.7): on a
+# machine without its CUDA libraries it imports once pip's cuDNN 8 and cuBLAS 11 are on
+# LD_LIBRARY_PATH, and it needs numpy 1.x.
+REAL_ONEFLOW_PACKAGES = ["oneflow==0.9.0", "numpy<2", "nvidia-cudnn-cu11==8.*",
+                         "nvidia-cublas-cu11==11.*"]
+
+
+def real_oneflow_python():
+    """(interpreter, environment) of the venv with PyPI's OneFlow 0.9.0 (pyenv's CPython 3.9),
+    created once if missing."""
+    python = os.path.join(REAL_ONEFLOW_VENV, "bin", "python")
+    done = os.path.join(REAL_ONEFLOW_VENV, ".oneflow_bench_complete")
+    if not os.path.exists(done):
+        print(f"creating {REAL_ONEFLOW_VENV} with PyPI's {', '.join(REAL_ONEFLOW_PACKAGES)} "
+              "(once; about 3 GB)", flush=True)
+        for cmd in (["/root/.pyenv/versions/3.9.18/bin/python3", "-m", "venv", REAL_ONEFLOW_VENV],
+                    [python, "-m", "pip", "install", "-q", *REAL_ONEFLOW_PACKAGES]):
+            r = subprocess.run(cmd, env=torch_env())
+            if r.returncode != 0:
+                sys.exit(f"bench: cannot create the OneFlow 0.9 venv: {' '.join(cmd)} exited "
+                         f"{r.returncode}")
+        open(done, "w").close()
+    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         env=torch_env(), capture_output=True, text=True, check=True).stdout
+    nvidia = os.path.join(out.strip(), "nvidia")
+    libs = [os.path.join(nvidia, d, "lib") for d in sorted(os.listdir(nvidia))
+            if os.path.isdir(os.path.join(nvidia, d, "lib"))]
+    return python, torch_env(LD_LIBRARY_PATH=os.pathsep.join(libs))
+
+
+def torch_version():
+    out = subprocess.run([torch_python(), "-c", "import torch; print(torch.__version__)"],
+                         env=torch_env(), capture_output=True, text=True, check=True).stdout
+    return out.strip()
+
+
+class Worker:
+    """A benchmark process driven by one JSON line per request, answering one JSON line each:
+    `python script --worker NAME` (ours under this interpreter, PyPI's torch under
+    torch_python(), PyPI's OneFlow 0.9 ("oneflow-0.9") under real_oneflow_python()). Its first line says it is ready ({"version": ...}) or why not."""
+
+    def __init__(self, script, which, *args, env=None):
+        self.which = which
+        if which == "torch":
+            python, env = torch_python(), torch_env()
+        elif which == "oneflow-0.9":  # PyPI's OneFlow, the real one
+            python, env = real_oneflow_python()
+        else:
+            python, env = sys.executable, dict(os.environ, **(env or {}))
+        self.proc = subprocess.Popen([python, script, "--worker", which, *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+        line = self.proc.stdout.readline()
+        self.ready = json.loads(line) if line else {"error": f"the {which} worker exited at start"}
+        if "error" in self.ready:
+            self.close()
+            sys.exit(f"bench: {which}: {self.ready['error']}")
+
+    def ask(self, **msg):
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit(f"bench: the {self.which} worker died (exit {self.proc.wait()}) on {msg}")
+        reply = json.loads(line)
+        if "error" in reply:
+            sys.exit(f"bench: {self.which}: {msg.get('cmd')}: {reply['error']}")
+        return reply
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+def serve(handlers, ready):
+    """The worker's side of Worker: prints `ready`, then answers each request line with
+    handlers[cmd](**request) (a dict) until stdin closes. Prints go to stderr meanwhile."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    out.write(json.dumps(ready) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        msg = json.loads(line)
+        try:
+            reply = handlers[msg.pop("cmd")](**msg)
+        except Exception as e:  # the parent prints it and stops
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
 
 
 def median(values):
@@ -124,8 +255,11 @@ def print_table(rows):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["torch-version"]:
+        print(torch_version())
+        sys.exit(0)
     if len(sys.argv) < 3 or sys.argv[1] != "table":
-        sys.exit("usage: common.py table RESULTS.json...")
+        sys.exit("usage: common.py table RESULTS.json... | common.py torch-version")
     all_rows = []
     for path in sys.argv[2:]:
         with open(path) as f:

@@ -8,11 +8,11 @@
 #include "core/cuda_graph.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/kernels/cuda/cuda_libs.h"
 #include "core/storage.h"
 #include "core/sync_check.h"
 #include "oneflow/api/python/convert.h"
 #ifdef ONEFLOW_WITH_CUDA
-#include "core/kernels/cuda/cuda_libs.h"
 #include "core/kernels/cuda/cuda_util.h"
 #endif
 
@@ -101,12 +101,15 @@ void BindCuda(py::module_& m) {
     SetSyncDebugMode(static_cast<SyncDebugMode>(mode));
   });
   m.def("cuda_get_sync_debug_mode", []() { return static_cast<int>(GetSyncDebugMode()); });
-#ifdef ONEFLOW_WITH_CUDA
-  m.def("cuda_built", []() { return true; });
-  m.def("cuda_unavailable", []() { return FakeCuda() ? std::string() : cuda::Unavailable(); });
+  // The library loader is built with or without CUDA (opening a library needs no GPU).
   m.def("cuda_add_library_dirs",
         [](const std::vector<std::string>& dirs) { cuda::AddLibraryDirs(dirs); });
   m.def("cuda_library_search_path", []() { return cuda::LibrarySearchPath(); });
+  m.def("cuda_open_library",
+        [](const std::string& soname) { return cuda::OpenedLibraryPath(soname.c_str()); });
+#ifdef ONEFLOW_WITH_CUDA
+  m.def("cuda_built", []() { return true; });
+  m.def("cuda_unavailable", []() { return FakeCuda() ? std::string() : cuda::Unavailable(); });
   m.def("cuda_synchronize", [](int index) {
     RequireCuda(index, "oneflow.cuda.synchronize");
     if (FakeCuda()) return;  // its kernels ran on the host, in order
@@ -126,8 +129,6 @@ void BindCuda(py::module_& m) {
   m.def("cudnn_set_allow_tf32", [](bool allow) { cuda::SetAllowCudnnTf32(allow); });
 #else
   m.def("cuda_built", []() { return false; });
-  m.def("cuda_add_library_dirs", [](const std::vector<std::string>&) {});
-  m.def("cuda_library_search_path", []() { return std::string(); });
   m.def("cuda_unavailable", []() {
     if (FakeCuda()) return std::string();
     return std::string("this build has no CUDA support (built where the CUDA toolkit was ") +

@@ -23,7 +23,8 @@ globals().update(cuda_types)  # flow.cuda.FloatTensor, flow.cuda.LongTensor, ...
 def _pip_library_dirs():
     """The lib folders of pip's NVIDIA packages next to this interpreter (nvidia-cublas,
     nvidia-cudnn, nvidia-nccl...: site-packages/nvidia/{cu13,cublas,cudnn,nccl,...}/lib), where
-    PyTorch's wheels find their CUDA libraries; searched after the loader's path."""
+    PyTorch's wheels find their CUDA libraries; searched after $LD_LIBRARY_PATH, before the
+    system's library path."""
     dirs = []
     for entry in sys.path:
         nvidia = os.path.join(entry or ".", "nvidia")
@@ -58,8 +59,8 @@ def device_count():
 
 def unavailable_reason():
     """Why is_available() is False ('' when it is True). Besides a driver or a device, cuBLAS
-    and cuDNN must load: they are looked for on the loader's path, in pip's NVIDIA packages,
-    then under $CUDA_PATH/lib64 (library_search_path())."""
+    and cuDNN must load: they are looked for on $LD_LIBRARY_PATH, in pip's NVIDIA packages, on
+    the system's library path, then under $CUDA_PATH/lib64 (library_search_path())."""
     return _C.cuda_unavailable()
 
 
