@@ -46,6 +46,7 @@ import contextlib
 import time
 
 import oneflow as flow
+from oneflow.nn import graph_auto_parallel
 from oneflow.nn.graph_module import GraphModule, module_config  # noqa: F401  (nn.graph.GraphModule)
 from oneflow.nn.modules import _assignments
 from oneflow.nn.modules.module import Module
@@ -55,8 +56,9 @@ from oneflow.optim.optimizer import Optimizer
 _VALUE_READS = ("numpy", "item", "tolist", "__bool__", "__float__", "__int__", "__index__")
 
 
-class GraphConfig:
-    """The compile switches of one graph (graph.config)."""
+class GraphConfig(graph_auto_parallel.AutoParallelConfig):
+    """The compile switches of one graph (graph.config); auto-parallel's in
+    graph_auto_parallel.py."""
 
     def __init__(self, graph_name, compiled=()):
         self._graph_name = graph_name
@@ -515,6 +517,8 @@ class Graph:
     def __repr__(self):
         lines = [f"(GRAPH:{self._name}:{type(self).__name__}): ("]
         lines.append(f"  (CONFIG:config:{self.config!r})")
+        if self.config._auto_parallel_repr():
+            lines.append("  " + self.config._auto_parallel_repr().replace("\n", "\n  "))
         for name, module in self._modules.items():
             text = repr(module).replace("\n", "\n  ")
             lines.append(f"  (MODULE:{name}:{type(module).__name__}): {text}")
@@ -905,6 +909,7 @@ class Graph:
         saved_grads = [(p, p.grad) for p in params]
         for p in params:
             p.grad = None
+        auto = graph_auto_parallel.prepare(self, args, kwargs, tensors)  # None: off
         shards = self._zero_shards()
         self._prepare_optimizer_state(shards)
         scaler = self._grad_scaler
@@ -926,8 +931,9 @@ class Graph:
             with _Tracing(self, plan, self._module_names(), state_ids):
                 plan.begin_trace(tensors)
                 try:
-                    out = self._build_micro_batches(args, kwargs, tensors, scaling,
-                                                    self._amp_device(tensors))
+                    with auto.boxing() if auto else contextlib.nullcontext():
+                        out = self._build_micro_batches(args, kwargs, tensors, scaling,
+                                                        self._amp_device(tensors))
                     plan.set_scope("")
                     left = [p for p in params if p.grad is not None]
                     if left and not self._optimizers:
@@ -956,6 +962,8 @@ class Graph:
         self.__dict__["_captured_modules"] = self._module_state()
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
+        if auto:
+            auto.note_boxing(plan.describe())
         if scaling is not None:
             scaling.update([skipped for _, guard, skipped in traced if guard is not None])
         for opt, sch in self._optimizers:
