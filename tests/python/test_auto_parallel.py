@@ -14,6 +14,7 @@ import oneflow.nn as nn
 from test_comm import DIST, free_port, launch
 
 SCRIPT = os.path.join(DIST, "auto_parallel.py")
+FORTUNES = "/usr/share/games/fortunes"
 
 
 def _run(nproc, cases, *extra):
@@ -31,11 +32,12 @@ def _run(nproc, cases, *extra):
     return r.stdout, choices
 
 
-def test_mlp_and_cnn_train_like_one_process_on_two_ranks():
-    """10 steps of SGD with momentum within 1e-5 of one process, on split signatures (the
-    compute weight makes them win on these small models)."""
-    out, choices = _run(2, ["mlp", "cnn"])
-    for case in ("mlp", "cnn"):
+def test_mlp_cnn_and_gpt_train_like_one_process_on_two_ranks():
+    """10 steps (SGD with momentum; gpt.py --graph --parallel auto: AdamW) within 1e-5 of one
+    process, on split signatures (the compute weight makes them win on these small models)."""
+    cases = ["mlp", "cnn"] + (["gpt"] if os.path.isdir(FORTUNES) else [])  # gpt.py's data
+    out, choices = _run(2, cases)
+    for case in cases:
         sigs, _ = choices[case]
         assert any(s != "replicated" for s in sigs.values()), sigs
     assert "(AUTO PARALLEL: mesh 2 on" in out and "why the runner-up lost:" in out

@@ -1,8 +1,8 @@
 """nn.Graph auto-parallel on real ranks: the graph gets placements only (parameters broadcast,
 inputs broadcast) and chooses every SBP; its training equals one process's eager training.
 
-    usage: auto_parallel.py CASE[,CASE...] [2x2]     CASE: mlp cnn dp_choice memory user_fixed
-                                                            ignore_user
+    usage: auto_parallel.py CASE[,CASE...] [2x2]     CASE: mlp cnn gpt dp_choice memory
+                                                            user_fixed ignore_user
 Each rank prints "rank k <case> ok" per case and rank 0 "<case> choice: <module>=<signature> ...
 zero=<stage>".
 """
@@ -119,6 +119,38 @@ def train_and_compare(kind, steps=10, limit=None, fix=None, ignore=False, ratio=
     return g, glob
 
 
+def train_gpt(steps=10):
+    """examples/gpt.py --graph --parallel auto (2 layers, 4 heads, n_embd 32, AdamW) against
+    one process's eager training (gpt.py --parallel none) from the same weights."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    sys.path.insert(0, os.path.join(root, "examples"))
+    import gpt
+
+    sizes = ["--n_layer", "2", "--n_head", "4", "--n_embd", "32", "--block_size", "16",
+             "--batch_size", "8", "--lr", "3e-3"]
+    text = gpt.CharData(gpt.read_fortunes())
+    batches = [text.batch("train", 8, 16, 100 + s) for s in range(steps)]
+    ref_model, ref_layout = gpt.build(gpt.parser().parse_args(sizes + ["--parallel", "none"]),
+                                      text.vocab_size, 1)
+    ref = gpt.Trainer(ref_model, ref_layout, lr=3e-3)
+    args = gpt.parser().parse_args(sizes + ["--parallel", "auto", "--graph"])
+    model, layout = gpt.build(args, text.vocab_size, world)
+    trainer = gpt.Trainer(model, layout, lr=args.lr, graph=True)
+    trainer.use_graph()
+    trainer.graph.config.set_auto_parallel_computation_cost_ratio(1000.0)  # as mlp and cnn
+    for x, y in batches:
+        want = float(ref.step(x, y))
+        got = float(layout.whole(trainer.step(x, y)))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
+        np.testing.assert_allclose(layout.whole(p), q.numpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=name)
+    return trainer.graph
+
+
 for case in cases:
     if case in ("mlp", "cnn"):
         # These models are small: at the profile's rates one collective outweighs their compute and
@@ -142,6 +174,8 @@ for case in cases:
                                     ignore=case == "ignore_user")
         if rank == 0:
             print("fc1 weight sbp:", tuple(glob[0].weight.sbp))
+    elif case == "gpt":
+        g = train_gpt()
     else:
         raise SystemExit(f"auto_parallel.py: unknown case {case!r}")
     if rank == 0:

@@ -97,7 +97,10 @@ class _Node:
         self.kind = type(module).__name__
         self.x_shape, self.y_shape = tuple(x_shape), tuple(y_shape)
         self.itemsize = itemsize
-        self.first = first  # its input is a graph input (no gradient flows back)
+        self.first = first  # no gradient flows back through its input (a graph input)
+        # The node whose output is this one's input; None: made outside the leaf modules (a
+        # residual add, a view), taken to be the previous call's output.
+        self.src = None
         self.params = dict(module.named_parameters(recurse=False))
         self.cands = None  # per axis candidate lists; None: passes its input's layout on
         self.fixed = {}  # parameter name -> the user's SBP words (one per axis)
@@ -120,7 +123,7 @@ def _record(graph, args, kwargs):
         for sub, m in module.named_modules(prefix=top):
             if not m._modules:
                 names.setdefault(id(m), (sub, m))
-    nodes, handles, outputs = [], [], set()
+    nodes, handles, outputs, kept = [], [], {}, []
 
     def hook(name):
         def after(m, inputs, output):
@@ -128,9 +131,11 @@ def _record(graph, args, kwargs):
             y = output if isinstance(output, _C.Tensor) else None
             if x is None or y is None:
                 return None
-            first = not nodes and id(x) not in outputs
-            nodes.append(_Node(name, m, x.shape, y.shape, y.element_size(), first))
-            outputs.add(id(y))
+            node = _Node(name, m, x.shape, y.shape, y.element_size(), not x.requires_grad)
+            node.src = outputs.get(id(x))  # None: made by code outside the leaf modules
+            outputs[id(y)] = len(nodes)
+            kept.append(y)  # alive until the end, so no later tensor reuses its id
+            nodes.append(node)
             return None
         return after
 
@@ -292,20 +297,28 @@ def _pass_through(node, layout, model, ndim_in):
 
 
 def _chain_dp(nodes, start, model, zero, forced=None, cap=48):
-    """Pareto dynamic programme over the chain: [(score, mem, costs, sigs)], the fronts of every
-    final layout. forced: {node index: per-axis candidate names} to keep those choices."""
-    front = {tuple(start): [(0.0, 0.0, _Costs(), ())]}
+    """Pareto dynamic programme over the calls: [(score, mem, costs, sigs)], the fronts of every
+    final state. A state is the layout of each output still to be read by a later call (the
+    previous call's, and any read again further on: one LayerNorm feeding query, key and
+    value), so fan-out is priced as recorded. forced: {node index: per-axis candidate names}
+    to keep those choices."""
+    srcs = [n.src if n.src is not None else i - 1 for i, n in enumerate(nodes)]
+    last_read = {}
+    for i, j in enumerate(srcs):
+        last_read[j] = i
+    front = {((-1, tuple(start)),): [(0.0, 0.0, _Costs(), ())]}
     for i, node in enumerate(nodes):
         ndim_in = len(node.x_shape)
         nxt = {}
-        for layout, entries in front.items():
+        for state, entries in front.items():
+            live = dict(state)
+            layout = live.get(srcs[i], live.get(i - 1, tuple(start)))
             if node.cands is None:
                 out, cost = _pass_through(node, layout, model, ndim_in)
                 options = [(out, cost, None)]
             else:
                 options = []
-                combos = itertools.product(*node.cands)
-                for sig in combos:
+                for sig in itertools.product(*node.cands):
                     if forced and i in forced and forced[i] != tuple(c.name for c in sig):
                         continue
                     x = tuple(c.x for c in sig)
@@ -316,9 +329,19 @@ def _chain_dp(nodes, start, model, zero, forced=None, cap=48):
                                                    node.x_bytes, ndim_in)
                     cost = cost + model.node(node, sig, zero)
                     out = tuple(_norm(c.y, len(node.y_shape)) for c in sig)
+                    if "P" in out and i not in last_read and i + 1 < len(nodes) and \
+                            nodes[i + 1].src is not None:
+                        # a partial sum read only by code outside the modules (attention's
+                        # products): priced as made whole there
+                        whole = tuple("B" if w == "P" else w for w in out)
+                        cost = cost + model.boxing(out, whole, node.y_bytes, len(node.y_shape))
+                        out = whole
                     options.append((out, cost, sig))
             for out, cost, sig in options:
-                bucket = nxt.setdefault(out, [])
+                keep = {j: v for j, v in live.items() if last_read.get(j, -2) > i}
+                keep[i] = out  # the next call reads it when its input is unknown
+                key = tuple(sorted(keep.items()))
+                bucket = nxt.setdefault(key, [])
                 for score, mem, costs, sigs in entries:
                     total = costs + cost
                     bucket.append((model.score(total), total.mem, total, sigs + (sig,)))
@@ -505,6 +528,22 @@ def _fix_user_layouts(graph_name, nodes, ignore):
             node.cands[a] = kept
 
 
+def _keep_shared_whole(nodes):
+    """A parameter two modules share (a tied embedding and head) stays broadcast: the nodes'
+    costs are priced apart, and one layout could not follow both choices."""
+    users = {}
+    for node in nodes:
+        for p in node.params.values():
+            users[id(p)] = users.get(id(p), 0) + 1
+    for node in nodes:
+        shared = [pn for pn, p in node.params.items() if users[id(p)] > 1]
+        if node.cands is None or not shared:
+            continue
+        for a in range(len(node.cands)):
+            kept = [c for c in node.cands[a] if all(c.params.get(pn, "B") == "B" for pn in shared)]
+            node.cands[a] = kept or node.cands[a]
+
+
 def prepare(graph, args, kwargs, tensors):
     """The AutoPlan of graph for these inputs, applied (parameters laid out, ZeRO set)."""
     config = graph.config
@@ -547,6 +586,7 @@ def prepare(graph, args, kwargs, tensors):
             make = {"Linear": _linear_cands, "Conv2d": _conv_cands}.get(node.kind)
             node.cands = [make() if make else _other_cands(node.module) for _ in hierarchy]
     _fix_user_layouts(name, nodes, config._auto_ignore_user_sbp)
+    _keep_shared_whole(nodes)
     covered = {id(p) for n in nodes for p in n.params.values()}
     static = sum(p.numel() * p.element_size() * (2 + slots if training else 1)
                  for p in params if id(p) not in covered)
