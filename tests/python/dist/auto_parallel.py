@@ -106,7 +106,10 @@ def train_and_compare(kind, steps=10, limit=None, fix=None, ignore=False, ratio=
             p.data = p.data.to_global(placement=P, sbp=fix[1])
     g = Train(glob, flow.optim.SGD(glob.parameters(), lr=0.05, momentum=0.9), limit, ignore, ratio)
     loss_fn = nn.CrossEntropyLoss()
-    for xb, yb in data(kind, steps):
+    batches = data(kind, steps)
+    if kind == "mlp":  # a last step of another batch size: a second compile, laid out again
+        batches.append((batches[0][0][:8], batches[0][1][:8]))
+    for xb, yb in batches:
         x, y = flow.tensor(xb), flow.tensor(yb)
         ref_loss = loss_fn(ref(x), y)
         ref_opt.zero_grad()

@@ -502,19 +502,21 @@ class AutoPlan:
         return "\n".join(lines)
 
 
-def _fix_user_layouts(graph_name, nodes, ignore):
+def _fix_user_layouts(graph_name, nodes, ignore, ours, hierarchy):
     """Restricts each node's candidates to its user-laid-out parameters' SBP (unless ignored)."""
     for node in nodes:
         if node.cands is None:
             continue
         for pname, p in node.params.items():
             words = tuple(_sbp_word(s) for s in p.sbp)
-            if ignore or all(w == "B" for w in words):
+            if ignore or id(p) in ours or all(w == "B" for w in words):
                 continue
             node.fixed[pname] = words
         if not node.fixed:
             continue
         for a in range(len(node.cands)):
+            if hierarchy[a] == 1:
+                continue  # one rank: every layout is the whole tensor
             kept = [c for c in node.cands[a] if all(
                 _norm(c.params.get(pn, "B"), node.params[pn].dim()) ==
                 _norm(words[a], node.params[pn].dim()) for pn, words in node.fixed.items())]
@@ -584,8 +586,11 @@ def prepare(graph, args, kwargs, tensors):
     for node in nodes:
         if node.params:
             make = {"Linear": _linear_cands, "Conv2d": _conv_cands}.get(node.kind)
-            node.cands = [make() if make else _other_cands(node.module) for _ in hierarchy]
-    _fix_user_layouts(name, nodes, config._auto_ignore_user_sbp)
+            node.cands = [(make() if make else _other_cands(node.module)) if n > 1 else
+                          [_other_cands(node.module)[-1]] for n in hierarchy]  # 1 rank: whole
+    # parameters an earlier compile of this graph laid out are free again
+    ours = config.__dict__.setdefault("_auto_laid_out", set())
+    _fix_user_layouts(name, nodes, config._auto_ignore_user_sbp, ours, hierarchy)
     _keep_shared_whole(nodes)
     covered = {id(p) for n in nodes for p in n.params.values()}
     static = sum(p.numel() * p.element_size() * (2 + slots if training else 1)
@@ -640,5 +645,7 @@ def prepare(graph, args, kwargs, tensors):
                     f"exact over a chain of {len(nodes)} calls, {count} with parameters")
     plan.start = start
     plan.layout_parameters(graph)
+    ours.update(id(p) for n, sig in zip(nodes, best.sigs) if sig is not None
+                for pn, p in n.params.items() if pn not in n.fixed)
     config._auto_plan = plan
     return plan
