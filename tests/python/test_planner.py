@@ -272,3 +272,21 @@ def test_measured_timings_become_a_profile(tmp_path):
     assert p.intra.latency == pytest.approx(2e-5)  # 2 ring steps in the small all_reduce
     assert p.intra.bandwidth == pytest.approx(16e6 / 0.01)  # 2 ranks: each moves the tensor once
     assert p.memory_limit == pytest.approx(7.2e9) and p.kernel_overhead_s == 5e-6
+
+
+def test_transient_gradients_and_pipeline_sends_per_rank():
+    """nn.Graph's gradients are intermediates: the peak holds activations or gradients, not
+    both. A pipeline's end stages send one way (the first its output, the last its input's
+    gradient), the middle ones both: bytes per rank, as the communicator counts them."""
+    m = mlp(layers=8, width=1024, batch=64)
+    kept = evaluate(m, Mesh(1, 2), A100, Layout(dp=2, micro_batch=32))
+    graph = evaluate(m, Mesh(1, 2), A100, Layout(dp=2, micro_batch=32), transient_grads=True)
+    parts = kept.memory_parts
+    assert kept.memory == pytest.approx(sum(parts.values()))
+    assert graph.memory == pytest.approx(parts["parameters"] + parts["optimizer"]
+                                         + max(parts["activations"], parts["gradients"]))
+    two = evaluate(m, Mesh(1, 2), A100, Layout(pp=2, micro_batch=8))
+    four = evaluate(m, Mesh(1, 4), A100, Layout(pp=4, micro_batch=8))
+    activation = 8 * 1024 * m.precision.itemsize  # one micro-batch's (8, 1024) output
+    assert two.comm_bytes[("pp", "send_recv")] == pytest.approx(8 * activation)
+    assert four.comm_bytes[("pp", "send_recv")] == pytest.approx(2 * 8 * activation)

@@ -8,11 +8,14 @@ time, bytes moved per step per rank and peak memory per rank, side by side.
 Every layout trains through nn.Graph (gpt.py --graph --untied, OMP_NUM_THREADS=1 per rank; zero is the graph's ZeRO stage 2:
 reduce-scatter then all-gather, as the planner's ZeRO prices it). Measured, on every rank:
   time    median wall time of --steps steps after 3 warm-up steps (the loss read back each
-          step), the slowest rank's
-  bytes   one more step under oneflow.profiler: the bytes of its boxing events (each step's
-          bytes per rank from the boxing table, as the runtime records them) and of collectives
-          called outside boxing (their tensor's bytes turned into ring bytes per rank, the
-          same table), the busiest rank's
+          step), the slowest rank's; and the same steps' CPU time (time.process_time: the work
+          of the rank, without the time other processes held the cores, which on a shared
+          machine is most of the wall time)
+  bytes   one more step under oneflow.profiler: every collective the communicator recorded
+          (with the bytes of its tensor), turned into the bytes a rank sends in a ring
+          (all_reduce 2(n-1)/n, all_gather (n-1) x its shard, reduce_scatter and all_to_all
+          (n-1)/n, send 1; the boxing table's), the busiest rank's; broadcasts (the loss read
+          back) and receives are left out
   memory  flow.cpu.max_memory_allocated over the timed steps (reset after warm-up; the model,
           optimizer state, graph inputs and intermediates), the fullest rank's
 Predicted: oneflow.distributed.plan's evaluate() of the same GPT (fp32, no dropout, untied) on
@@ -83,21 +86,29 @@ def _group_size(detail, world):
     return world
 
 
-def _moved(events, world):
-    """Bytes this rank moved: boxing steps' (the table's bytes per rank, as recorded) plus
-    collectives outside any boxing step (ring bytes per rank from their tensor's bytes)."""
-    from oneflow.distributed.plan.collectives import bytes_per_rank
+# Ring bytes one rank sends, from the bytes of the tensor the communicator records (the input
+# for gathers, scatters and all-to-all), over a group of n.
+_RING = {"all_reduce": lambda b, n: 2.0 * (n - 1) / n * b,
+         "all_gather": lambda b, n: (n - 1) * b,  # b: this rank's shard
+         "reduce_scatter": lambda b, n: (n - 1) / n * b,
+         "all_to_all": lambda b, n: (n - 1) / n * b,
+         "send": lambda b, n: b}
 
-    total = sum(e.bytes for e in events if e.kind == "boxing" and e.bytes > 0)
+
+def _moved(events, world):
+    """Bytes this rank sent, as its communicator recorded them: every collective's tensor bytes
+    (inside boxing steps or not) turned into ring bytes per rank. Broadcasts (the loss read back
+    for printing) and receives (the peer's sends) are not counted. Returns (total, by kind)."""
+    by_kind = {}
     for e in events:
-        if e.kind != "collective" or e.bytes <= 0 or _in_boxing(e):
+        if e.kind != "collective" or e.bytes <= 0:
             continue
-        kind = next((k for k in COLLECTIVE_KINDS if k in e.name), None)
-        if kind is not None:
-            total += bytes_per_rank(kind, e.bytes, _group_size(e.detail, world))
-        elif "send" in e.name:
-            total += e.bytes
-    return total
+        name = e.name.replace("_v", "")
+        if name not in _RING:
+            continue
+        by_kind[name] = by_kind.get(name, 0.0) + _RING[name](e.bytes, _group_size(e.detail,
+                                                                                   world))
+    return sum(by_kind.values()), by_kind
 
 
 def rank_run(a):
@@ -118,20 +129,23 @@ def rank_run(a):
     for x, y in batches[:3]:
         float(lay.whole(trainer.step(x, y)))
     flow.cpu.reset_peak_memory_stats()
-    times = []
+    times, cpu = [], []
     for x, y in batches[3:3 + a.steps]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         float(lay.whole(trainer.step(x, y)))
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     peak = flow.cpu.max_memory_allocated()
     x, y = batches[-1]
     with profiler.profile(activities=[profiler.ProfilerActivity.CPU]) as prof:
         float(lay.whole(trainer.step(x, y)))
     events = list(prof.events())
-    moved = _moved(events, world)
+    moved, by_kind = _moved(events, world)
     names = sorted({f"{e.kind}:{e.name}:{e.detail}:{'in' if _in_boxing(e) else 'out'}"
                     for e in events if e.bytes >= 0})
-    out = {"rank": flow.env.get_rank(), "time": statistics.median(times), "peak": peak,
+    by_name = {k: round(v) for k, v in by_kind.items()}
+    out = {"rank": flow.env.get_rank(), "time": statistics.median(times),
+           "cpu": statistics.median(cpu), "by_name": by_name, "peak": peak,
            "bytes": moved, "vocab": text.vocab_size, "events": names}
     with open(f"{a.out}.{flow.env.get_rank()}", "w") as f:
         json.dump(out, f)
@@ -151,7 +165,7 @@ def predicted(a, layout, vocab, profile):
              "pp": dict(pp=2, micro_batch=a.batch_size // a.micro_batches)}[layout]
     if "micro_batch" not in shape:
         shape["micro_batch"] = a.batch_size // shape.get("dp", 1)
-    return evaluate(model, Mesh(1, world), profile, Layout(**shape))
+    return evaluate(model, Mesh(1, world), profile, Layout(**shape), transient_grads=True)
 
 
 def measure(a, layout):
@@ -214,28 +228,32 @@ def main(argv=None):
         ranks = measure(a, layout)
         est = predicted(a, layout, ranks[0]["vocab"], profile)
         m_time = max(r["time"] for r in ranks)
+        m_cpu = max(r["cpu"] for r in ranks)
         m_bytes = max(r["bytes"] for r in ranks)
         m_peak = max(r["peak"] for r in ranks)
         p_bytes = sum(est.comm_bytes.values())
-        rows.append((layout, est.step_time, m_time, p_bytes, m_bytes, est.memory, m_peak))
-        print(f"{layout}: boxing/collective events {sorted(set(sum((r['events'] for r in ranks), [])))}",
-              file=sys.stderr, flush=True)
+        rows.append((layout, est.step_time, m_time, m_cpu, p_bytes, m_bytes, est.memory, m_peak))
+        busiest = max(ranks, key=lambda r: r["bytes"])
+        print(f"{layout}: predicted bytes {dict((f'{g} {k}', v) for (g, k), v in est.comm_bytes.items() if v)}; "
+              f"measured on rank {busiest['rank']}: {busiest['by_name']}", file=sys.stderr,
+              flush=True)
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"gpt n_layer {a.n_layer}, n_embd {a.n_embd}, n_head {a.n_head}, block {a.block_size}, "
           f"batch {a.batch_size}, fp32, nn.Graph; profile {profile.name!r}; load average "
           f"{' '.join(load)} on {os.cpu_count()} cores")
-    print(f"| layout | ranks | time pred (ms) | time meas (ms) | off | bytes pred | bytes meas | "
-          f"off | memory pred (MiB) | memory meas (MiB) | off |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for layout, pt, mt, pb, mb, pm, mm in rows:
-        print(f"| {layout} | {LAYOUTS[layout]} | {pt * 1e3:.2f} | {mt * 1e3:.2f} | {_off(pt, mt)} | "
-              f"{pb:.0f} | {mb:.0f} | {_off(pb, mb)} | {pm / 2**20:.2f} | {mm / 2**20:.2f} | "
-              f"{_off(pm, mm)} |")
+    print(f"| layout | ranks | time pred (ms) | CPU time meas (ms) | off | wall time meas (ms) | "
+          f"off | bytes pred | bytes meas | off | memory pred (MiB) | memory meas (MiB) | off |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for layout, pt, mt, mc, pb, mb, pm, mm in rows:
+        print(f"| {layout} | {LAYOUTS[layout]} | {pt * 1e3:.2f} | {mc * 1e3:.2f} | {_off(pt, mc)} | "
+              f"{mt * 1e3:.2f} | {_off(pt, mt)} | {pb:.0f} | {mb:.0f} | {_off(pb, mb)} | "
+              f"{pm / 2**20:.2f} | {mm / 2**20:.2f} | {_off(pm, mm)} |")
     pred_rank = [r[0] for r in sorted(rows, key=lambda r: r[1])]
-    meas_rank = [r[0] for r in sorted(rows, key=lambda r: r[2])]
-    print(f"ranking by step time: predicted {' < '.join(pred_rank)}; measured "
-          f"{' < '.join(meas_rank)}: {'equal' if pred_rank == meas_rank else 'different'}")
+    for what, col in (("CPU time", 3), ("wall time", 2)):
+        meas_rank = [r[0] for r in sorted(rows, key=lambda r: r[col])]
+        print(f"ranking by step time: predicted {' < '.join(pred_rank)}; measured ({what}) "
+              f"{' < '.join(meas_rank)}: {'equal' if pred_rank == meas_rank else 'different'}")
 
 
 if __name__ == "__main__":
