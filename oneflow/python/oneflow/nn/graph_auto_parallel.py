@@ -74,19 +74,13 @@ class AutoParallelConfig:
 
     def set_auto_parallel_computation_cost_ratio(self, ratio):
         """The weight of compute time against communication time in the objective (1 default)."""
-        self._before_compile("set_auto_parallel_computation_cost_ratio")
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 0:
-            raise ValueError(f"nn.Graph {self._graph_name}: config.set_auto_parallel_computation_"
-                             f"cost_ratio expects a number >= 0, got {ratio!r}")
-        self._auto_compute_ratio = float(ratio)
+        self._auto_compute_ratio = self._number("set_auto_parallel_computation_cost_ratio",
+                                                ratio, "a number >= 0")
 
     def set_auto_parallel_wait_time(self, cost):
         """Seconds added to every collective the plan runs (a fixed cost per communication)."""
-        self._before_compile("set_auto_parallel_wait_time")
-        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0:
-            raise ValueError(f"nn.Graph {self._graph_name}: config.set_auto_parallel_wait_time "
-                             f"expects seconds >= 0, got {cost!r}")
-        self._auto_wait_time = float(cost)
+        self._auto_wait_time = self._number("set_auto_parallel_wait_time", cost,
+                                            "seconds >= 0")
 
     def enable_auto_parallel_trunk_algo(self, mode=True):
         self._before_compile("enable_auto_parallel_trunk_algo")
@@ -104,12 +98,18 @@ class AutoParallelConfig:
 
     def set_auto_parallel_memory_limit(self, bytes_per_device):
         """Plans whose predicted memory per device exceeds this are never chosen."""
-        self._before_compile("set_auto_parallel_memory_limit")
-        if isinstance(bytes_per_device, bool) or not isinstance(bytes_per_device, (int, float)) \
-                or not bytes_per_device > 0:
-            raise ValueError(f"nn.Graph {self._graph_name}: config.set_auto_parallel_memory_"
-                             f"limit expects bytes per device > 0, got {bytes_per_device!r}")
-        self._auto_memory_limit = float(bytes_per_device)
+        self._auto_memory_limit = self._number("set_auto_parallel_memory_limit",
+                                               bytes_per_device, "bytes per device > 0",
+                                               positive=True)
+
+    def _number(self, switch, value, needs, positive=False):
+        """value as a float, or one line naming the switch and what it needs."""
+        self._before_compile(switch)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not (value > 0 if positive else value >= 0):
+            raise ValueError(f"nn.Graph {self._graph_name}: config.{switch} expects {needs}, "
+                             f"got {value!r}")
+        return float(value)
 
     def set_auto_parallel_profile(self, name_or_path):
         """The hardware profile costs are read from (oneflow.distributed.plan's profiles; by

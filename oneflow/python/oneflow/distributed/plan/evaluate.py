@@ -228,12 +228,13 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False,
     micro-batch's backward; only what exceeds the compute stays on the step.
     transient_grads: gradients live only from backward to the update (nn.Graph's plan: they are
     intermediates), so while backward makes them it frees the activations and the peak holds
-    the larger of the two, not both (Megatron-LM keeps a gradient buffer: both)."""
+    the larger of the two, not both (Megatron-LM keeps a gradient buffer: both); with several
+    micro-batches a step's gradients add up while later micro-batches' activations live: both."""
     check_layout(model, mesh, layout)
     lo, pr = layout, model.precision
 
     def peak(mem):
-        if transient_grads:
+        if transient_grads and m == 1:  # with micro-batches the gradients add up across them
             return (mem["parameters"] + mem["optimizer"]
                     + max(mem["activations"], mem["gradients"]))
         return sum(mem.values())
