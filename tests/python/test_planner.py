@@ -290,3 +290,36 @@ def test_transient_gradients_and_pipeline_sends_per_rank():
     activation = 8 * 1024 * m.precision.itemsize  # one micro-batch's (8, 1024) output
     assert two.comm_bytes[("pp", "send_recv")] == pytest.approx(8 * activation)
     assert four.comm_bytes[("pp", "send_recv")] == pytest.approx(2 * 8 * activation)
+
+
+def test_a_model_traced_on_meta_tensors_prices_as_the_analytic_gpt():
+    """examples/gpt.py's GPT built on the meta device (no weights), traced through its forward,
+    gives the analytic gpt()'s model FLOPs and parameters exactly, and its layouts' bytes."""
+    import os
+    import sys
+
+    import oneflow as flow
+    from oneflow.distributed.plan.trace import trace
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import gpt as gpt_py
+
+    with flow.device("meta"):
+        model = gpt_py.GPT(96, 64, 2, 4, 256, tied=False)
+    model.to("meta")  # its constant buffers were made on the CPU
+    spec = trace(model, flow.zeros(8, 64, dtype=flow.int64, device="meta"), batch=8)
+    ref = gpt(layers=2, hidden=256, heads=4, vocab=96, seq=64, batch=8, dtype="fp32",
+              dropout=False, tied=False)
+    assert spec.layers == 2 and spec.model_flops() == ref.model_flops()
+    assert spec.parameters() == ref.parameters() == sum(p.numel() for p in model.parameters())
+    for lo, n in ((Layout(dp=2, micro_batch=4), 2), (Layout(pp=2, micro_batch=2), 2)):
+        a, b = evaluate(spec, Mesh(1, n), A100, lo), evaluate(ref, Mesh(1, n), A100, lo)
+        assert a.comm_bytes == b.comm_bytes
+        # gpt.py scales and masks the scores in ops of their own, which the analytic model fuses
+        # into its softmax: priced by bytes, they add some time
+        assert b.step_time < a.step_time < 1.15 * b.step_time
+        assert a.memory == pytest.approx(b.memory, rel=0.1)
+    assert spec.check_tp(2) == ("tp 2: a traced model has no tensor-parallel signatures yet "
+                                "(tp 1 only)")
+    with pytest.raises(ValueError, match="plan: trace needs the model on the meta device"):
+        trace(gpt_py.GPT(96, 64, 2, 4, 32), flow.zeros(2, 64, dtype=flow.int64, device="meta"))
