@@ -23,8 +23,9 @@ Layouts (--parallel, several joined with '+' where they compose: dp+zero, tp+zer
   pp     two stages (embedding + first half of the blocks on the first half of the ranks, the
          rest + head on the second half) run by flow.nn.parallel.Pipeline with micro-batches
   zero   dp with the AdamW state split over the ranks (flow.distributed.ZeroRedundancyOptimizer)
-  auto   (with --graph) placements only: parameters and inputs broadcast on all ranks, and the
-         graph's auto-parallel (config.enable_auto_parallel) chooses every SBP
+  auto   (with --graph) placements only: parameters and inputs broadcast on all ranks (on 4 or
+         more, a (world / --tp) x --tp mesh), and the graph's auto-parallel
+         (config.enable_auto_parallel) chooses every SBP
 --checkpoint recomputes each block's activations in backward (flow.utils.checkpoint) under any
 layout. --accumulate N splits each batch into N micro-batches whose gradients add up. --graph
 trains through an nn.Graph (compile mode) under any layout: pp by set_stage on the two stages
@@ -350,6 +351,10 @@ class Layout:
             self.stage_placements = [flow.placement(device, ranks=ranks[:half]),
                                      flow.placement(device, ranks=ranks[half:])]
             self.placement = None
+        elif self.kind == "auto" and world >= 4 and tp >= 2 and world % tp == 0:
+            # a (world / --tp) x --tp mesh, as dp_tp's; the graph chooses what each axis splits
+            self.placement = flow.placement(
+                device, ranks=[ranks[i:i + tp] for i in range(0, world, tp)])
         else:
             self.placement = self.all
         if self.tp > 1:
@@ -368,8 +373,10 @@ class Layout:
         return {"dp": (S(0),), "tp": (B,), "dp_tp": (S(0), B)}[self.kind]
 
     def sbp_of(self, name):
-        if self.kind in ("dp", "none", "auto"):
+        if self.kind in ("dp", "none"):
             return (B,)
+        if self.kind == "auto":
+            return (B,) * len(self.placement.hierarchy)
         if self.kind == "tp":
             return (tp_sbp(name),)
         return (B, tp_sbp(name))  # dp_tp
