@@ -23,6 +23,9 @@ Layouts (--parallel, several joined with '+' where they compose: dp+zero, tp+zer
   pp     two stages (embedding + first half of the blocks on the first half of the ranks, the
          rest + head on the second half) run by flow.nn.parallel.Pipeline with micro-batches
   zero   dp with the AdamW state split over the ranks (flow.distributed.ZeroRedundancyOptimizer)
+  auto   (with --graph) placements only: parameters and inputs broadcast on all ranks (on 4 or
+         more, a (world / --tp) x --tp mesh), and the graph's auto-parallel
+         (config.enable_auto_parallel) chooses every SBP
 --checkpoint recomputes each block's activations in backward (flow.utils.checkpoint) under any
 layout. --accumulate N splits each batch into N micro-batches whose gradients add up. --graph
 trains through an nn.Graph (compile mode) under any layout: pp by set_stage on the two stages
@@ -309,11 +312,15 @@ class Layout:
     def __init__(self, parallel, world, n_head, vocab_size, tp=2, micro_batches=4,
                  schedule="1f1b", tied=True, device="cpu"):
         parts = parallel.split("+")
+        if parts == ["auto"]:  # placements only: nn.Graph's auto-parallel lays the rest out
+            parts = ["dp"]
         base = [p for p in parts if p != "zero"]
         if any(p not in LAYOUTS for p in parts) or len(base) > 1 or len(parts) != len(set(parts)):
             raise ValueError(f"gpt.py: --parallel must be one of {LAYOUTS} or a base layout "
                              f"joined with '+zero', got {parallel!r}")
         self.kind = base[0] if base else "dp"  # "zero" alone is dp + zero
+        if parallel == "auto":
+            self.kind = "auto"
         self.zero = "zero" in parts
         if self.zero and self.kind in ("none", "pp"):
             raise ValueError(f"gpt.py: --parallel {parallel}: zero composes with dp, tp and dp_tp, "
@@ -344,6 +351,10 @@ class Layout:
             self.stage_placements = [flow.placement(device, ranks=ranks[:half]),
                                      flow.placement(device, ranks=ranks[half:])]
             self.placement = None
+        elif self.kind == "auto" and world >= 4 and tp >= 2 and world % tp == 0:
+            # a (world / --tp) x --tp mesh, as dp_tp's; the graph chooses what each axis splits
+            self.placement = flow.placement(
+                device, ranks=[ranks[i:i + tp] for i in range(0, world, tp)])
         else:
             self.placement = self.all
         if self.tp > 1:
@@ -364,6 +375,8 @@ class Layout:
     def sbp_of(self, name):
         if self.kind in ("dp", "none"):
             return (B,)
+        if self.kind == "auto":
+            return (B,) * len(self.placement.hierarchy)
         if self.kind == "tp":
             return (tp_sbp(name),)
         return (B, tp_sbp(name))  # dp_tp
@@ -381,8 +394,8 @@ class Layout:
         # rather than activations. Megatron's plan pins the LayerNorm input whole, as OneFlow's
         # LiBai layers do with to_global: the layout says so here (the model code does not
         # change) and boxing inserts the all-reduce that this cast needs.
-        act = self.activation_sbp()
-        for mod in model.modules():
+        act = self.activation_sbp() if self.kind != "auto" else None
+        for mod in model.modules() if act is not None else ():
             if isinstance(mod, nn.LayerNorm):
                 mod.register_forward_pre_hook(
                     lambda m, inputs: (inputs[0].to_global(sbp=act),) + tuple(inputs[1:]))
@@ -481,6 +494,8 @@ class Trainer:
                 self.add_optimizer(trainer.opt)
                 if lay.zero:
                     self.config.enable_zero(True, stage=zero_stage, shard_min_size=1)
+                if lay.kind == "auto":
+                    self.config.enable_auto_parallel(True)
                 if lay.kind == "pp":
                     for i, (stage, pl) in enumerate(zip(trainer.stages, lay.stage_placements)):
                         stage.to(nn.graph.GraphModule).set_stage(i, pl)
@@ -744,6 +759,8 @@ def main(argv=None):
         model, layout = build(args, data.vocab_size, world)
     except ValueError as e:
         raise SystemExit(str(e))
+    if layout.kind == "auto" and not args.graph:
+        raise SystemExit("gpt: --parallel auto is nn.Graph's auto-parallel: it needs --graph")
     if args.zero_stage != 1 and not (args.graph and layout.zero):
         raise SystemExit("gpt: --zero_stage 2 is the graph's ZeRO: it needs --graph and a zero "
                          "layout (--parallel zero, dp+zero, tp+zero or dp_tp+zero)")

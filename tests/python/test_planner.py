@@ -272,3 +272,54 @@ def test_measured_timings_become_a_profile(tmp_path):
     assert p.intra.latency == pytest.approx(2e-5)  # 2 ring steps in the small all_reduce
     assert p.intra.bandwidth == pytest.approx(16e6 / 0.01)  # 2 ranks: each moves the tensor once
     assert p.memory_limit == pytest.approx(7.2e9) and p.kernel_overhead_s == 5e-6
+
+
+def test_transient_gradients_and_pipeline_sends_per_rank():
+    """nn.Graph's gradients are intermediates: the peak holds activations or gradients, not
+    both. A pipeline's end stages send one way (the first its output, the last its input's
+    gradient), the middle ones both: bytes per rank, as the communicator counts them."""
+    m = mlp(layers=8, width=1024, batch=64)
+    kept = evaluate(m, Mesh(1, 2), A100, Layout(dp=2, micro_batch=32))
+    graph = evaluate(m, Mesh(1, 2), A100, Layout(dp=2, micro_batch=32), transient_grads=True)
+    parts = kept.memory_parts
+    assert kept.memory == pytest.approx(sum(parts.values()))
+    assert graph.memory == pytest.approx(parts["parameters"] + parts["optimizer"]
+                                         + max(parts["activations"], parts["gradients"]))
+    two = evaluate(m, Mesh(1, 2), A100, Layout(pp=2, micro_batch=8))
+    four = evaluate(m, Mesh(1, 4), A100, Layout(pp=4, micro_batch=8))
+    activation = 8 * 1024 * m.precision.itemsize  # one micro-batch's (8, 1024) output
+    assert two.comm_bytes[("pp", "send_recv")] == pytest.approx(8 * activation)
+    assert four.comm_bytes[("pp", "send_recv")] == pytest.approx(2 * 8 * activation)
+
+
+def test_a_model_traced_on_meta_tensors_prices_as_the_analytic_gpt():
+    """examples/gpt.py's GPT built on the meta device (no weights), traced through its forward,
+    gives the analytic gpt()'s model FLOPs and parameters exactly, and its layouts' bytes."""
+    import os
+    import sys
+
+    import oneflow as flow
+    from oneflow.distributed.plan.trace import trace
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import gpt as gpt_py
+
+    with flow.device("meta"):
+        model = gpt_py.GPT(96, 64, 2, 4, 256, tied=False)
+    model.to("meta")  # its constant buffers were made on the CPU
+    spec = trace(model, flow.zeros(8, 64, dtype=flow.int64, device="meta"), batch=8)
+    ref = gpt(layers=2, hidden=256, heads=4, vocab=96, seq=64, batch=8, dtype="fp32",
+              dropout=False, tied=False)
+    assert spec.layers == 2 and spec.model_flops() == ref.model_flops()
+    assert spec.parameters() == ref.parameters() == sum(p.numel() for p in model.parameters())
+    for lo, n in ((Layout(dp=2, micro_batch=4), 2), (Layout(pp=2, micro_batch=2), 2)):
+        a, b = evaluate(spec, Mesh(1, n), A100, lo), evaluate(ref, Mesh(1, n), A100, lo)
+        assert a.comm_bytes == b.comm_bytes
+        # gpt.py scales and masks the scores in ops of their own, which the analytic model fuses
+        # into its softmax: priced by bytes, they add some time
+        assert b.step_time < a.step_time < 1.15 * b.step_time
+        assert a.memory == pytest.approx(b.memory, rel=0.1)
+    assert spec.check_tp(2) == ("tp 2: a traced model has no tensor-parallel signatures yet "
+                                "(tp 1 only)")
+    with pytest.raises(ValueError, match="plan: trace needs the model on the meta device"):
+        trace(gpt_py.GPT(96, 64, 2, 4, 32), flow.zeros(2, 64, dtype=flow.int64, device="meta"))

@@ -6,7 +6,7 @@ examples/gpt.py on 2 CPU ranks (none, dp, tp, pp, zero). A benchmark, not a test
 Counted: every rank-0 boxing plan that ONEFLOW_DEBUG_BOXING=1 prints (boxing/execute.cc), each
 step priced with the boxing table's bytes per rank (the planner's collectives.py, the same
 table as sbp/boxing_steps.cc; a route step by the bytes it prints, over its destination
-ranks), summed over a run of 3 steps less a run of 1 step, halved: one step's bytes, with the
+ranks, for the rank that printed it, the busiest such rank's), summed over a run of 3 steps less a run of 1 step, halved: one step's bytes, with the
 set-up (placing the parameters) and the first step's extras taken out. Predicted: the planner's
 communication per device per step for the same model (gpt(..., dropout=False), fp32, tied head
 except under pp) and layout. Collectives the runtime makes outside boxing (none today for these
@@ -34,7 +34,7 @@ KINDS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
 
 def counted(lines):
     """Bytes per rank by collective kind, from the printed plans."""
-    out, numel = {}, None
+    out, numel, sent = {}, None, {}
     for raw in lines:
         line = raw.split("] ", 1)[1] if raw.startswith("[rank ") else raw
         h = HEADER.search(line)
@@ -48,8 +48,13 @@ def counted(lines):
         if not s or numel is None or s.group(3) not in KINDS:
             continue  # a local step, or not a plan line
         kind, n = KINDS[s.group(3)], len(s.group(4).split(","))
-        moved = float(s.group(5)) / n if kind == "send_recv" else bytes_per_rank(kind, 4.0 * numel, n)
-        out[kind] = out.get(kind, 0.0) + moved
+        if kind == "send_recv":  # a route: printed by its source's rank, which sends it
+            rank = raw[len("[rank "):raw.index("]")] if raw.startswith("[rank ") else "0"
+            sent[rank] = sent.get(rank, 0.0) + float(s.group(5)) / n
+            continue
+        out[kind] = out.get(kind, 0.0) + bytes_per_rank(kind, 4.0 * numel, n)
+    if sent:  # per rank: the busiest sender (a pipeline's ends send one way each)
+        out["send_recv"] = max(sent.values())
     return out
 
 

@@ -220,13 +220,25 @@ def check_layout(model, mesh, layout):
                             f"{lo.pp}")
 
 
-def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
+def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False,
+             transient_grads=False):
     """overlap: communication hidden behind computation where Megatron-LM hides it since 2023
     (--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap), at best: a stage's
     tensor-parallel collectives behind its own compute, the dp sync behind the last
-    micro-batch's backward; only what exceeds the compute stays on the step."""
+    micro-batch's backward; only what exceeds the compute stays on the step.
+    transient_grads: gradients live only from backward to the update (nn.Graph's plan: they are
+    intermediates), so while backward makes them it frees the activations and the peak holds
+    the larger of the two, not both (Megatron-LM keeps a gradient buffer: both); with several
+    micro-batches a step's gradients add up while later micro-batches' activations live: both."""
     check_layout(model, mesh, layout)
     lo, pr = layout, model.precision
+
+    def peak(mem):
+        if transient_grads and m == 1:  # with micro-batches the gradients add up across them
+            return (mem["parameters"] + mem["optimizer"]
+                    + max(mem["activations"], mem["gradients"]))
+        return sum(mem.values())
+
     t, p, d, b = lo.tp, lo.pp, lo.dp, lo.micro_batch
     m = model.batch // (d * b)
     dpn, intra, inter = mesh.devices_per_node, profile.intra, profile.inter
@@ -275,6 +287,10 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
                 sent, gathered = blk[8] / t, blk[8]
             send = 2 * lo.chunks * (C.seconds(C.Comm("send_recv", sent, "pp"), 2, pp_link)
                                     + C.seconds(C.Comm(ag, gathered, "tp"), t, tp_link))
+            # Bytes: a stage sends its output forward unless it is the last, its input's
+            # gradient backward unless it is the first (interleaved: every chunk both ways); the
+            # time above keeps both on every stage (the schedule's slot for them).
+            sends = 2 * lo.chunks if lo.chunks > 1 else int(not first) + int(not last)
         z3 = 0.0
         if lo.zero == 3 and d > 1:
             wb = params * pr.param_bytes
@@ -302,9 +318,9 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
                 vol[("dp", "reduce_scatter")] = m * C.bytes_per_rank("reduce_scatter", gbytes, d)
                 vol[("dp", ag)] = 2 * m * C.bytes_per_rank(ag, wbytes, d)
         if p > 1:
-            vol[("pp", "send_recv")] = 2 * lo.chunks * m * sent
+            vol[("pp", "send_recv")] = max(vol.get(("pp", "send_recv"), 0.0), sends * m * sent)
             if gathered:
-                vol[("tp", ag)] = vol.get(("tp", ag), 0.0) + 2 * lo.chunks * m * C.bytes_per_rank(ag, gathered, t)
+                vol[("tp", ag)] = vol.get(("tp", ag), 0.0) + sends * m * C.bytes_per_rank(ag, gathered, t)
             if (first or last) and tied:
                 tb = tied * pr.grad_bytes
                 sync += C.seconds(C.Comm("all_reduce", tb, "tied"), 2, C.group_link(2, t * d * (p - 1), dpn, intra, inter))
@@ -334,7 +350,7 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
                "gradients": gbytes / (d if lo.zero >= 2 else 1),
                "optimizer": params * pr.optimizer_bytes / shard,
                "activations": act}
-        if mem_best is None or sum(mem.values()) > sum(mem_best.values()):
+        if mem_best is None or peak(mem) > peak(mem_best):
             mem_best = mem
 
     pipeline = m * stage_time + (stage_sum - stage_time) / lo.chunks
@@ -345,5 +361,5 @@ def evaluate(model, mesh, profile, layout, memory_limit=None, overlap=False):
     limit = profile.memory_limit if memory_limit is None else float(memory_limit)
     mf = model.model_flops()
     hf = mf + (model.recompute_flops() if lo.checkpoint else 0.0)
-    return Estimate(model, mesh, profile, lo, m, sum(mem_best.values()), mem_best, limit,
+    return Estimate(model, mesh, profile, lo, m, peak(mem_best), mem_best, limit,
                     comm_worst, times, step, mf, hf)

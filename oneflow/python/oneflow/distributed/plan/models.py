@@ -5,11 +5,11 @@ collectives tensor parallelism adds (collectives.Comm), its parameters and what 
     m = gpt(layers=24, hidden=2304, heads=24, vocab=51200, seq=2048, batch=512)
     m.block.part(b=1, t=2).ops          # one transformer layer's ops on one of 2 TP ranks
 
-This is the seam for other front ends: a model traced on meta tensors (no weights made) gives
-the same ModelSpec, its repeated blocks collapsed into `block` x `layers`, its ops priced by
-ops.py from the traced shapes, its collectives those its SBP signatures need (collectives.BOXING).
-Today the models are described analytically: gpt (Megatron-LM's GPT, the layout of Narayanan et
-al. 2021) and mlp (Megatron's column- then row-parallel pairs).
+This is the seam for other front ends: trace.py traces a model on meta tensors (no weights
+made) into the same ModelSpec, its repeated blocks collapsed into `block` x `layers`, its ops
+priced by ops.py from the traced shapes (tensor parallelism not yet: its collectives would be
+those its SBP signatures need). The analytic models: gpt (Megatron-LM's GPT, the layout of
+Narayanan et al. 2021) and mlp (Megatron's column- then row-parallel pairs).
 """
 
 import functools

@@ -32,7 +32,8 @@ config.enable_zero(True, stage=1|2) (optimizer state, and with stage 2 the gradi
 each rank's shard of a broadcast parameter), and on modules
 m.to(nn.graph.GraphModule).activation_checkpointing = True (recomputed in backward) and
 .set_stage(i, placement) (pipeline stages; the micro-batches run all forwards, then all
-backwards).
+backwards). config.enable_auto_parallel(True) chooses the parameters' SBP from placements
+alone before the first trace (nn/graph_auto_parallel.py).
 
 What a replay cannot reproduce fails while compiling with one line naming the module and the
 op: reading a tensor's value in build (.item(), .numpy(), a Python branch on a tensor),

@@ -12,10 +12,12 @@ enable_auto_parallel), plus the one place in the compile that reads the field.
 """
 
 import oneflow._oneflow_internal as _C
+from oneflow.nn import graph_auto_parallel
 
 
-class GraphConfig:
-    """The compile switches of one graph (graph.config)."""
+class GraphConfig(graph_auto_parallel.AutoParallelConfig):
+    """The compile switches of one graph (graph.config); auto-parallel's (enable_auto_parallel
+    and its companions) come from graph_auto_parallel.AutoParallelConfig."""
 
     def __init__(self, graph_name, compiled=()):
         self._graph_name = graph_name

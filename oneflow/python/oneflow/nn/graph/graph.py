@@ -6,10 +6,12 @@ the user's view.
 """
 
 import collections
+import contextlib
 import time
 
 import oneflow._oneflow_internal as _C
 from oneflow import env
+from oneflow.nn import graph_auto_parallel
 from oneflow.nn.graph import amp, zero
 from oneflow.nn.graph._flatten import _flatten, _hashable, _unflatten
 from oneflow.nn.graph.config import GraphConfig
@@ -175,6 +177,8 @@ class Graph:
     def __repr__(self):
         lines = [f"(GRAPH:{self._name}:{type(self).__name__}): ("]
         lines.append(f"  (CONFIG:config:{self.config!r})")
+        if self.config._auto_parallel_repr():
+            lines.append("  " + self.config._auto_parallel_repr().replace("\n", "\n  "))
         for name, module in self._modules.items():
             text = repr(module).replace("\n", "\n  ")
             lines.append(f"  (MODULE:{name}:{type(module).__name__}): {text}")
@@ -342,6 +346,7 @@ class Graph:
         saved_grads = [(p, p.grad) for p in params]
         for p in params:
             p.grad = None
+        auto = graph_auto_parallel.prepare(self, args, kwargs, tensors)  # None: off
         shards = zero.zero_shards(self)
         zero.prepare_optimizer_state(self, shards)
         scaler = self._grad_scaler
@@ -363,8 +368,9 @@ class Graph:
             with _Tracing(self, plan, self._module_names(), state_ids) as tracing:
                 plan.begin_trace(tensors)
                 try:
-                    out = build_micro_batches(self, tracing, args, kwargs, tensors, scaling,
-                                              self._amp_device(tensors))
+                    with auto.boxing() if auto else contextlib.nullcontext():
+                        out = build_micro_batches(self, tracing, args, kwargs, tensors, scaling,
+                                                  self._amp_device(tensors))
                     plan.set_scope("")
                     left = [p for p in params if p.grad is not None]
                     if left and not self._optimizers:
@@ -393,6 +399,8 @@ class Graph:
         self.__dict__["_captured_modules"] = self._module_state()
         self._log(0, f"compiled {plan.num_steps()} steps in {compiled.compile_s * 1e3:.1f} ms")
         self._log(1, "plan:\n" + plan.describe())
+        if auto:
+            auto.note_boxing(plan.describe())
         if scaling is not None:
             scaling.update([skipped for _, guard, skipped in traced if guard is not None])
         for opt, sch in self._optimizers:
