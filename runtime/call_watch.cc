@@ -67,11 +67,12 @@ std::string CallWatch::Token() const {
 }
 
 // What this process posts: every call that has waited long, joined by "; " (several threads).
+// (Watches of other ranks live in this process only in tests with a thread per rank.)
 std::string WatchPosted(int my_rank) {
-  (void)my_rank;
   std::lock_guard<std::mutex> lock(g_mu);
   std::string out;
   for (CallWatch* w : g_watches) {
+    if (w->my_rank_ != my_rank) continue;
     std::lock_guard<std::mutex> wl(w->mu_);
     if (w->active_ && w->posted_) out += (out.empty() ? "" : "; ") + w->Token();
   }
@@ -80,6 +81,7 @@ std::string WatchPosted(int my_rank) {
     out += "at exit (its script ended after";
     bool first = true;
     for (CallWatch* w : g_watches) {
+      if (w->my_rank_ != my_rank) continue;
       std::lock_guard<std::mutex> wl(w->mu_);
       out += StrCat(first ? " " : ", ", w->calls_, w->calls_ == 1 ? " call" : " calls",
                     " in group ", w->group_);
@@ -105,6 +107,7 @@ std::string WatchTick(ControlClient& client, int my_rank) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (CallWatch* w : g_watches) {
+      if (w->my_rank_ != my_rank) continue;
       std::lock_guard<std::mutex> wl(w->mu_);
       const double waited = std::chrono::duration<double>(now - w->since_).count();
       if (!w->active_ || waited < limit) continue;
