@@ -169,7 +169,11 @@ def test_reductions_over_an_empty_tensor_match_pytorch(shape, name, args):
     (lambda: flow.zeros(2, 0).amax(), r"amax: cannot reduce over dim 1 of size 0"),
     (lambda: flow.zeros(2, 0).max(), r"max: cannot reduce an empty tensor"),
     (lambda: flow.zeros(2, 0).max(1), r"max: cannot reduce over dim 1 of size 0"),
-    (lambda: flow.zeros(2, 0).argmin(), r"cannot reduce over dim 0 of size 0"),
+    (lambda: flow.zeros(2, 0).argmin(), r"^argmin: cannot reduce an empty tensor of shape \(2, 0\)$"),
+    (lambda: flow.zeros(2, 0).argmin(1), r"^argmin: cannot reduce over dim 1 of size 0"),
+    (lambda: flow.zeros(2, 0).argmax(1), r"^argmax: cannot reduce over dim 1 of size 0"),
+    (lambda: flow.randn(2, 3).argmin(5), r"^argmin: dim 5 out of range"),
+    (lambda: flow.zeros(2, 0).min(1), r"^min: cannot reduce over dim 1 of size 0"),
     (lambda: flow.zeros(4, 0).median(1), r"median: cannot take the median of dim 1 of size 0"),
     (lambda: flow.randn(()).narrow(0, 0, 1), r"narrow: cannot narrow a 0-dim tensor"),
 ])
@@ -331,3 +335,14 @@ def test_a_timeout_names_what_every_member_posted():
     assert re.search(r"all_reduce: rank 0 timed out after 4 s in group cpu:\[0,1\] \(is another "
                      r"rank dead or stuck\?\); rank 1 posted nothing \(in no collective: "
                      r"computing, or stuck outside collectives\)", out), out
+
+
+@pytest.mark.parametrize("call", [
+    lambda: flow.zeros(2.5), lambda: flow.ones(2, 2.5), lambda: flow.randn(2.0, 3),
+    lambda: flow.zeros((2, 3.0)), lambda: flow.randn(3).reshape(3.0),
+    lambda: flow.randn(3).new_zeros(2.5),
+])
+def test_float_sizes_are_refused_as_pytorch_does(call):
+    # PyTorch: "zeros(): argument 'size' must be tuple of ints, but found element of type float"
+    refuses(call, r"^\w+: size must be ints or a sequence of ints, got float$", TypeError)
+    assert tuple(flow.zeros(np.int64(2), flow.tensor(3)).shape) == (2, 3)  # integers of any kind
