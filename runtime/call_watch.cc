@@ -22,6 +22,40 @@ double DesyncSeconds() {
 
 std::string Key(int rank) { return StrCat("oneflow/doing/", rank); }
 
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Whether a member that posted `posted` (its waiting calls, "; "-joined, or where it is at exit)
+// cannot be on its way to this rank's call `token` (of `group`, described by `mine`): it is at
+// exit; or in another call of the same group (the group's calls run one at a time, and it waits
+// for this rank there) unless both are point-to-point calls (a pipeline's ranks wait in sends and
+// recvs to others), or both wait to receive from each other. A call of another group may still
+// end (its members come later) and is left to the timeout.
+bool Conflicts(const std::string& posted, const std::string& token, const std::string& group,
+               const CallPrint& mine, int my_rank) {
+  const bool p2p = mine.op == CallOp::kSend || mine.op == CallOp::kRecv;
+  size_t at = 0;
+  while (at <= posted.size()) {
+    size_t end = posted.find("; ", at);
+    if (end == std::string::npos) end = posted.size();
+    const std::string item = posted.substr(at, end - at);
+    at = end + 2;
+    if (item == token) return false;
+    if (StartsWith(item, "at exit")) continue;
+    if (!EndsWith(item, " of group " + group)) return false;  // another group's call
+    const bool item_p2p = StartsWith(item, "send(") || StartsWith(item, "recv(");
+    const bool both_recv = mine.op == CallOp::kRecv && StartsWith(item, "recv(") &&
+                           item.find(StrCat("from rank ", my_rank, ")")) != std::string::npos;
+    if (p2p && item_p2p && !both_recv) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CallWatch::CallWatch(ControlClient* client, std::string group, std::vector<int> ranks, int my_rank)
@@ -100,6 +134,7 @@ std::string WatchTick(ControlClient& client, int my_rank) {
   struct Waiting {
     CallWatch* watch;
     std::string token;
+    CallPrint print;
     double waited;
   };
   std::vector<Waiting> waiting;
@@ -112,17 +147,20 @@ std::string WatchTick(ControlClient& client, int my_rank) {
       const double waited = std::chrono::duration<double>(now - w->since_).count();
       if (!w->active_ || waited < limit) continue;
       if (!w->posted_) post = w->posted_ = true;
-      waiting.push_back({w, w->Token(), waited});
+      waiting.push_back({w, w->Token(), w->print_, waited});
     }
   }
   if (waiting.empty()) return "";
   if (post) client.Set(Key(my_rank), WatchPosted(my_rank));
   for (const Waiting& wt : waiting) {
-    std::string elsewhere;  // "rank 1 is at exit (...)"
+    const CallPrint mine = wt.print;
+    const bool p2p = mine.op == CallOp::kSend || mine.op == CallOp::kRecv;
+    std::string elsewhere;  // "; rank 1 is at exit (...)"
     for (int r : wt.watch->ranks_) {
-      if (r == my_rank) continue;
+      // A send or recv waits for its peer only.
+      if (r == my_rank || (p2p && r != mine.root)) continue;
       std::optional<std::string> v = client.Get(Key(r));
-      if (!v || v->empty() || v->find(wt.token) != std::string::npos) continue;
+      if (!v || v->empty() || !Conflicts(*v, wt.token, wt.watch->group_, mine, my_rank)) continue;
       elsewhere += StrCat("; rank ", r, " is ", v->rfind("at exit", 0) == 0 ? "" : "in ", *v);
     }
     int suspicious;

@@ -287,13 +287,13 @@ REFUSALS = {
 }
 
 
-def _disagree(case, **env):
+def _disagree(case, nproc=2, **env):
     import time
 
     from test_comm import DIST, env_with, free_port, launch
 
     t0 = time.monotonic()
-    r = launch("--nproc_per_node", 2, "--master_port", free_port(),
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
                f"{DIST}/ranks_disagree.py", case, env=env_with(**env), timeout=120)
     return r, r.stdout + r.stderr, time.monotonic() - t0
 
@@ -319,6 +319,9 @@ def test_collectives_the_ranks_disagree_on_are_refused_on_every_rank(shm):
                           r"rank 0 is at exit"),
     ("elsewhere", r"ranks disagree in group cpu:\[0,1\]: rank \d is in (recv|all_reduce)\(float32, "
                   r"4 elements.*; rank \d is in (all_reduce|recv)\(float32, 4 elements"),
+    ("never_set_up", r"ranks disagree in group cpu:\[0,1\]: rank 0 is in the set-up of group "
+                     r"cpu:\[0,1\], for \d+ s; rank 1 is at exit \(its script ended after no "
+                     r"collective\)"),
 ])
 def test_a_rank_waiting_for_a_member_known_elsewhere_ends_the_job_in_seconds(case, pattern):
     # ONEFLOW_TIMEOUT_SECONDS stays at its 300 s: the job must end long before it.
@@ -326,6 +329,12 @@ def test_a_rank_waiting_for_a_member_known_elsewhere_ends_the_job_in_seconds(cas
     assert r.returncode != 0, out
     assert re.search(pattern, out), out
     assert took < 60, (took, out)
+
+
+def test_waits_in_a_chain_of_recvs_are_not_a_disagreement():
+    r, out, _ = _disagree("pipeline", nproc=3)
+    assert r.returncode == 0, out
+    assert "rank 2 got [2.0, 2.0, 2.0, 2.0]" in out, out
 
 
 def test_a_timeout_names_what_every_member_posted():

@@ -6,6 +6,8 @@ refusals: calls the members disagree on (count, dtype, root's count, operation, 
   as "rank R refused <name>: <line>", and the group still works afterwards ("rank R ok").
 one_rank / recv_without_send / elsewhere: a rank waits for a member that is elsewhere (at exit,
   or in another call); the job must end within seconds naming what each rank is doing.
+never_set_up: rank 1 makes no collective; rank 0 waits in the group's set-up.
+pipeline (3 ranks): waits in a chain of recvs are not a disagreement; the job must succeed.
 busy: rank 1 computes past rank 0's timeout; rank 0's timeout names what rank 1 posted."""
 
 import sys
@@ -59,6 +61,23 @@ elif case == "elsewhere":
         flow.comm.all_reduce(flow.ones(4))
     else:
         flow.comm.recv(0, shape=(4,), dtype=flow.float32)
+elif case == "never_set_up":
+    if rank == 0:  # rank 1 never makes a collective: rank 0 waits in the group's set-up
+        flow.comm.all_reduce(flow.ones(4))
+elif case == "pipeline":
+    # 3 ranks: not a disagreement. Rank 2 waits in a recv from 1, rank 1 in a recv from 0, while
+    # rank 0 computes for 5 s: the waits must not end the job.
+    import time
+
+    flow.comm.barrier()
+    if rank == 0:
+        time.sleep(5)
+        flow.comm.send(flow.ones(4), 1)
+    elif rank == 1:
+        x = flow.comm.recv(0)
+        flow.comm.send(x * 2, 2)
+    else:
+        print(f"rank 2 got {flow.comm.recv(1).tolist()}", flush=True)
 elif case == "busy":
     flow.comm.barrier()
     if rank == 0:
