@@ -3,13 +3,17 @@
 // communicator's CallWatch (WatchScope: a few stores under an uncontended lock). Env's heartbeat
 // thread runs WatchTick() every second: a call that has waited over ONEFLOW_DESYNC_SECONDS
 // (default 2) posts what it is to the control plane (key "oneflow/doing/<rank>") and reads what
-// the other members of its group posted. A member seen twice in a row posting something else
-// (another call of the group, a call of another group, or the end of its script) cannot be on
-// its way to this call: the job ends at once, with one line naming what every member is doing:
-//   ranks disagree in group cpu:[0,1]: rank 0 is in all_reduce(float32, 4 elements), call 1 of
-//   the group, for 3 s; rank 1 is at exit (its script ended after 0 calls in group cpu:[0,1])
-// A member that posted nothing (computing, or in no collective) leaves the call to its timeout,
-// whose message then adds what every member posted (WatchReport).
+// the other members of its group posted. A member seen twice in a row at the end of its script,
+// or in another call of the same group (whose calls run one at a time: it waits for this rank
+// there), cannot be on its way to this call, except where both wait in sends and recvs (a
+// pipeline's chain of recvs), unless they wait to receive from each other; the job then ends
+// at once, with one line naming what every member is doing:
+//   ranks disagree in group cpu:[0,1]: rank 0 is in all_reduce(float32, 4 elements), call 2 of
+//   group cpu:[0,1], for 3 s; rank 1 is at exit (its script ended after 1 call in group
+//   cpu:[0,1]) (every member must make the same calls in the same order)
+// A member that posted nothing (computing, or in no collective), or a call of another group (its
+// members may still come), leaves the call to its timeout, whose message then adds what every
+// member posted (WatchReport).
 //
 //   CallWatch watch(client, "cpu:[0,1]", {0, 1}, my_rank);   // one per communicator
 //   { WatchScope s(watch, print); ... move the data ... }
