@@ -93,7 +93,27 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
     throw Error(StrCat("communicator: rank ", my_rank_, " is not in group ", desc_));
   }
   group_rank_ = static_cast<int>(it - ranks_.begin());
+  if (size() > 1) {
+    watch_ = std::make_unique<CallWatch>(client_, desc_, ranks_, my_rank_);
+    CallPrint set_up;
+    set_up.op = CallOp::kSetUp;
+    WatchScope watching(watch_.get(), set_up);
+    try {
+      Connect();
+    } catch (const Error& e) {
+      // A member that never comes: say what each member is doing (an abort has said it).
+      if (std::string(e.what()).find("aborted the job") != std::string::npos) throw;
+      throw Error(StrCat(e.what(), "; ", WatchReport(*client_, ranks_, my_rank_)));
+    }
+    auto report = [this] { return WatchReport(*client_, ranks_, my_rank_); };
+    gloo_->set_timeout_report(report);
+    if (shm_) shm_->set_timeout_report(report);
+  } else {
+    Connect();
+  }
+}
 
+void Communicator::Connect() {
   if (size() > 1) {
     // Members on one machine share memory: every member publishes its host and all compare.
     const std::string host_key = "host/" + desc_ + "/";
@@ -106,12 +126,13 @@ Communicator::Communicator(ControlClient& client, std::vector<int> ranks, int my
     const bool shm_allowed = !(shm_env && std::string(shm_env) == "0");
     if (shm_allowed && SameHost(hosts)) {
       shm_ = std::make_unique<ShmGroup>(*client_, "shm/" + desc_, my_rank_, group_rank_, size(),
-                                        timeout_s_, desc_);
+                                        timeout_s_, desc_, ranks_);
     } else if (shm_allowed) {
       MakeHierarchy(hosts);
     }
   }
-  gloo_ = std::make_unique<GlooGroup>(*client_, desc_, my_rank_, group_rank_, size(), timeout_s_);
+  gloo_ = std::make_unique<GlooGroup>(*client_, desc_, my_rank_, group_rank_, size(), timeout_s_,
+                                      ranks_);
 }
 
 // A group across hosts where some host holds several members: all-reduce first inside each
@@ -167,19 +188,25 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
   if (prof.active()) Describe(prof, t, *this);
   CheckTensor(t, name, "tensor");
   CheckAverage(op, t.dtype(), name);
-  if (t.numel() == 0 || size() == 1) return;
+  if (size() == 1 || (t.numel() == 0 && !t.is_cpu())) return;
   if (!t.is_cpu()) {
     return OnCuda(
         name, {t}, {t}, [&](NcclGroup& g) { g.AllReduce(t, t, op, name); },
         [&](std::vector<Tensor>& h) { AllReduce(h[0], op); });
   }
+  CallPrint print = CallPrint::Of(CallOp::kAllReduce, t.dtype(), t.numel(), static_cast<int>(op));
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (shm_) {
     if (auto regions = SharedRegionsOf(t)) {
+      print.variant = kVariantShared;
+      WatchScope watching(watch_.get(), print);
+      shm_->Expect(print);
       shm_->ReduceRegions(*regions, static_cast<size_t>(t.offset()) * SizeOf(t.dtype()), t.numel(),
                           t.dtype(), op, name);
     } else {
+      WatchScope watching(watch_.get(), print);
+      shm_->Expect(print);
       shm_->Reduce(t.raw_data(), t.raw_data(), t.numel(), t.dtype(), op, 0, t.numel(), name);
     }
     return;
@@ -193,7 +220,9 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op) {
     if (op == ReduceOp::kAvg) fn::copy_(t, fn::div(t, fn::full(Shape({}), size(), t.dtype())));
     return;
   }
-  gloo_->AllReduce(t.raw_data(), t.numel(), t.dtype(), op, name);
+  WatchScope watching(watch_.get(), print);
+  gloo_->Agree(print, name);
+  if (t.numel() > 0) gloo_->AllReduce(t.raw_data(), t.numel(), t.dtype(), op, name);
 }
 
 Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
@@ -228,6 +257,10 @@ Tensor Communicator::AllReduced(const Tensor& x, ReduceOp op) {
   std::memcpy(mine + hi * es, src + hi * es, bytes - static_cast<size_t>(hi) * es);
   std::vector<ShmGroup::LocalPiece> pieces;
   if (hi > lo) pieces.push_back({lo, hi - lo, src + lo * es});
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllReduce, x.dtype(), x.numel(),
+                                         static_cast<int>(op), -1, kVariantScratch);
+  WatchScope watching(watch_.get(), agreed);
+  shm_->Expect(agreed);
   // This rank's part of the sum is written straight into y; the others' arrive in the region.
   Tensor y = Tensor::Empty(x.shape(), x.dtype(), Device::CPU());
   auto* dst = static_cast<uint8_t*>(y.raw_data());
@@ -278,6 +311,10 @@ void Communicator::AllReduce(Tensor& t, ReduceOp op,
   }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllReduce, t.dtype(), t.numel(),
+                                         static_cast<int>(op), -1, kVariantShared);
+  WatchScope watching(watch_.get(), agreed);
+  shm_->Expect(agreed);
   shm_->ReduceRegions(*regions, static_cast<size_t>(t.offset()) * SizeOf(t.dtype()), t.numel(),
                       t.dtype(), op, name, pieces);
 }
@@ -302,12 +339,17 @@ void Communicator::Broadcast(Tensor& t, int root) {
   }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (t.numel() == 0 || size() == 1) return;
+  if (size() == 1) return;
+  const CallPrint print = CallPrint::Of(CallOp::kBroadcast, t.dtype(), t.numel(), 0, root);
   if (shm_) {
+    WatchScope watching(watch_.get(), print);
+    shm_->Expect(print);
     shm_->Broadcast(t.raw_data(), static_cast<size_t>(t.numel()) * SizeOf(t.dtype()), groot, name);
     return;
   }
-  gloo_->Broadcast(t.raw_data(), t.numel(), t.dtype(), groot, name);
+  WatchScope watching(watch_.get(), print);
+  gloo_->Agree(print, name);
+  if (t.numel() > 0) gloo_->Broadcast(t.raw_data(), t.numel(), t.dtype(), groot, name);
 }
 
 void Communicator::GatherLocally(const Tensor& in, Tensor& out, const std::vector<int64_t>& elems,
@@ -318,7 +360,14 @@ void Communicator::GatherLocally(const Tensor& in, Tensor& out, const std::vecto
     return;
   }
   std::vector<size_t> bytes;
-  for (int64_t e : elems) bytes.push_back(static_cast<size_t>(e) * es);
+  int64_t total = 0;
+  for (int64_t e : elems) {
+    bytes.push_back(static_cast<size_t>(e) * es);
+    total += e;
+  }
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllGather, in.dtype(), total);
+  WatchScope watching(watch_.get(), agreed);
+  shm_->Expect(agreed);
   shm_->AllGather(in.raw_data(), out.raw_data(), bytes, name);
 }
 
@@ -333,12 +382,14 @@ void Communicator::AllGather(const Tensor& in, Tensor& out) {
   }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (in.numel() == 0) return;
   if (size() == 1 || shm_) {
     GatherLocally(in, out, std::vector<int64_t>(size(), in.numel()), name);
     return;
   }
-  gloo_->AllGather(in.raw_data(), out.raw_data(), in.numel(), in.dtype(), name);
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllGather, in.dtype(), out.numel());
+  WatchScope watching(watch_.get(), agreed);
+  gloo_->Agree(agreed, name);
+  if (in.numel() > 0) gloo_->AllGather(in.raw_data(), out.raw_data(), in.numel(), in.dtype(), name);
 }
 
 void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) {
@@ -363,12 +414,14 @@ void Communicator::AllGatherV(const Tensor& in, Tensor& out, const std::vector<i
   }
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
-  if (out.numel() == 0) return;
   if (size() == 1 || shm_) {
     GatherLocally(in, out, elems, name);
     return;
   }
-  gloo_->AllGatherV(in.raw_data(), out.raw_data(), elems, in.dtype(), name);
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllGather, in.dtype(), out.numel());
+  WatchScope watching(watch_.get(), agreed);
+  gloo_->Agree(agreed, name);
+  if (out.numel() > 0) gloo_->AllGatherV(in.raw_data(), out.raw_data(), elems, in.dtype(), name);
 }
 
 void Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
@@ -403,19 +456,31 @@ void Communicator::ReduceScatterV(const Tensor& in, Tensor& out, const std::vect
   }
   int64_t start = std::accumulate(counts.begin(), counts.begin() + group_rank_, int64_t{0});
   size_t es = SizeOf(in.dtype());
+  const CallPrint print =
+      CallPrint::Of(CallOp::kReduceScatter, in.dtype(), in.numel(), static_cast<int>(op));
   if (shm_ || size() == 1) {
     Drain();
     std::lock_guard<std::mutex> lock(mu_);
     if (size() == 1) {
       std::memcpy(out.raw_data(), in.raw_data(), static_cast<size_t>(out.numel()) * es);
-    } else if (in.numel() > 0) {
+    } else {
+      WatchScope watching(watch_.get(), print);
+      shm_->Expect(print);
       shm_->Reduce(in.raw_data(), out.raw_data(), in.numel(), in.dtype(), op, start * row,
                    (start + counts[group_rank_]) * row, name);
     }
     return;
   }
   Tensor tmp = fn::contiguous_copy(in);
-  AllReduce(tmp, op);
+  if (leader_ >= 0) {
+    AllReduce(tmp, op);
+  } else {
+    Drain();
+    std::lock_guard<std::mutex> lock(mu_);
+    WatchScope watching(watch_.get(), print);
+    gloo_->Agree(print, name);
+    if (tmp.numel() > 0) gloo_->AllReduce(tmp.raw_data(), tmp.numel(), tmp.dtype(), op, name);
+  }
   std::memcpy(out.raw_data(), static_cast<char*>(tmp.raw_data()) + start * row * es,
               static_cast<size_t>(out.numel()) * es);
 }
@@ -465,6 +530,9 @@ void Communicator::AllToAllV(const Tensor& in, Tensor& out, const std::vector<in
                 static_cast<size_t>(in.numel()) * SizeOf(in.dtype()));
     return;
   }
+  const CallPrint agreed = CallPrint::Of(CallOp::kAllToAll, in.dtype(), -1);
+  WatchScope watching(watch_.get(), agreed);
+  gloo_->Agree(agreed, name);
   gloo_->AllToAllV(in.raw_data(), out.raw_data(), in_elems, out_elems, in.dtype(), name);
 }
 
@@ -485,6 +553,7 @@ void Communicator::Send(const Tensor& t, int peer, uint32_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
+  WatchScope watching(watch_.get(), CallPrint::Of(CallOp::kSend, t.dtype(), t.numel(), 0, peer));
   gloo_->Send(t.raw_data(), nbytes, gpeer, tag, name);
 }
 
@@ -506,6 +575,7 @@ void Communicator::Recv(Tensor& t, int peer, uint32_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t nbytes = static_cast<size_t>(t.numel()) * SizeOf(t.dtype());
   if (nbytes == 0) return;
+  WatchScope watching(watch_.get(), CallPrint::Of(CallOp::kRecv, t.dtype(), t.numel(), 0, peer));
   gloo_->Recv(t.raw_data(), nbytes, gpeer, tag, name);
 }
 
@@ -623,11 +693,16 @@ void Communicator::Barrier() {
   Drain();
   std::lock_guard<std::mutex> lock(mu_);
   if (size() == 1) return;
+  CallPrint print;
+  print.op = CallOp::kBarrier;
   if (shm_) {
+    WatchScope watching(watch_.get(), print);
+    shm_->Expect(print);
     shm_->Barrier(name);
     return;
   }
-  gloo_->Barrier(name);
+  WatchScope watching(watch_.get(), print);
+  gloo_->Agree(print, name);  // every member's call arrived: a barrier
 }
 
 }  // namespace runtime

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "runtime/call_watch.h"
 #include "runtime/control_plane.h"
 #include "runtime/shm_group.h"
 #include "runtime/work_queue.h"
@@ -129,6 +130,7 @@ class Communicator {
   void Barrier();
 
  private:
+  void Connect();  // the constructor's rendezvous: shared memory, the hierarchy, Gloo
   int GroupRankOf(int global_rank, const char* op) const;
   // CUDA tensors: NCCL when it can serve the group (one GPU per member; created on first use,
   // null otherwise), else the CPU collective on host copies of the tensors. `host` gets the
@@ -167,6 +169,7 @@ class Communicator {
   size_t scratch_bytes_ = 0;
   std::unique_ptr<NcclGroup> nccl_;
   bool nccl_tried_ = false;
+  std::unique_ptr<CallWatch> watch_;  // what this rank's calls are doing (null for one rank)
   std::mutex mu_;
   // Asynchronous calls. Last: destroyed first, it runs the calls still queued (which use the
   // members above) and joins its thread.

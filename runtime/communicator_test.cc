@@ -349,9 +349,11 @@ TEST_CASE("communicator: a rank that never joins makes the others time out", "[r
   });
   r0.join();
   r1.join();
+  // What the other member posted (call_watch.h): nothing, it is in no collective.
   REQUIRE(error ==
           "all_reduce: rank 0 timed out after 2 s in group cpu:[0,1] "
-          "(is another rank dead or stuck?)");
+          "(is another rank dead or stuck?); rank 1 posted nothing (in no collective: "
+          "computing, or stuck outside collectives)");
   REQUIRE(elapsed_s >= timeout_s - 0.5);
   REQUIRE(elapsed_s < timeout_s + 3);
 }
@@ -631,4 +633,59 @@ TEST_CASE("communicator: a group of one needs no network", "[runtime]") {
   c.AllGather(t, g);
   REQUIRE(Read(g) == std::vector<double>{1, 2, 3});
   REQUIRE_THROWS_WITH(c.Send(t, 0), "send: rank 0 cannot send to itself");
+}
+
+TEST_CASE("communicator: calls the members disagree on are refused on every member", "[runtime]") {
+  for (bool tcp : {false, true}) {
+    OverTcp over(tcp);
+    // Each case: rank 0's call and rank 1's; both ranks must throw the same line, and the group
+    // must still work afterwards.
+    std::vector<std::string> errors(2);
+    auto results = RunRanks(2, [&](Communicator& comm, int rank) {
+      auto refused = [&](const std::function<void()>& f) {
+        try {
+          f();
+          errors[rank] += "accepted|";
+        } catch (const std::exception& e) {
+          errors[rank] += std::string(e.what()) + "|";
+        }
+      };
+      const int64_t n = rank == 0 ? 4 : 1004;
+      refused([&] {
+        Tensor t = Make(Range(0, n), {n}, DType::kFloat32);
+        comm.AllReduce(t, ReduceOp::kSum);
+      });
+      refused([&] {
+        Tensor t = Make(Range(0, 4), {4}, rank == 0 ? DType::kFloat32 : DType::kFloat64);
+        comm.AllReduce(t, ReduceOp::kSum);
+      });
+      refused([&] {
+        Tensor t = Make(Range(0, 4), {4}, DType::kFloat32);
+        if (rank == 0) {
+          comm.AllReduce(t, ReduceOp::kMax);
+        } else {
+          comm.Barrier();
+        }
+      });
+      Tensor t = Make({1.0 + rank}, {1}, DType::kFloat32);
+      comm.AllReduce(t, ReduceOp::kSum);
+      return std::vector<std::vector<double>>{Read(t)};
+    });
+    const std::string tail = " (group cpu:[0,1]; every member must make the same call)|";
+    for (int r = 0; r < 2; ++r) {
+      INFO("tcp " << tcp << " rank " << r);
+      REQUIRE(results[r].error == "");
+      REQUIRE(errors[r] ==
+              "all_reduce: rank 0 called all_reduce(float32, 4 elements), rank 1 called "
+              "all_reduce(float32, 1004 elements)" +
+                  tail +
+                  "all_reduce: rank 0 called all_reduce(float32, 4 elements), rank 1 called "
+                  "all_reduce(float64, 4 elements)" +
+                  tail + (r == 0 ? "all_reduce" : "barrier") +
+                  ": rank 0 called all_reduce(float32, 4 elements, max), rank 1 called "
+                  "barrier()" +
+                  tail);
+      REQUIRE(results[r].outputs == std::vector<std::vector<double>>{{3.0}});
+    }
+  }
 }

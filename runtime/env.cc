@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/functional.h"
+#include "runtime/call_watch.h"
 
 namespace oneflow {
 namespace runtime {
@@ -145,6 +146,18 @@ void Env::HeartbeatLoop() {
     try {
       client_->Heartbeat();
       failures = 0;
+      // A collective waiting for a member known to be elsewhere ends the job now, not at the
+      // timeout (call_watch.h).
+      const std::string desync = WatchTick(*client_, world_.rank);
+      if (!desync.empty()) {
+        Abort(desync);
+        // The master lives in this process on rank 0: it serves the verdict a moment longer,
+        // so that every rank's next heartbeat reads it.
+        if (server_) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        lock.lock();
+        if (stopping_) return;
+        Die(world_.rank, desync);
+      }
     } catch (const Error& e) {
       std::string msg = e.what();
       lock.lock();
@@ -209,7 +222,10 @@ void Env::Shutdown() {
   if (!client_) return;
   try {
     // After this rank aborted the job nobody meets at the exit barrier: skip it quietly.
-    if (!aborted_) client_->Barrier("oneflow/exit", world_.world_size, world_.timeout_seconds);
+    if (!aborted_) {
+      WatchPostExit(*client_, world_.rank);  // a member's collective waiting for this one ends
+      client_->Barrier("oneflow/exit", world_.world_size, world_.timeout_seconds);
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "[rank %d] oneflow: at exit: %s\n", world_.rank, e.what());
   }

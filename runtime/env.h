@@ -12,10 +12,11 @@
 // description: see JobDescription), and all meet before Get() returns; meanwhile rank 0 prints
 // every ONEFLOW_WAIT_REPORT_SECONDS (30) which ranks it still waits for. A thread sends a heartbeat
 // every second; the master aborts the job when a rank stays silent for
-// ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10). When a rank learns the job was aborted (another
-// rank failed or died) it prints one line naming that rank and exits with status 1, instead of
-// waiting in a collective until the timeout. At exit every rank meets the others once (so rank 0
-// keeps serving until all are done).
+// ONEFLOW_HEARTBEAT_TIMEOUT_SECONDS (default 10); the same thread ends the job when a
+// collective waits for a member known to be elsewhere (call_watch.h). When a rank learns the job
+// was aborted (another rank failed or died) it prints one line naming that rank and exits with
+// status 1, instead of waiting in a collective until the timeout. At exit every rank meets the
+// others once (so rank 0 keeps serving until all are done).
 #pragma once
 
 #include <atomic>

@@ -11,6 +11,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
 #include <cmath>
@@ -116,6 +117,7 @@ T* Input(const void* p) {
 
 // Gloo builds collective slots from small prefixes in the high bits; keep user tags apart.
 constexpr uint64_t kP2PSlotBase = uint64_t{0x6f66} << 40;  // "of"
+constexpr uint64_t kAgreeSlot = uint64_t{0x6670} << 40;    // "fp": Agree's calls
 
 }  // namespace
 
@@ -127,7 +129,8 @@ void GlooGroup::Rethrow(const char* op, const std::exception& e) const {
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
     throw Error(StrCat(op, ": rank ", my_rank_, " timed out after ", FormatSeconds(timeout_s_),
-                       " s in group ", desc_, " (is another rank dead or stuck?)"));
+                       " s in group ", desc_, " (is another rank dead or stuck?)",
+                       report_ ? "; " + report_() : std::string()));
   }
   // A peer's connection broke: its process or its whole node is probably gone. The master's
   // heartbeat watchdog will say which ranks were lost; wait for that verdict (a little longer
@@ -165,13 +168,17 @@ std::chrono::milliseconds GlooGroup::Timeout() const {
 // ---- GlooGroup ----
 
 GlooGroup::GlooGroup(ControlClient& client, std::string desc, int my_rank, int group_rank, int size,
-                     double timeout_s)
+                     double timeout_s, std::vector<int> ranks)
     : client_(client),
       desc_(std::move(desc)),
       my_rank_(my_rank),
       group_rank_(group_rank),
       size_(size),
-      timeout_s_(timeout_s) {
+      timeout_s_(timeout_s),
+      ranks_(std::move(ranks)) {
+  if (ranks_.empty()) {
+    for (int r = 0; r < size_; ++r) ranks_.push_back(r);
+  }
   store_ = std::make_unique<GlooStore>(client_, "gloo/" + desc_ + "/", timeout_s_);
   gloo::transport::tcp::attr attr;
   if (const char* ifname = std::getenv("ONEFLOW_IFNAME"); ifname && *ifname) {
@@ -194,6 +201,31 @@ GlooGroup::GlooGroup(ControlClient& client, std::string desc, int my_rank, int g
 }
 
 GlooGroup::~GlooGroup() = default;
+
+void GlooGroup::Agree(const CallPrint& mine, const char* opname) {
+  std::vector<CallPrint> all(size_);
+  all[group_rank_] = mine;
+  OF_GLOO_TRY(opname, {
+    CallPrint out = mine;
+    auto send = context_->createUnboundBuffer(&out, sizeof(CallPrint));
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> recvs;
+    for (int r = 0; r < size_; ++r) {
+      if (r == group_rank_) continue;
+      recvs.push_back(context_->createUnboundBuffer(&all[r], sizeof(CallPrint)));
+      recvs.back()->recv(r, kAgreeSlot);
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (r != group_rank_) send->send(r, kAgreeSlot);
+    }
+    for (auto& b : recvs) b->waitRecv(Timeout());
+    for (int r = 0; r < size_; ++r) {
+      if (r != group_rank_) send->waitSend(Timeout());
+    }
+  });
+  for (const CallPrint& p : all) {
+    if (p != mine) throw Error(MismatchLine(opname, desc_, ranks_, all));
+  }
+}
 
 void GlooGroup::AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, const char* opname) {
   DispatchCommDType(dtype, opname, [&](auto tag) {

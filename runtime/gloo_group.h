@@ -11,6 +11,9 @@
 //   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
 // A broken connection (a peer's process or node is probably gone) first waits for the master's
 // verdict (its heartbeat watchdog), so that the line names the lost ranks instead of an address.
+// Before each collective the members trade their calls (Agree: 16 bytes to every peer, the
+// Communicator's first step), so members that disagree refuse in one line naming each one's
+// call before any data moves (shm_group.h shows the line).
 // Destroying the group closes its TCP pairs: peers still inside an operation with this rank then
 // fail with a connection error.
 //
@@ -23,11 +26,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "runtime/call_print.h"
 #include "runtime/control_plane.h"
 #include "runtime/shm_group.h"
 
@@ -44,13 +49,17 @@ class GlooGroup {
  public:
   // Every member constructs it with the same desc (unique per group in the job: it prefixes the
   // rendezvous keys); my_rank is the global rank (for messages), group_rank the position in the
-  // group. Throws oneflow::Error when the peers do not connect within timeout_s.
+  // group, ranks the group's global ranks (for messages; empty: group ranks). Throws
+  // oneflow::Error when the peers do not connect within timeout_s.
   GlooGroup(ControlClient& client, std::string desc, int my_rank, int group_rank, int size,
-            double timeout_s);
+            double timeout_s, std::vector<int> ranks = {});
   ~GlooGroup();
   GlooGroup(const GlooGroup&) = delete;
   GlooGroup& operator=(const GlooGroup&) = delete;
 
+  // Sends this rank's call to every member and receives theirs; throws the mismatch line
+  // (call_print.h) on every member when they differ.
+  void Agree(const CallPrint& mine, const char* opname);
   // In place; kAvg sums, then divides by the group size.
   void AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, const char* opname);
   // The root's elements overwrite everyone's.
@@ -68,6 +77,8 @@ class GlooGroup {
   void Send(const void* data, size_t bytes, int peer, uint32_t tag, const char* opname);
   void Recv(void* data, size_t bytes, int peer, uint32_t tag, const char* opname);
   void Barrier(const char* opname);
+  // What a timeout's message adds (the Communicator's report of what every member is doing).
+  void set_timeout_report(std::function<std::string()> report) { report_ = std::move(report); }
 
  private:
   // Gloo's exception from operation `op` as the one-line oneflow::Error above.
@@ -78,6 +89,8 @@ class GlooGroup {
   std::string desc_;
   int my_rank_, group_rank_, size_;
   double timeout_s_;
+  std::function<std::string()> report_;
+  std::vector<int> ranks_;
   std::unique_ptr<GlooStore> store_;
   std::shared_ptr<gloo::Context> context_;
 };

@@ -42,6 +42,20 @@ std::atomic<uint32_t>* SleepersAt(uint8_t* base, int r) {
   return reinterpret_cast<std::atomic<uint32_t>*>(base + static_cast<size_t>(r) * kLine + 8);
 }
 
+// Beside each rank's flag, on its cache line: the call each of its last two first meetings
+// began (by the parity of the meeting's sequence number: a member can be one meeting ahead of a
+// reader, never two).
+struct PostedCall {
+  uint64_t seq;
+  CallPrint print;
+};
+static_assert(16 + 2 * sizeof(PostedCall) <= kLine, "two posted calls fit beside the flag");
+
+PostedCall* PostedAt(uint8_t* base, int r, uint64_t seq) {
+  return reinterpret_cast<PostedCall*>(base + static_cast<size_t>(r) * kLine + 16 +
+                                       (seq & 1) * sizeof(PostedCall));
+}
+
 // A futex on the low 32 bits of a flag (x86 is little-endian): every increment changes them.
 // Not FUTEX_PRIVATE: the flag lives in memory shared between processes.
 void FutexWait(std::atomic<uint64_t>* flag, uint32_t seen, long timeout_ns) {
@@ -158,13 +172,17 @@ std::shared_ptr<ShmSegment> ShmSegment::Map(ControlClient& client, const std::st
 ShmSegment::~ShmSegment() { munmap(base_, bytes_); }
 
 ShmGroup::ShmGroup(ControlClient& client, const std::string& key, int my_rank, int group_rank,
-                   int size, double timeout_s, std::string desc)
+                   int size, double timeout_s, std::string desc, std::vector<int> ranks)
     : my_rank_(my_rank),
       group_rank_(group_rank),
       size_(size),
       timeout_s_(timeout_s),
       desc_(std::move(desc)),
-      chunk_bytes_(ChunkBytes()) {
+      chunk_bytes_(ChunkBytes()),
+      ranks_(std::move(ranks)) {
+  if (ranks_.empty()) {
+    for (int r = 0; r < size_; ++r) ranks_.push_back(r);
+  }
   if (static_cast<size_t>(size_) * kLine > kHeaderBytes) {
     throw Error(
         StrCat("shared memory: group ", desc_, " has more than ", kHeaderBytes / kLine, " ranks"));
@@ -188,6 +206,11 @@ void ShmGroup::Meet(const char* opname) {
   // compute and a communication thread each share two cores). The seq_cst store/load pairs
   // (flag then sleepers here, sleepers then flag in the waiter) make a lost wake-up impossible.
   ++seq_;
+  const bool first = expecting_;
+  if (first) {
+    *PostedAt(base_, group_rank_, seq_) = PostedCall{seq_, print_};
+    expecting_ = false;
+  }
   std::atomic<uint64_t>* mine = FlagAt(base_, group_rank_);
   mine->store(seq_, std::memory_order_seq_cst);
   if (SleepersAt(base_, group_rank_)->load(std::memory_order_seq_cst) > 0) FutexWakeAll(mine);
@@ -206,7 +229,8 @@ void ShmGroup::Meet(const char* opname) {
         deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1e3));
       } else if (Clock::now() > deadline) {
         throw Error(StrCat(opname, ": rank ", my_rank_, " timed out after ", timeout_s_,
-                           " s in group ", desc_, " (is another rank dead or stuck?)"));
+                           " s in group ", desc_, " (is another rank dead or stuck?)",
+                           report_ ? "; " + report_() : std::string()));
       }
       std::atomic<uint32_t>* sleepers = SleepersAt(base_, r);
       sleepers->fetch_add(1, std::memory_order_seq_cst);
@@ -215,6 +239,37 @@ void ShmGroup::Meet(const char* opname) {
       sleepers->fetch_sub(1, std::memory_order_seq_cst);
     }
   }
+  CheckCalls(opname, first);
+}
+
+void ShmGroup::Expect(const CallPrint& print) {
+  print_ = print;
+  expecting_ = true;
+}
+
+void ShmGroup::CheckCalls(const char* opname, bool expecting) {
+  bool agree = true;
+  for (int r = 0; r < size_ && agree; ++r) {
+    if (r == group_rank_) continue;
+    const PostedCall* p = PostedAt(base_, r, seq_);
+    const bool at_first = p->seq == seq_;
+    agree = at_first == expecting && (!expecting || p->print == print_);
+  }
+  if (agree) return;
+  // Every member sees the same posts at this meeting, so all of them throw here. A member not at
+  // the first meeting of a call is in the call it posted last.
+  std::vector<CallPrint> prints(size_);
+  for (int r = 0; r < size_; ++r) {
+    if (r == group_rank_) {
+      prints[r] = print_;
+      continue;
+    }
+    const PostedCall* a = PostedAt(base_, r, seq_);
+    const PostedCall* b = PostedAt(base_, r, seq_ + 1);
+    const bool a_ok = a->seq <= seq_, b_ok = b->seq <= seq_;
+    prints[r] = (a_ok && (!b_ok || a->seq >= b->seq)) ? a->print : b->print;
+  }
+  throw Error(MismatchLine(opname, desc_, ranks_, prints));
 }
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, ReduceOp op,
@@ -242,6 +297,7 @@ void ShmGroup::Reduce(const void* in, void* out, int64_t count, DType dtype, Red
       }
     }
   });
+  MeetIfExpected(opname);
 }
 
 void ShmGroup::Broadcast(void* data, size_t bytes, int root, const char* opname) {
@@ -255,6 +311,7 @@ void ShmGroup::Broadcast(void* data, size_t bytes, int root, const char* opname)
     if (group_rank_ != root) std::memcpy(p + off, Slot(root), len);
     Meet(opname);
   }
+  MeetIfExpected(opname);
 }
 
 void ShmGroup::AllGather(const void* in, void* out, const std::vector<size_t>& bytes,
@@ -276,6 +333,7 @@ void ShmGroup::AllGather(const void* in, void* out, const std::vector<size_t>& b
     }
     Meet(opname);
   }
+  MeetIfExpected(opname);
 }
 
 void ShmGroup::Barrier(const char* opname) { Meet(opname); }

@@ -9,12 +9,18 @@
 // copies the result out. A barrier is a per-rank sequence number and a spin (then yield) on
 // the others', bounded by the timeout:
 //   all_reduce: rank 1 timed out after 5 s in group cpu:[0,1] (is another rank dead or stuck?)
+// The first meeting of every call also compares the members' calls (Expect: a CallPrint beside
+// each rank's flag, on its own cache line already read), so members that disagree (another
+// operation, count, dtype, root) all refuse at that meeting, before any data moves:
+//   all_reduce: rank 0 called all_reduce(float32, 4 elements), rank 1 called
+//   all_reduce(float32, 1004 elements) (group cpu:[0,1]; every member must make the same call)
 //
 // Not thread-safe: the Communicator serializes calls.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +28,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "runtime/call_print.h"
 #include "runtime/control_plane.h"
 
 namespace oneflow {
@@ -88,9 +95,10 @@ struct SharedRegions {
 class ShmGroup {
  public:
   // Every member calls this with the same key (unique per group in the job). my_rank is the
-  // global rank (for messages), group_rank the position in the group.
+  // global rank (for messages), group_rank the position in the group, ranks the group's global
+  // ranks (for messages; empty: group ranks).
   ShmGroup(ControlClient& client, const std::string& key, int my_rank, int group_rank, int size,
-           double timeout_s, std::string desc);
+           double timeout_s, std::string desc, std::vector<int> ranks = {});
   ~ShmGroup();
   ShmGroup(const ShmGroup&) = delete;
   ShmGroup& operator=(const ShmGroup&) = delete;
@@ -104,6 +112,13 @@ class ShmGroup {
   // out = concatenation of every rank's in; bytes[i] is rank i's size.
   void AllGather(const void* in, void* out, const std::vector<size_t>& bytes, const char* opname);
   void Barrier(const char* opname);
+  // What a timeout's message adds (the Communicator's report of what every member is doing).
+  void set_timeout_report(std::function<std::string()> report) { report_ = std::move(report); }
+  // The next call (Reduce, Broadcast, AllGather, Barrier, ReduceRegions) is the call `print`
+  // describes: its first meeting compares it with every member's (a call that moves nothing
+  // still meets once for it); a member whose call differs, or who is in the middle of another
+  // call, makes every member throw the one line naming each member's call.
+  void Expect(const CallPrint& print);
 
   // Collective: regions of at least bytes_per_rank for every member (key unique in the job).
   SharedRegions MapRegions(ControlClient& client, const std::string& key, size_t bytes_per_rank);
@@ -127,16 +142,26 @@ class ShmGroup {
 
  private:
   void Meet(const char* opname);
+  // After a meeting: every member is at the first meeting of the same call (expecting) or none
+  // is at the first meeting of any (not expecting); else throws the mismatch line.
+  void CheckCalls(const char* opname, bool expecting);
+  void MeetIfExpected(const char* opname) {
+    if (expecting_) Meet(opname);
+  }
   uint8_t* Slot(int r) const;
   uint8_t* Result() const;
 
   int my_rank_, group_rank_, size_;
   double timeout_s_;
+  std::function<std::string()> report_;
   std::string desc_;
   size_t chunk_bytes_;
   std::shared_ptr<ShmSegment> segment_;
   uint8_t* base_ = nullptr;
   uint64_t seq_ = 0;
+  std::vector<int> ranks_;
+  CallPrint print_;         // this rank's current call
+  bool expecting_ = false;  // its first meeting is still to come
 };
 
 // True when every listed host id equals the first (the group lives on one machine).

@@ -148,10 +148,12 @@ std::vector<Tensor> SumGrad(const GradCtx& c) {
 }
 
 // max/min over one dim: (values, int64 indices); the first extreme wins ties.
+template <bool kMax>
 std::vector<TensorMeta> InferArgReduce(const std::vector<TensorMeta>& in, const Attrs& a) {
   const TensorMeta& x = in[0];
-  int64_t dim = WrapDim(a.Get<int64_t>("dim"), x.shape.ndim(), "max");
-  ONEFLOW_CHECK(x.shape.ndim() == 0 || x.shape[dim] > 0, "max: cannot reduce over dim ", dim,
+  const char* op = kMax ? "max" : "min";
+  int64_t dim = WrapDim(a.Get<int64_t>("dim"), x.shape.ndim(), op);
+  ONEFLOW_CHECK(x.shape.ndim() == 0 || x.shape[dim] > 0, op, ": cannot reduce over dim ", dim,
                 " of size 0 in a tensor of shape ", x.shape);
   std::vector<bool> mask(x.shape.ndim(), false);
   if (x.shape.ndim()) mask[dim] = true;
@@ -165,7 +167,7 @@ std::vector<Tensor> ArgReduceCpu(const std::vector<Tensor>& in, const Attrs& a,
   Tensor x = Contig(in[0]);
   Tensor v = Tensor::Empty(out[0]);
   Tensor idx = Tensor::Empty(out[1]);
-  int64_t dim = x.ndim() ? WrapDim(a.Get<int64_t>("dim"), x.ndim(), "max") : 0;
+  int64_t dim = x.ndim() ? WrapDim(a.Get<int64_t>("dim"), x.ndim(), kMax ? "max" : "min") : 0;
   int64_t n = x.ndim() ? x.shape()[dim] : 1;
   int64_t inner = 1;
   for (int64_t i = dim + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
@@ -219,12 +221,12 @@ ONEFLOW_REGISTER_OP(prod).Inputs(1).Infer(InferProd).Grad(ProdGrad).Kernel(Devic
                                                                            ProdCpu);
 ONEFLOW_REGISTER_OP(max_dim)
     .Inputs(1)
-    .Infer(InferArgReduce)
+    .Infer(InferArgReduce<true>)
     .Grad(ArgReduceGrad)
     .Kernel(DeviceType::kCPU, ArgReduceCpu<true>);
 ONEFLOW_REGISTER_OP(min_dim)
     .Inputs(1)
-    .Infer(InferArgReduce)
+    .Infer(InferArgReduce<false>)
     .Grad(ArgReduceGrad)
     .Kernel(DeviceType::kCPU, ArgReduceCpu<false>);
 
@@ -331,11 +333,23 @@ Tensor amin(const Tensor& x, const IntList& dims, bool keepdim) {
 }
 Tensor min_all(const Tensor& x) { return ExtremeAll(x, false); }
 
+// argmax/argmin name themselves in their refusals (max_dim/min_dim would name max/min).
+void CheckArgReduce(const Tensor& x, std::optional<int64_t> dim, const char* op) {
+  if (!dim) {
+    ONEFLOW_CHECK(x.numel() > 0, op, ": cannot reduce an empty tensor of shape ", x.shape());
+    return;
+  }
+  const int64_t d = WrapDim(*dim, x.ndim(), op);
+  ONEFLOW_CHECK(x.ndim() == 0 || x.shape()[d] > 0, op, ": cannot reduce over dim ", d,
+                " of size 0 in a tensor of shape ", x.shape());
+}
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  CheckArgReduce(x, dim, "argmax");
   if (!dim) return max(reshape(x, {-1}), 0).second;
   return max(x, *dim, keepdim).second;
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  CheckArgReduce(x, dim, "argmin");
   if (!dim) return min(reshape(x, {-1}), 0).second;
   return min(x, *dim, keepdim).second;
 }

@@ -100,6 +100,35 @@ Tensor MakeGlobal(const Tensor& local, const Shape& logical, const Placement& pl
 
 namespace {
 
+// After to_global's gathering: entries (kMax int64 each, one per member of comm) hold at
+// kLayout a placement hash, the number of sbp dims and each one's code (split axis, -2: B,
+// -3: P). Every rank compares them with the first member's, so all of them refuse together.
+void CheckSameLayout(const int64_t* all, int k_max, int k_layout, const runtime::Communicator& comm,
+                     const Placement& placement) {
+  auto sbp_of = [&](const int64_t* e) {
+    std::string out = "(";
+    for (int64_t d = 0; d < std::min<int64_t>(e[k_layout + 1], 4); ++d) {
+      const int64_t c = e[k_layout + 2 + d];
+      out += StrCat(d ? ", " : "", c >= 0 ? StrCat("S(", c, ")") : c == -2 ? "B" : "P");
+    }
+    return out + ")";
+  };
+  const int64_t* first = all;
+  for (int j = 1; j < comm.size(); ++j) {
+    const int64_t* e = all + static_cast<int64_t>(j) * k_max;
+    if (std::equal(e + k_layout, e + k_max, first + k_layout)) continue;
+    const int r0 = comm.ranks()[0], rj = comm.ranks()[j];
+    if (e[k_layout] != first[k_layout]) {
+      throw Error(StrCat("to_global: rank ", r0, " and rank ", rj, " passed different placements",
+                         " (rank ", MyRank(), " passed ", placement.ToString(),
+                         "); every rank must pass the same placement and sbp"));
+    }
+    throw Error(StrCat("to_global: rank ", r0, " passed sbp ", sbp_of(first), " but rank ", rj,
+                       " passed sbp ", sbp_of(e),
+                       "; every rank must pass the same placement and sbp"));
+  }
+}
+
 Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          bool check_meta, const Shape* global_shape) {
   if (local.is_global()) return ToGlobalImpl(local, placement, nd_sbp);
@@ -125,8 +154,9 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
   const bool member = placement.Contains(rank);
   bool has_split = false;
   for (const Sbp& s : nd_sbp) has_split |= s.is_split();
-  // Every member's [ndim, dtype, dims...]: 8 dims at most.
-  constexpr int kMax = 10;
+  // Every member's [ndim, dtype, dims... (8 at most), placement hash, sbp dims, sbp (4 at most)]:
+  // the placement and sbp let every rank refuse a call the others made with another layout.
+  constexpr int kDims = 8, kLayout = kDims + 2, kMax = kLayout + 6;
   if (global_shape != nullptr && !check_meta) {
     // The caller knows the global shape (to_local's backward): no communication.
     Shape want = member ? sbp::LocalShape(*global_shape, placement, nd_sbp, rank) : local.shape();
@@ -155,9 +185,17 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
     int64_t* p = mine.data<int64_t>();
     p[0] = local.ndim();
     p[1] = static_cast<int64_t>(local.dtype());
-    for (int64_t i = 0; i < std::min<int64_t>(local.ndim(), kMax - 2); ++i) p[2 + i] = dims[i];
+    for (int64_t i = 0; i < std::min<int64_t>(local.ndim(), kDims); ++i) p[2 + i] = dims[i];
+    p[kLayout] = static_cast<int64_t>(std::hash<std::string>{}(placement.ToString()) >> 2);
+    p[kLayout + 1] = static_cast<int64_t>(nd_sbp.size());
+    for (size_t d = 0; d < nd_sbp.size() && d < 4; ++d) {
+      p[kLayout + 2 + d] = nd_sbp[d].is_split()       ? nd_sbp[d].axis()
+                           : nd_sbp[d].is_broadcast() ? -2
+                                                      : -3;
+    }
     Tensor all = fn::empty(Shape({comm->size() * kMax}), DType::kInt64);
     comm->AllGather(mine, all);
+    CheckSameLayout(all.data<int64_t>(), kMax, kLayout, *comm, placement);
     const int n = placement.size();
     // Member i's entry (i: index in the placement).
     const int64_t* base = all.data<int64_t>();
@@ -166,7 +204,7 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
     };
     auto shape_of = [&](int i) {
       std::vector<int64_t> d;
-      for (int64_t k = 0; k < std::min<int64_t>(E(i)[0], kMax - 2); ++k) d.push_back(E(i)[2 + k]);
+      for (int64_t k = 0; k < std::min<int64_t>(E(i)[0], kDims); ++k) d.push_back(E(i)[2 + k]);
       return Shape(d);
     };
     auto dtype_of = [&](int i) { return static_cast<DType>(E(i)[1]); };
@@ -184,7 +222,7 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
     if (check_meta) {
       for (int i = 1; i < n; ++i) {
         bool same = true;
-        for (int64_t k = 0; same && k < std::min<int64_t>(ndim, kMax - 2); ++k) {
+        for (int64_t k = 0; same && k < std::min<int64_t>(ndim, kDims); ++k) {
           bool split_axis = false;
           for (const Sbp& s : nd_sbp) split_axis |= s.is_split() && s.axis() == k;
           same = split_axis || E(i)[2 + k] == E(0)[2 + k];
@@ -202,8 +240,8 @@ Tensor LocalToGlobalImpl(const Tensor& local, const Placement& placement, const 
       // A split axis's global size sums the shards along the hierarchy dims that split it
       // (over the ranks at coordinate 0 on every other hierarchy dim).
       for (const Sbp& s : nd_sbp) {
-        ONEFLOW_CHECK(!s.is_split() || s.axis() < kMax - 2, "to_global: split(", s.axis(),
-                      ") of a local tensor: only the first ", kMax - 2, " dims can be split");
+        ONEFLOW_CHECK(!s.is_split() || s.axis() < kDims, "to_global: split(", s.axis(),
+                      ") of a local tensor: only the first ", kDims, " dims can be split");
       }
       for (int64_t axis = 0; axis < ndim; ++axis) {
         bool split = false;

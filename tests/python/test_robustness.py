@@ -169,7 +169,11 @@ def test_reductions_over_an_empty_tensor_match_pytorch(shape, name, args):
     (lambda: flow.zeros(2, 0).amax(), r"amax: cannot reduce over dim 1 of size 0"),
     (lambda: flow.zeros(2, 0).max(), r"max: cannot reduce an empty tensor"),
     (lambda: flow.zeros(2, 0).max(1), r"max: cannot reduce over dim 1 of size 0"),
-    (lambda: flow.zeros(2, 0).argmin(), r"cannot reduce over dim 0 of size 0"),
+    (lambda: flow.zeros(2, 0).argmin(), r"^argmin: cannot reduce an empty tensor of shape \(2, 0\)$"),
+    (lambda: flow.zeros(2, 0).argmin(1), r"^argmin: cannot reduce over dim 1 of size 0"),
+    (lambda: flow.zeros(2, 0).argmax(1), r"^argmax: cannot reduce over dim 1 of size 0"),
+    (lambda: flow.randn(2, 3).argmin(5), r"^argmin: dim 5 out of range"),
+    (lambda: flow.zeros(2, 0).min(1), r"^min: cannot reduce over dim 1 of size 0"),
     (lambda: flow.zeros(4, 0).median(1), r"median: cannot take the median of dim 1 of size 0"),
     (lambda: flow.randn(()).narrow(0, 0, 1), r"narrow: cannot narrow a 0-dim tensor"),
 ])
@@ -260,3 +264,94 @@ def test_tensor_split_into_more_sections_than_it_can_make_is_one_line():
     refuses(lambda: flow.tensor_split(flow.randn(2, 3), 2**62),
             r"tensor_split: 4611686018427387904 sections of a dim of size 2 would make "
             r"4611686018427387904 tensors; expected at most 65538")
+
+
+# ---- class 9: ranks that disagree (2 real processes through the launcher) ----
+
+REFUSALS = {
+    "count": r"all_reduce: rank 0 called all_reduce\(float32, 4 elements\), rank 1 called "
+             r"all_reduce\(float32, 1004 elements\) \(group cpu:\[0,1\]; every member must make "
+             r"the same call\)",
+    "dtype": r"all_reduce: rank 0 called all_reduce\(float32, 4 elements\), rank 1 called "
+             r"all_reduce\(float64, 4 elements\)",
+    "broadcast": r"broadcast: rank 0 called broadcast\(float32, 8 elements, root 0\), rank 1 "
+                 r"called broadcast\(float32, 2 elements, root 0\)",
+    "op": r"(all_reduce|broadcast): rank 0 called all_reduce\(float32, 4 elements\), rank 1 called "
+          r"broadcast\(float32, 4 elements, root 0\)",
+    "all_gather": r"all_gather: rank 0 called all_gather\(float32, 6 elements\), rank 1 called "
+                  r"all_gather\(float32, 10 elements\)",
+    "sbp": r"to_global: rank 0 passed sbp \(S\(0\)\) but rank 1 passed sbp \(B\); every rank must "
+           r"pass the same placement and sbp",
+    "placement": r"to_global: rank 0 and rank 1 passed different placements \(rank [01] passed "
+                 r"cpu:\[(0, 1|1)\]\)",
+}
+
+
+def _disagree(case, nproc=2, **env):
+    import time
+
+    from test_comm import DIST, env_with, free_port, launch
+
+    t0 = time.monotonic()
+    r = launch("--nproc_per_node", nproc, "--master_port", free_port(),
+               f"{DIST}/ranks_disagree.py", case, env=env_with(**env), timeout=120)
+    return r, r.stdout + r.stderr, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("shm", ["1", "0"])
+def test_collectives_the_ranks_disagree_on_are_refused_on_every_rank(shm):
+    r, out, _ = _disagree("refusals", ONEFLOW_SHM=shm)
+    assert r.returncode == 0, out
+    for rank in (0, 1):
+        for name, pattern in REFUSALS.items():
+            lines = [l for l in out.splitlines() if f"rank {rank} refused {name}: " in l]
+            assert len(lines) == 1 and re.search(pattern, lines[0]), (rank, name, out)
+        # the refusals left the group usable: every rank made the same calls after all
+        assert f"rank {rank} ok [3.0, 3.0, 3.0]" in out, out
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("one_rank", r"ranks disagree in group cpu:\[0,1\]: rank 0 is in all_reduce\(float32, 4 "
+                 r"elements\), call 2 of group cpu:\[0,1\], for \d+ s; rank 1 is at exit \(its "
+                 r"script ended after 1 call in group cpu:\[0,1\]\)"),
+    ("recv_without_send", r"ranks disagree in group cpu:\[0,1\]: rank 1 is in recv\(float32, 4 "
+                          r"elements, from rank 0\), call 2 of group cpu:\[0,1\], for \d+ s; "
+                          r"rank 0 is at exit"),
+    ("elsewhere", r"ranks disagree in group cpu:\[0,1\]: rank \d is in (recv|all_reduce)\(float32, "
+                  r"4 elements.*; rank \d is in (all_reduce|recv)\(float32, 4 elements"),
+    ("never_set_up", r"ranks disagree in group cpu:\[0,1\]: rank 0 is in the set-up of group "
+                     r"cpu:\[0,1\], for \d+ s; rank 1 is at exit \(its script ended after no "
+                     r"collective\)"),
+])
+def test_a_rank_waiting_for_a_member_known_elsewhere_ends_the_job_in_seconds(case, pattern):
+    # ONEFLOW_TIMEOUT_SECONDS stays at its 300 s: the job must end long before it.
+    r, out, took = _disagree(case)
+    assert r.returncode != 0, out
+    assert re.search(pattern, out), out
+    assert took < 60, (took, out)
+
+
+def test_waits_in_a_chain_of_recvs_are_not_a_disagreement():
+    r, out, _ = _disagree("pipeline", nproc=3)
+    assert r.returncode == 0, out
+    assert "rank 2 got [2.0, 2.0, 2.0, 2.0]" in out, out
+
+
+def test_a_timeout_names_what_every_member_posted():
+    # rank 1 computes (in no collective) past rank 0's timeout: rank 0's line says so
+    r, out, took = _disagree("busy", ONEFLOW_TIMEOUT_SECONDS=4)
+    assert r.returncode != 0, out
+    assert re.search(r"all_reduce: rank 0 timed out after 4 s in group cpu:\[0,1\] \(is another "
+                     r"rank dead or stuck\?\); rank 1 posted nothing \(in no collective: "
+                     r"computing, or stuck outside collectives\)", out), out
+
+
+@pytest.mark.parametrize("call", [
+    lambda: flow.zeros(2.5), lambda: flow.ones(2, 2.5), lambda: flow.randn(2.0, 3),
+    lambda: flow.zeros((2, 3.0)), lambda: flow.randn(3).reshape(3.0),
+    lambda: flow.randn(3).new_zeros(2.5),
+])
+def test_float_sizes_are_refused_as_pytorch_does(call):
+    # PyTorch: "zeros(): argument 'size' must be tuple of ints, but found element of type float"
+    refuses(call, r"^\w+: size must be ints or a sequence of ints, got float$", TypeError)
+    assert tuple(flow.zeros(np.int64(2), flow.tensor(3)).shape) == (2, 3)  # integers of any kind

@@ -6,6 +6,7 @@ _misc, _tensor_methods): a leaf that imports none of them.
 """
 
 import builtins
+import operator
 
 import oneflow._oneflow_internal as _C
 
@@ -41,8 +42,8 @@ def _size(args, what, infer=False):
     out, numel = [], 1
     for d in dims:
         try:
-            d = builtins.int(d)
-        except (TypeError, ValueError):
+            d = operator.index(d)  # ints (Python, numpy, integer tensors); never a float's floor
+        except TypeError:
             raise TypeError(f"{what}: size must be ints or a sequence of ints, got "
                             f"{type(d).__name__}") from None
         out.append(d)
