@@ -63,7 +63,7 @@ class OpNode : public Node {
       outputs_with_history.reserve(outputs_.size());
       for (size_t i = 0; i < outputs_.size(); ++i) {
         Tensor o = outputs_[i].detach();
-        if (IsFloating(o.dtype())) {
+        if (IsDifferentiable(o.dtype())) {
           AutogradMeta& am = o.impl()->mutable_autograd();
           am.requires_grad = true;
           am.grad_fn = shared_from_this();
@@ -285,6 +285,19 @@ std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
   return result;
 }
 
+namespace {
+
+// Ops whose kernels do not take complex dtypes say so, rather than reading pairs as reals.
+void RefuseComplex(const OpDef& op, const std::vector<TensorMeta>& metas, const char* what) {
+  for (size_t i = 0; i < metas.size(); ++i) {
+    if (!IsComplex(metas[i].dtype)) continue;
+    throw Error(StrCat(op.name, ": does not support complex dtypes, got a ",
+                       DTypeName(metas[i].dtype), " ", what, " (", what, " ", i, ")"));
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs) {
   std::vector<TensorMeta> metas;
@@ -297,7 +310,9 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
                          " (input 0) and ", metas[i].device.ToString(), " (input ", i, ")"));
     }
   }
+  if (!op.complex) RefuseComplex(op, metas, "input");
   std::vector<TensorMeta> out = op.infer(metas, attrs);
+  if (!op.complex) RefuseComplex(op, out, "output");
   for (const TensorMeta& m : out) CheckShape(m.shape, m.dtype, op.name.c_str());
   SizeCheckOpScope size_check_op(op.name.c_str());
   if (inputs.empty() && attrs.Has("device"))
@@ -328,6 +343,11 @@ namespace {
 std::vector<Tensor> RunOpCall(const OpDef& op, const std::vector<Tensor>& given,
                               const Attrs& attrs) {
   CheckArity(op, given);
+  if (op.complex_rule) {  // complex inputs: the op composed from real ops (core/ops/complex.h)
+    for (const Tensor& t : given) {
+      if (t.defined() && IsComplex(t.dtype())) return op.complex_rule(given, attrs);
+    }
+  }
   std::vector<Tensor> cast;
   const std::vector<Tensor>& inputs = AutocastInputs(op, given, &cast) ? cast : given;
   if (t_saved_scope != nullptr) {
@@ -366,7 +386,7 @@ std::vector<Tensor> RunOpCall(const OpDef& op, const std::vector<Tensor>& given,
   node->SaveOutputs(outputs);
   for (size_t i = 0; i < outputs.size(); ++i) {
     node->output_metas.push_back(outputs[i].meta());
-    if (!IsFloating(outputs[i].dtype())) continue;  // indices and masks carry no gradient
+    if (!IsDifferentiable(outputs[i].dtype())) continue;  // indices and masks carry none
     AutogradMeta& am = outputs[i].impl()->mutable_autograd();
     am.requires_grad = true;
     am.grad_fn = node;
