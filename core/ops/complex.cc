@@ -199,6 +199,28 @@ Ins MatmulRule(const Ins& in, const Attrs&) {
                fn::add(fn::matmul(ar, bi), fn::matmul(ai, br)))};
 }
 
+// Ops that move, select or sum elements (indexing, scatter, flip, triangles, where): the op on
+// the real parts and on the imaginary parts. Floating inputs join the complex ones' dtype;
+// index and mask inputs go to both calls as they are.
+Ins Parts(const OpDef& op, const Ins& in, const Attrs& a) {
+  DType t = DType::kComplex64;
+  for (const Tensor& x : in) {
+    if (IsDifferentiable(x.dtype())) t = PromoteTypes(t, x.dtype());
+  }
+  Ins re, im;
+  for (const Tensor& x : in) {
+    const bool data = IsDifferentiable(x.dtype());
+    const Tensor z = data ? fn::to_dtype(x, t) : x;
+    re.push_back(data ? Re(z) : x);
+    im.push_back(data ? Im(z) : x);
+  }
+  Ins r = CallOp(op, re, a), i = CallOp(op, im, a), out;
+  for (size_t k = 0; k < r.size(); ++k) {
+    out.push_back(IsDifferentiable(r[k].dtype()) ? Make(r[k], i[k]) : r[k]);
+  }
+  return out;
+}
+
 }  // namespace
 
 // Views: their kernels serve every device (no memory is touched).
@@ -232,6 +254,19 @@ ONEFLOW_REGISTER_OP(sqrt).ComplexRule(SqrtRule);
 ONEFLOW_REGISTER_OP(abs).ComplexRule(AbsRule);
 ONEFLOW_REGISTER_OP(sum).ComplexRule(SumRule);
 ONEFLOW_REGISTER_OP(matmul).ComplexRule(MatmulRule);
+#define ONEFLOW_PARTS_RULE(name)         \
+  ONEFLOW_REGISTER_OP(name).ComplexRule( \
+      +[](const Ins& in, const Attrs& a) { return Parts(OP(name), in, a); })
+ONEFLOW_PARTS_RULE(gather);
+ONEFLOW_PARTS_RULE(scatter);
+ONEFLOW_PARTS_RULE(scatter_add);
+ONEFLOW_PARTS_RULE(index_select);
+ONEFLOW_PARTS_RULE(index_select_grad);
+ONEFLOW_PARTS_RULE(flip);
+ONEFLOW_PARTS_RULE(tril);
+ONEFLOW_PARTS_RULE(triu);
+ONEFLOW_PARTS_RULE(where);
+#undef ONEFLOW_PARTS_RULE
 
 namespace fn {
 

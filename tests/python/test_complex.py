@@ -174,6 +174,35 @@ def test_copy_ops_are_dtype_generic():
     _close(w[0], a[0, :, 0])
 
 
+def test_index_flip_triangle_and_where_take_each_part():
+    a = _rand(3, 4, seed=12)
+    z = flow.tensor(a)
+    idx = np.array([2, 0, 2])
+    _close(z[flow.tensor(idx)], a[idx])
+    _close(flow.index_select(z, 1, flow.tensor([3, 1])), a[:, [3, 1]])
+    _close(flow.gather(z, 1, flow.tensor([[0, 0], [1, 3], [2, 1]])),
+           np.take_along_axis(a, np.array([[0, 0], [1, 3], [2, 1]]), 1))
+    _close(flow.flip(z, [0]), a[::-1])
+    _close(flow.tril(z), np.tril(a))
+    _close(flow.triu(z, 1), np.triu(a, 1))
+    cond = a.real > 0
+    _close(flow.where(flow.tensor(cond), z, flow.tensor(1.5)), np.where(cond, a, 1.5))
+    _close(z.new_full((2, 2), 1 - 2j), np.full((2, 2), 1 - 2j, np.complex64))
+
+
+def test_in_place_add_into_a_non_contiguous_view_and_its_gradient():
+    a, b = _rand(2, 4, 4, seed=13), _rand(2, 2, 4, seed=14)
+    grads = []
+    for m in (flow, torch):
+        x = m.tensor(a, requires_grad=True)
+        y = (x + 1)[:, 1:3]
+        y += m.tensor(b)
+        y.abs().sum().backward()
+        grads.append((y, x.grad))
+    _close(grads[0][0].detach(), grads[1][0])
+    _close(grads[0][1], grads[1][1])
+
+
 # ---------------------------------------------------------------- autograd against PyTorch
 
 
