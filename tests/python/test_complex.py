@@ -248,6 +248,18 @@ def test_gradient_of_real_to_complex_cast_and_backward_of_complex_scalar():
     _close(z.grad, np.full((2, 2), 2, np.complex64))
 
 
+def test_global_tensor_on_one_rank():
+    a = _rand(4, 3, seed=15)
+    p = flow.placement("cpu", [0])
+    z = flow.tensor(a, placement=p, sbp=flow.sbp.broadcast, requires_grad=True)
+    y = (z * z).sum(0)
+    _close(y.to_local(), (a * a).sum(0), tol=1e-4)
+    tz = torch.tensor(a, requires_grad=True)
+    y.abs().sum().backward()
+    (tz * tz).sum(0).abs().sum().backward()
+    _close(z.grad.to_local(), tz.grad, tol=1e-4)
+
+
 # ---------------------------------------------------------------- refusals
 
 
