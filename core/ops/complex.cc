@@ -181,6 +181,10 @@ Ins SqrtRule(const Ins& in, const Attrs&) {
   return {Make(fn::mul(r, fn::cos(half)), fn::mul(r, fn::sin(half)))};
 }
 Ins AbsRule(const Ins& in, const Attrs&) { return {Abs(in[0])}; }
+Ins SquareRule(const Ins& in, const Attrs&) { return {Mul(in[0], in[0])}; }
+Ins ReciprocalRule(const Ins& in, const Attrs& a) {
+  return DivRule({fn::ones_like(in[0]), in[0]}, a);
+}
 Ins SumRule(const Ins& in, const Attrs& a) {
   const Tensor& z = in[0];
   const IntList& dims = a.Get<IntList>("dims");
@@ -252,6 +256,8 @@ ONEFLOW_REGISTER_OP(exp).ComplexRule(ExpRule);
 ONEFLOW_REGISTER_OP(log).ComplexRule(LogRule);
 ONEFLOW_REGISTER_OP(sqrt).ComplexRule(SqrtRule);
 ONEFLOW_REGISTER_OP(abs).ComplexRule(AbsRule);
+ONEFLOW_REGISTER_OP(square).ComplexRule(SquareRule);
+ONEFLOW_REGISTER_OP(reciprocal).ComplexRule(ReciprocalRule);
 ONEFLOW_REGISTER_OP(sum).ComplexRule(SumRule);
 ONEFLOW_REGISTER_OP(matmul).ComplexRule(MatmulRule);
 #define ONEFLOW_PARTS_RULE(name)         \

@@ -144,6 +144,8 @@ def test_unary_ops_and_reductions():
     _close(flow.exp(z), np.exp(a), tol=1e-4)
     _close(flow.log(z), np.log(a), tol=1e-4)
     _close(flow.sqrt(z), np.sqrt(a), tol=1e-4)
+    _close(flow.square(z), a * a, tol=1e-4)
+    _close(flow.reciprocal(z), 1 / a, tol=1e-4)
     _close(z.sum(), a.sum(), tol=1e-4)
     _close(z.sum(dim=-1), a.sum(-1), tol=1e-4)
     _close(z.sum(dim=(0, 2), keepdim=True), a.sum((0, 2), keepdims=True), tol=1e-4)
