@@ -87,7 +87,7 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
   }
   if (requires_grad && !IsDifferentiable(dtype())) {
     throw Error(
-        StrCat("requires_grad_: only tensors of floating point or complex dtype can require "
+        StrCat("requires_grad_: only tensors of floating point and complex dtype can require "
                "gradients, got ",
                DTypeName(dtype())));
   }
