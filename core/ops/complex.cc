@@ -71,21 +71,27 @@ std::vector<Tensor> ViewAsComplexKernel(const std::vector<Tensor>& in, const Att
   return {Reinterpret(x, out[0].dtype, out[0].shape, st, x.offset() / 2)};
 }
 
-std::vector<Tensor> ViewAsRealGrad(const GradCtx& c) {
-  return {fn::view_as_complex(c.grad_outputs[0])};
+// The two view ops as the rules use them: always views (the rules never write into them).
+Tensor Pairs(const Tensor& z) { return CallOp1(OP(view_as_real), {z}); }
+Tensor FromPairs(const Tensor& x) { return CallOp1(OP(view_as_complex), {x}); }
+
+// What the user-facing views return for a tensor autograd follows: a copy. A write into a view
+// of another dtype is not followed back to its root by the in-place machinery (core/inplace.h
+// works in one dtype's elements), so a copy keeps gradients right; OneFlow's real() and
+// imag() are copies too.
+Tensor ViewOrCopy(const Tensor& view, const Tensor& of) {
+  return of.requires_grad() && GradModeEnabled() ? fn::contiguous_copy(view) : view;
 }
-std::vector<Tensor> ViewAsComplexGrad(const GradCtx& c) {
-  return {fn::view_as_real(c.grad_outputs[0])};
-}
+
+std::vector<Tensor> ViewAsRealGrad(const GradCtx& c) { return {FromPairs(c.grad_outputs[0])}; }
+std::vector<Tensor> ViewAsComplexGrad(const GradCtx& c) { return {Pairs(c.grad_outputs[0])}; }
 
 // ---------------------------------------------------------------- helpers of the rules
 
-Tensor Re(const Tensor& z) { return fn::select(fn::view_as_real(z), -1, 0); }
-Tensor Im(const Tensor& z) { return fn::select(fn::view_as_real(z), -1, 1); }
+Tensor Re(const Tensor& z) { return fn::select(Pairs(z), -1, 0); }
+Tensor Im(const Tensor& z) { return fn::select(Pairs(z), -1, 1); }
 // re + i im from two real tensors of one shape and dtype.
-Tensor Make(const Tensor& re, const Tensor& im) {
-  return fn::view_as_complex(fn::stack({re, im}, -1));
-}
+Tensor Make(const Tensor& re, const Tensor& im) { return FromPairs(fn::stack({re, im}, -1)); }
 
 // The inputs in their common complex dtype (a real operand gets imaginary part 0).
 std::vector<Tensor> Promoted(const std::vector<Tensor>& in) {
@@ -140,11 +146,11 @@ using Ins = std::vector<Tensor>;
 
 Ins AddRule(const Ins& in, const Attrs&) {
   Ins p = Promoted(in);
-  return {fn::view_as_complex(fn::add(fn::view_as_real(p[0]), fn::view_as_real(p[1])))};
+  return {FromPairs(fn::add(Pairs(p[0]), Pairs(p[1])))};
 }
 Ins SubRule(const Ins& in, const Attrs&) {
   Ins p = Promoted(in);
-  return {fn::view_as_complex(fn::sub(fn::view_as_real(p[0]), fn::view_as_real(p[1])))};
+  return {FromPairs(fn::sub(Pairs(p[0]), Pairs(p[1])))};
 }
 Ins MulRule(const Ins& in, const Attrs&) {
   Ins p = Promoted(in);
@@ -170,9 +176,7 @@ Ins NeRule(const Ins& in, const Attrs&) {
   Ins p = Promoted(in);
   return {fn::logical_or(fn::ne(Re(p[0]), Re(p[1])), fn::ne(Im(p[0]), Im(p[1])))};
 }
-Ins NegRule(const Ins& in, const Attrs&) {
-  return {fn::view_as_complex(fn::neg(fn::view_as_real(in[0])))};
-}
+Ins NegRule(const Ins& in, const Attrs&) { return {FromPairs(fn::neg(Pairs(in[0])))}; }
 Ins ExpRule(const Ins& in, const Attrs&) { return {Exp(in[0])}; }
 Ins LogRule(const Ins& in, const Attrs&) { return {Log(in[0])}; }
 // sqrt(r) e^(i theta / 2): the principal root.
@@ -192,8 +196,8 @@ Ins SumRule(const Ins& in, const Attrs& a) {
     for (int64_t d : dims) WrapDim(d, 1, "sum");
     return {fn::contiguous_copy(z)};
   }
-  Tensor s = fn::sum(fn::view_as_real(z), PairDims(z, dims, "sum"), a.Get<bool>("keepdim"));
-  return {fn::view_as_complex(s)};
+  Tensor s = fn::sum(Pairs(z), PairDims(z, dims, "sum"), a.Get<bool>("keepdim"));
+  return {FromPairs(s)};
 }
 // Four real products: (ar + i ai)(br + i bi).
 Ins MatmulRule(const Ins& in, const Attrs&) {
@@ -276,15 +280,15 @@ ONEFLOW_PARTS_RULE(where);
 
 namespace fn {
 
-Tensor view_as_real(const Tensor& z) { return CallOp1(OP(view_as_real), {z}); }
-Tensor view_as_complex(const Tensor& x) { return CallOp1(OP(view_as_complex), {x}); }
+Tensor view_as_real(const Tensor& z) { return ViewOrCopy(Pairs(z), z); }
+Tensor view_as_complex(const Tensor& x) { return ViewOrCopy(FromPairs(x), x); }
 
-Tensor real(const Tensor& z) { return IsComplex(z.dtype()) ? Re(z) : z; }
+Tensor real(const Tensor& z) { return IsComplex(z.dtype()) ? ViewOrCopy(Re(z), z) : z; }
 
 Tensor imag(const Tensor& z) {
   ONEFLOW_CHECK(IsComplex(z.dtype()), "imag: expected a complex tensor, got ",
                 DTypeName(z.dtype()));
-  return Im(z);
+  return ViewOrCopy(Im(z), z);
 }
 
 Tensor complex(const Tensor& re, const Tensor& im) {

@@ -15,7 +15,9 @@
 namespace oneflow {
 namespace fn {
 
-// z's memory as (..., 2) pairs (real, imag) of its part dtype: always a view.
+// The views below are copies when autograd follows their input (requires_grad in grad mode):
+// the in-place machinery could not carry a write into a view of another dtype back to its root.
+// z's memory as (..., 2) pairs (real, imag) of its part dtype.
 Tensor view_as_real(const Tensor& z);
 // (..., 2) float32/float64 pairs as a complex tensor: a view when the pairs are adjacent in
 // memory (last stride 1, other strides and the offset even), else a copy.

@@ -94,6 +94,21 @@ def test_real_imag_are_views():
         flow.imag(flow.tensor([1.0]))
 
 
+def test_real_of_a_tensor_autograd_follows_is_a_copy_and_gradients_stay_right():
+    a = _rand(3, seed=16)
+    x = flow.tensor(a, requires_grad=True)
+    y = x * 2
+    r = y.real()
+    r.mul_(3)  # a copy: y keeps its values and its history
+    _close(y.detach(), 2 * a)
+    y.abs().sum().backward()
+    tx = torch.tensor(a, requires_grad=True)
+    (tx * 2).abs().sum().backward()
+    _close(x.grad, tx.grad)
+    with flow.no_grad():
+        assert flow.view_as_real(y).mul_(1).dtype == flow.float32  # untracked: a view again
+
+
 def test_view_as_complex_and_complex():
     x = np.random.RandomState(1).randn(4, 2).astype(np.float32)
     z = flow.view_as_complex(flow.tensor(x))
