@@ -71,11 +71,17 @@ std::vector<Tensor> Route(const OpDef& op, const std::vector<Tensor>& inputs, co
   return RunLocalKernel(op, inputs, attrs);
 }
 
-// An op call's pipeline: autocast, the saved-tensor check of a running gradient formula, the
-// route (local or global), the trace of nn.Graph, the autograd record.
+// An op call's pipeline: complex inputs to an op composed from real ops, autocast, the
+// saved-tensor check of a running gradient formula, the route (local or global), the trace of
+// nn.Graph, the autograd record.
 std::vector<Tensor> RunOpCall(const OpDef& op, const std::vector<Tensor>& given,
                               const Attrs& attrs) {
   CheckArity(op, given);
+  if (op.complex_rule) {  // complex inputs: the op composed from real ops (core/ops/complex.h)
+    for (const Tensor& t : given) {
+      if (t.defined() && IsComplex(t.dtype())) return op.complex_rule(given, attrs);
+    }
+  }
   std::vector<Tensor> cast;
   const std::vector<Tensor>& inputs = AutocastCall(op, given, &cast) ? cast : given;
   CheckSavedReads(inputs);

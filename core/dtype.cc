@@ -92,7 +92,10 @@ size_t SizeOf(DType dtype) {
       return 4;
     case DType::kInt64:
     case DType::kFloat64:
+    case DType::kComplex64:
       return 8;
+    case DType::kComplex128:
+      return 16;
   }
   return 0;
 }
@@ -117,6 +120,10 @@ const char* DTypeName(DType dtype) {
       return "float32";
     case DType::kFloat64:
       return "float64";
+    case DType::kComplex64:
+      return "complex64";
+    case DType::kComplex128:
+      return "complex128";
   }
   return "?";
 }
@@ -135,6 +142,18 @@ bool IsFloating(DType dtype) {
 
 bool IsHalf(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
 
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+DType ComplexPart(DType dtype) {
+  ONEFLOW_CHECK(IsComplex(dtype), "complex: expected a complex dtype, got ", DTypeName(dtype));
+  return dtype == DType::kComplex128 ? DType::kFloat64 : DType::kFloat32;
+}
+
+DType ComplexOf(DType dtype) {
+  if (IsComplex(dtype)) return dtype;
+  return dtype == DType::kFloat64 ? DType::kComplex128 : DType::kComplex64;
+}
+
 bool IsIntegral(DType dtype) {
   return dtype == DType::kUInt8 || dtype == DType::kInt8 || dtype == DType::kInt32 ||
          dtype == DType::kInt64;
@@ -142,6 +161,12 @@ bool IsIntegral(DType dtype) {
 
 DType PromoteTypes(DType a, DType b) {
   if (a == b) return a;
+  // Complex wins; its parts are as wide as the widest floating operand (complex64 with
+  // float64 gives complex128, as in PyTorch).
+  if (IsComplex(a) || IsComplex(b)) {
+    const DType pa = IsComplex(a) ? ComplexPart(a) : a, pb = IsComplex(b) ? ComplexPart(b) : b;
+    return pa == DType::kFloat64 || pb == DType::kFloat64 ? DType::kComplex128 : DType::kComplex64;
+  }
   auto category = [](DType t) { return t == DType::kBool ? 0 : IsIntegral(t) ? 1 : 2; };
   int ca = category(a), cb = category(b);
   if (ca != cb) return ca > cb ? a : b;
@@ -192,6 +217,14 @@ DType DTypeOf<float>() {
 template <>
 DType DTypeOf<double>() {
   return DType::kFloat64;
+}
+template <>
+DType DTypeOf<std::complex<float>>() {
+  return DType::kComplex64;
+}
+template <>
+DType DTypeOf<std::complex<double>>() {
+  return DType::kComplex128;
 }
 
 }  // namespace oneflow

@@ -2,8 +2,10 @@
 //
 //   DType t = PromoteTypes(DType::kInt64, DType::kFloat32);  // kFloat32
 //   DispatchAll(t, "add", [&](auto tag) { using T = typename decltype(tag)::type; ... });
+//   DType z = ComplexOf(DType::kFloat32);  // kComplex64, whose parts are ComplexPart(z)
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -22,8 +24,13 @@ enum class DType : int8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
+  // Pairs (real, imag) of float32 / float64, laid out as std::complex. Kernels do not see
+  // them unless their op opts in (OpDef::complex); most complex ops are composed from real
+  // ops on the (..., 2) view (core/ops/complex.h).
+  kComplex64,
+  kComplex128,
 };
-constexpr int kNumDTypes = 9;
+constexpr int kNumDTypes = 11;
 
 // IEEE half and bfloat16: stored as 16 bits, converted through float on load and store.
 struct Half {
@@ -46,6 +53,13 @@ DType DTypeFromName(const std::string& name);  // REQUIRES: a name DTypeName ret
 bool IsFloating(DType dtype);
 bool IsIntegral(DType dtype);  // bool is not integral here
 bool IsHalf(DType dtype);      // float16 or bfloat16
+bool IsComplex(DType dtype);   // complex64 or complex128 (not floating, as in PyTorch)
+// Tensors of floating and complex dtypes carry gradients.
+inline bool IsDifferentiable(DType dtype) { return IsFloating(dtype) || IsComplex(dtype); }
+// float32 for complex64, float64 for complex128. REQUIRES: IsComplex(dtype).
+DType ComplexPart(DType dtype);
+// complex128 for float64, complex64 for the other real dtypes, itself for a complex dtype.
+DType ComplexOf(DType dtype);
 // The dtype a binary op computes in (PyTorch's rules for tensors of equal rank).
 DType PromoteTypes(DType a, DType b);
 
@@ -114,6 +128,19 @@ decltype(auto) HalfOr(DType dtype, F& f, Otherwise&& otherwise) {
 template <typename F>
 decltype(auto) DispatchWithHalf(DType dtype, const char* op, F&& f) {
   return detail::HalfOr(dtype, f, [&]() -> decltype(auto) { return DispatchAll(dtype, op, f); });
+}
+
+// As DispatchWithHalf, also over the complex types (copies, casts and fills).
+template <typename F>
+decltype(auto) DispatchWithComplex(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kComplex64:
+      return f(TypeTag<std::complex<float>>{});
+    case DType::kComplex128:
+      return f(TypeTag<std::complex<double>>{});
+    default:
+      return DispatchWithHalf(dtype, op, f);
+  }
 }
 
 // As DispatchFloating, also over the half types (kernels that compute them, e.g. on CUDA in

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/ops/complex.h"  // complex tensors: view_as_real, real, imag, complex, conj, ...
 #include "core/tensor.h"
 
 namespace oneflow {

@@ -77,6 +77,19 @@ std::vector<Tensor> RunKernelInFloat32(const OpDef& op, KernelFn kernel,
   return result;
 }
 
+namespace {
+
+// Ops whose kernels do not take complex dtypes say so, rather than reading pairs as reals.
+void RefuseComplex(const OpDef& op, const std::vector<TensorMeta>& metas, const char* what) {
+  for (size_t i = 0; i < metas.size(); ++i) {
+    if (!IsComplex(metas[i].dtype)) continue;
+    throw Error(StrCat(op.name, ": does not support complex dtypes, got a ",
+                       DTypeName(metas[i].dtype), " ", what, " (", what, " ", i, ")"));
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& inputs,
                                    const Attrs& attrs) {
   std::vector<TensorMeta> metas;
@@ -89,7 +102,9 @@ std::vector<Tensor> RunLocalKernel(const OpDef& op, const std::vector<Tensor>& i
                          " (input 0) and ", metas[i].device.ToString(), " (input ", i, ")"));
     }
   }
+  if (!op.complex) RefuseComplex(op, metas, "input");
   std::vector<TensorMeta> out = op.infer(metas, attrs);
+  if (!op.complex) RefuseComplex(op, out, "output");
   for (const TensorMeta& m : out) CheckShape(m.shape, m.dtype, op.name.c_str());
   SizeCheckOpScope size_check_op(op.name.c_str());
   if (inputs.empty() && attrs.Has("device"))

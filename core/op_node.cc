@@ -58,7 +58,7 @@ class OpNode : public Node {
       outputs_with_history.reserve(outputs_.size());
       for (size_t i = 0; i < outputs_.size(); ++i) {
         Tensor o = outputs_[i].detach();
-        if (IsFloating(o.dtype())) {
+        if (IsDifferentiable(o.dtype())) {
           AutogradMeta& am = o.impl()->mutable_autograd();
           am.requires_grad = true;
           am.grad_fn = shared_from_this();
@@ -169,7 +169,7 @@ void RecordOpCall(const OpDef& op, const std::vector<Tensor>& inputs, const Attr
   node->SaveOutputs(outputs);
   for (size_t i = 0; i < outputs.size(); ++i) {
     node->output_metas.push_back(outputs[i].meta());
-    if (!IsFloating(outputs[i].dtype())) continue;  // indices and masks carry no gradient
+    if (!IsDifferentiable(outputs[i].dtype())) continue;  // indices and masks carry none
     AutogradMeta& am = outputs[i].impl()->mutable_autograd();
     am.requires_grad = true;
     am.grad_fn = node;

@@ -36,6 +36,9 @@ using KernelFn = std::vector<Tensor> (*)(const std::vector<Tensor>& inputs, cons
                                          const std::vector<TensorMeta>& outputs);
 // Returns one gradient per input (undefined for inputs that need none).
 using GradFn = std::vector<Tensor> (*)(const GradCtx& ctx);
+// An op on complex inputs written as real ops on their (..., 2) views (core/ops/complex.h).
+using ComplexRuleFn = std::vector<Tensor> (*)(const std::vector<Tensor>& inputs,
+                                              const Attrs& attrs);
 // Gradient formula for ops used only inside other ops' gradients: asking for a second
 // derivative through them is an error naming the op (the autograd node throws it), not a
 // silent zero.
@@ -53,6 +56,11 @@ struct OpDef {
   // The CPU kernel takes float16 and bfloat16 itself (views, copies). Other CPU kernels see
   // those inputs widened to float32 and their outputs are rounded back (RunLocalKernel).
   bool cpu_half = false;
+  // The kernels take complex64 and complex128 themselves (views, copies). A call of another op
+  // with a complex input runs complex_rule in its place when there is one, and is otherwise
+  // refused in one line naming the op and the dtype.
+  bool complex = false;
+  ComplexRuleFn complex_rule = nullptr;
   // Where each facet was registered ("core/ops/elementwise.cc:412"; empty when absent), so
   // "where is X's gradient / CUDA kernel" is one query (tools/op_facets).
   std::string infer_at, grad_at, kernel_at[kNumDeviceTypes];
@@ -101,6 +109,14 @@ class OpBuilder {
   }
   OpBuilder& CpuHalf() {
     def_->cpu_half = true;
+    return *this;
+  }
+  OpBuilder& Complex() {
+    def_->complex = true;
+    return *this;
+  }
+  OpBuilder& ComplexRule(ComplexRuleFn f) {
+    def_->complex_rule = f;
     return *this;
   }
   OpBuilder& Kernel(DeviceType t, KernelFn f) {

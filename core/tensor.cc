@@ -86,9 +86,9 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
         "requires_grad_: you can only change requires_grad of leaf tensors; use .detach() to get "
         "a leaf from a non-leaf");
   }
-  if (requires_grad && !IsFloating(dtype())) {
+  if (requires_grad && !IsDifferentiable(dtype())) {
     throw Error(
-        StrCat("requires_grad_: only tensors of floating point dtype can require "
+        StrCat("requires_grad_: only tensors of floating point and complex dtype can require "
                "gradients, got ",
                DTypeName(dtype())));
   }

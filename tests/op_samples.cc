@@ -706,6 +706,11 @@ std::vector<Sample> MakeSamples() {
              h({0.1, -0.5, 0.01, 0.01, 0.1, 0.01})),
         Attrs());
   }
+  // ---- complex tensors (core/ops/complex.h): the two pair views
+  add("view_as_complex", "[4, 3, 2] f32", {r.Floats({4, 3, 2})});
+  add("view_as_complex", "[2, 3, 2] f64", {r.Floats({2, 3, 2}, -2, 2, f64)});
+  add("view_as_real", "[4, 3] complex64", {fn::view_as_complex(r.Floats({4, 3, 2}))});
+
   return s;
 }
 

@@ -53,10 +53,8 @@ FOLDERS = ("modules", "tensor", "exceptions", "graph")
 DEFAULT_FOLDERS = ("modules", "tensor", "exceptions")
 # The only edits, to upstream's support code (never to a test file), applied as it is imported:
 # (module, pattern, replacement, why).
-HELPER_EDITS = [
-    ("oneflow.test_utils.test_util", r'\n\s*"complex(64|128)": flow\.complex(64|128),', "",
-     "flow has no complex dtypes yet: test_util's name->dtype table lists them only where they are"),
-]
+# (module, pattern, replacement, why): none needed now that flow has complex dtypes.
+HELPER_EDITS = []
 OUTCOMES = ("pass", "fail", "error", "crash", "hang", "skip")
 MARK = "@@suite"
 LIVE = set()  # the test processes running now (stopped with the runner)

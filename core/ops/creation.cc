@@ -97,7 +97,7 @@ Attrs CreationAttrs(const Shape& shape, DType dtype, const Device& device) {
 
 }  // namespace
 
-ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().CpuHalf().Kernel(
+ONEFLOW_REGISTER_OP(full).Inputs(0).Infer(InferFull).NonDifferentiable().CpuHalf().Complex().Kernel(
     DeviceType::kCPU, FullCpu);
 ONEFLOW_REGISTER_OP(arange)
     .Inputs(0)

@@ -443,7 +443,7 @@ namespace fn {
 
 namespace {
 
-int Category(DType t) { return t == DType::kBool ? 0 : IsIntegral(t) ? 1 : 2; }
+int Category(DType t) { return t == DType::kBool ? 0 : IsIntegral(t) ? 1 : IsComplex(t) ? 3 : 2; }
 
 // PyTorch's rule: a 0-dim operand (a Python scalar) does not widen a dim tensor of the same
 // or a higher category.
@@ -460,14 +460,14 @@ DType ResultType(const Tensor& a, const Tensor& b) {
 
 Tensor Binary(const OpDef& op, Tensor a, Tensor b, bool floating = false) {
   DType t = ResultType(a, b);
-  if (floating && !IsFloating(t)) t = DType::kFloat32;
+  if (floating && !IsFloating(t) && !IsComplex(t)) t = DType::kFloat32;
   if (a.dtype() != t) a = to_dtype(a, t);
   if (b.dtype() != t) b = to_dtype(b, t);
   return CallOp1(op, {a, b});
 }
 
 Tensor FloatUnary(const OpDef& op, const Tensor& x) {
-  return CallOp1(op, {IsFloating(x.dtype()) ? x : to_dtype(x, DType::kFloat32)});
+  return CallOp1(op, {IsDifferentiable(x.dtype()) ? x : to_dtype(x, DType::kFloat32)});
 }
 
 }  // namespace

@@ -239,7 +239,7 @@ Tensor sum(const Tensor& x, const IntList& dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, const IntList& dims, bool keepdim) {
-  if (!IsFloating(x.dtype())) {
+  if (!IsDifferentiable(x.dtype())) {
     throw Error(StrCat("mean: expected a floating point tensor, got ", DTypeName(x.dtype()),
                        "; convert with .float() first"));
   }

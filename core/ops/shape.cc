@@ -238,7 +238,7 @@ std::vector<TensorMeta> InferCast(const std::vector<TensorMeta>& in, const Attrs
 }
 
 std::vector<Tensor> CastGrad(const GradCtx& c) {
-  if (!IsFloating(c.inputs[0].dtype())) return {Tensor()};
+  if (!IsDifferentiable(c.inputs[0].dtype())) return {Tensor()};
   return {fn::to_dtype(c.grad_outputs[0], c.inputs[0].dtype())};
 }
 
@@ -300,6 +300,7 @@ std::vector<Tensor> CatGrad(const GradCtx& c) {
 // copy op), so their kernels serve every device and every dtype.
 ONEFLOW_REGISTER_OP(reshape)
     .Inputs(1)
+    .Complex()
     .Infer(InferReshape)
     .Grad(ReshapeGrad)
     .CpuHalf()
@@ -307,6 +308,7 @@ ONEFLOW_REGISTER_OP(reshape)
     .Kernel(DeviceType::kCUDA, ReshapeCpu);
 ONEFLOW_REGISTER_OP(permute)
     .Inputs(1)
+    .Complex()
     .Infer(InferPermute)
     .Grad(PermuteGrad)
     .CpuHalf()
@@ -314,6 +316,7 @@ ONEFLOW_REGISTER_OP(permute)
     .Kernel(DeviceType::kCUDA, PermuteCpu);
 ONEFLOW_REGISTER_OP(slice)
     .Inputs(1)
+    .Complex()
     .Infer(InferSlice)
     .Grad(SliceGrad)
     .CpuHalf()
@@ -321,12 +324,14 @@ ONEFLOW_REGISTER_OP(slice)
     .Kernel(DeviceType::kCUDA, SliceCpu);
 ONEFLOW_REGISTER_OP(slice_grad)
     .Inputs(1)
+    .Complex()
     .Infer(InferSliceGrad)
     .Grad(SliceGradGrad)
     .CpuHalf()
     .Kernel(DeviceType::kCPU, SliceGradCpu);
 ONEFLOW_REGISTER_OP(expand)
     .Inputs(1)
+    .Complex()
     .Infer(InferExpand)
     .Grad(ExpandGrad)
     .CpuHalf()
@@ -334,24 +339,39 @@ ONEFLOW_REGISTER_OP(expand)
     .Kernel(DeviceType::kCUDA, ExpandCpu);
 ONEFLOW_REGISTER_OP(copy)
     .Inputs(1)
+    .Complex()
     .Infer(SameAsInput0)
     .Grad(IdentityGrad)
     .CpuHalf()
     .Kernel(DeviceType::kCPU, CopyCpu);
-ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).CpuHalf().Kernel(
+ONEFLOW_REGISTER_OP(cast).Inputs(1).Infer(InferCast).Grad(CastGrad).CpuHalf().Complex().Kernel(
     DeviceType::kCPU, CopyCpu);
-ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).CpuHalf().Kernel(DeviceType::kCPU,
-                                                                                   CatCpu);
+ONEFLOW_REGISTER_OP(cat).Inputs(-1).Infer(InferCat).Grad(CatGrad).CpuHalf().Complex().Kernel(
+    DeviceType::kCPU, CatCpu);
 
 namespace {
 
-// One element from S to D; the half types convert through float.
+template <typename T>
+struct IsStdComplex : std::false_type {};
+template <typename T>
+struct IsStdComplex<std::complex<T>> : std::true_type {};
+
+// One element from S to D; the half types convert through float; a real value becomes a
+// complex one with imaginary part 0, a complex one a real one by its real part (as numpy's
+// and PyTorch's casts).
 template <typename D, typename S>
 D ConvertValue(S v) {
   constexpr bool kHalfS = std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
   constexpr bool kHalfD = std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>;
   if constexpr (std::is_same_v<S, D>) {
     return v;
+  } else if constexpr (IsStdComplex<S>::value && IsStdComplex<D>::value) {
+    return D(static_cast<typename D::value_type>(v.real()),
+             static_cast<typename D::value_type>(v.imag()));
+  } else if constexpr (IsStdComplex<S>::value) {
+    return ConvertValue<D>(v.real());
+  } else if constexpr (IsStdComplex<D>::value) {
+    return D(ConvertValue<typename D::value_type>(v), 0);
   } else if constexpr (kHalfS || kHalfD) {
     return static_cast<D>(static_cast<float>(v));
   } else {
@@ -519,7 +539,7 @@ Tensor to_device(const Tensor& x, const Device& device) {
                 "; use module.to_empty(device=...) or to_global of a meta module");
   if (device.type == DeviceType::kMeta) {  // the shape and dtype, no data: nothing to copy
     Tensor out = Tensor::Empty(x.shape(), x.dtype(), device);
-    if (x.requires_grad() && IsFloating(x.dtype()))
+    if (x.requires_grad() && IsDifferentiable(x.dtype()))
       out.impl()->mutable_autograd().requires_grad = true;
     return out;
   }
@@ -533,7 +553,7 @@ Tensor to_device(const Tensor& x, const Device& device) {
     NoGradGuard no_grad;
     out = hooks.copy_to(contiguous(x), device);
   }
-  if (x.requires_grad() && GradModeEnabled() && IsFloating(x.dtype())) {
+  if (x.requires_grad() && GradModeEnabled() && IsDifferentiable(x.dtype())) {
     auto node = std::make_shared<ToDeviceNode>(x.device());
     node->next_edges.push_back(GradientEdge(x));
     node->output_metas.push_back(out.meta());
@@ -567,9 +587,9 @@ void copy_(const Tensor& dst, const Tensor& src) {
   }
   if (src.device() != dst.device()) return copy_(dst, to_device(src.detach(), dst.device()));
   dst.storage()->bump_version();
-  DispatchWithHalf(dst.dtype(), "copy_", [&](auto dtag) {
+  DispatchWithComplex(dst.dtype(), "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
-    DispatchWithHalf(src.dtype(), "copy_", [&](auto stag) {
+    DispatchWithComplex(src.dtype(), "copy_", [&](auto stag) {
       using S = typename decltype(stag)::type;
       D* pd = dst.data<D>();
       const S* ps = src.data<S>();
@@ -610,11 +630,13 @@ void fill_(const Tensor& dst, double value) {
     return;
   }
   dst.storage()->bump_version();
-  DispatchWithHalf(dst.dtype(), "fill_", [&](auto tag) {
+  DispatchWithComplex(dst.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v;
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       v = T(static_cast<float>(value));
+    } else if constexpr (IsStdComplex<T>::value) {
+      v = T(static_cast<typename T::value_type>(value), 0);
     } else {
       v = static_cast<T>(value);
     }

@@ -164,14 +164,15 @@ namespace fn {
 
 namespace {
 
-// Integers are computed as float32, as PyTorch's floating unary ops do.
+// Integers are computed as float32, as PyTorch's floating unary ops do (complex inputs reach
+// the op, which refuses them).
 Tensor Table(const OpDef& op, const Tensor& x, const Attrs& a = Attrs()) {
-  return CallOp1(op, {IsFloating(x.dtype()) ? x : to_dtype(x, DType::kFloat32)}, a);
+  return CallOp1(op, {IsDifferentiable(x.dtype()) ? x : to_dtype(x, DType::kFloat32)}, a);
 }
 
 // Rounding keeps an integer tensor as it is (a copy), as PyTorch does.
 Tensor Rounding(const OpDef& op, const Tensor& x) {
-  return IsFloating(x.dtype()) ? CallOp1(op, {x}) : clone(x);
+  return IsDifferentiable(x.dtype()) ? CallOp1(op, {x}) : clone(x);
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST_CASE("autograd errors are one clear line") {
                       Catch::Contains("you can only change requires_grad of leaf tensors"));
   REQUIRE_THROWS_WITH(
       fn::arange(0, 3, 1).set_requires_grad(true),
-      Catch::Contains("only tensors of floating point dtype can require gradients"));
+      Catch::Contains("only tensors of floating point and complex dtype can require gradients"));
 }
 
 TEST_CASE("modifying a saved tensor in place is caught at backward") {

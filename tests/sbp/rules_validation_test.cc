@@ -76,7 +76,7 @@ using testing::Samples;
 
 // ---------------------------------------------------------------- comparing tensors
 
-bool IsExact(DType t) { return !IsFloating(t); }
+bool IsExact(DType t) { return !IsFloating(t) && !IsComplex(t); }
 
 // Max |got - want| and whether every element is within tolerance (exact for integers and
 // bools; |d| <= tol (1 + |want|) for floats, tol 1e-5, or a few roundings of the half types:
@@ -86,6 +86,8 @@ struct Diff {
   double max = 0;
 };
 Diff Compare(const Tensor& got, const Tensor& want) {
+  // complex: both parts, as (..., 2) pairs
+  if (IsComplex(want.dtype())) return Compare(fn::view_as_real(got), fn::view_as_real(want));
   std::vector<double> g = testing::ToVector(got), w = testing::ToVector(want);
   Diff d;
   const DType t = want.dtype();

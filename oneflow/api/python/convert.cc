@@ -11,9 +11,10 @@ namespace oneflow {
 namespace python {
 
 const PyDType& DTypeObject(DType t) {
-  static PyDType objs[kNumDTypes] = {{DType::kBool},     {DType::kUInt8},   {DType::kInt8},
-                                     {DType::kInt32},    {DType::kInt64},   {DType::kFloat16},
-                                     {DType::kBFloat16}, {DType::kFloat32}, {DType::kFloat64}};
+  static PyDType objs[kNumDTypes] = {{DType::kBool},      {DType::kUInt8},     {DType::kInt8},
+                                     {DType::kInt32},     {DType::kInt64},     {DType::kFloat16},
+                                     {DType::kBFloat16},  {DType::kFloat32},   {DType::kFloat64},
+                                     {DType::kComplex64}, {DType::kComplex128}};
   return objs[static_cast<int>(t)];
 }
 
@@ -40,6 +41,7 @@ DType ToDType(py::handle obj, DType fallback) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::kFloat32;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::kInt64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::kBool;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return DType::kComplex64;
   throw TypeError(
       StrCat("dtype: expected a oneflow dtype such as oneflow.float32, got ", ShortRepr(obj)));
 }
@@ -110,6 +112,21 @@ Tensor ScalarOn(double value, DType dtype, const Device& device) {
 
 }  // namespace
 
+Tensor ComplexScalarOn(double re, double im, DType dtype, const Device& device) {
+  Tensor s = Tensor::Empty(Shape(), dtype, Device::CPU());
+  DispatchWithComplex(dtype, "tensor", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, std::complex<float>> ||
+                  std::is_same_v<T, std::complex<double>>) {
+      *s.data<T>() =
+          T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(im));
+    } else {
+      throw Error(StrCat("tensor: a complex number needs a complex dtype, got ", DTypeName(dtype)));
+    }
+  });
+  return fn::to_device(s, device);
+}
+
 Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
   if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
   DType t = x.dtype();
@@ -121,8 +138,12 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
     return ScalarOn(static_cast<double>(ToInt64(other, "tensor operand")), t, x.device());
   }
   if (py::isinstance<py::float_>(other)) {
-    if (!IsFloating(t)) t = DType::kFloat32;
+    if (!IsFloating(t) && !IsComplex(t)) t = DType::kFloat32;
     return ScalarOn(other.cast<double>(), t, x.device());
+  }
+  if (PyComplex_Check(other.ptr())) {  // a Python complex: a 0-dim complex tensor
+    const Py_complex v = PyComplex_AsCComplex(other.ptr());
+    return ComplexScalarOn(v.real, v.imag, ComplexOf(t), x.device());
   }
   // A numpy array or scalar (numpy is loaded when one exists): the number or tensor it stands
   // for, where x lives (oneflow._tensor_methods._numpy_operand decides). Off the hot path.
@@ -140,8 +161,8 @@ Tensor ScalarOrTensor(py::handle other, const Tensor& x) {
 namespace {
 
 // What ScanNested learns of nested data: its shape, the widest element kind (0 bool, 1 int,
-// 2 float) and the depth of its numbers (-1 before the first), which must be the same for
-// every number: FillNested writes exactly shape.numel() elements only for rectangular data.
+// 2 float, 3 complex) and the depth of its numbers (-1 before the first), which must be the same
+// for every number: FillNested writes exactly shape.numel() elements only for rectangular data.
 struct NestedScan {
   std::vector<int64_t> shape;
   int kind = 0;
@@ -170,7 +191,11 @@ void ScanNested(py::handle obj, size_t depth, NestedScan& scan) {
     return Leaf(scan, depth);
   }
   if (py::isinstance<py::float_>(obj)) {
-    scan.kind = 2;
+    scan.kind = std::max(scan.kind, 2);
+    return Leaf(scan, depth);
+  }
+  if (PyComplex_Check(obj.ptr())) {
+    scan.kind = 3;
     return Leaf(scan, depth);
   }
   if (py::isinstance<Tensor>(obj)) {
@@ -188,7 +213,10 @@ void ScanNested(py::handle obj, size_t depth, NestedScan& scan) {
       ++depth;
     }
     Leaf(scan, end);
-    scan.kind = std::max(scan.kind, IsFloating(t.dtype()) ? 2 : t.dtype() == DType::kBool ? 0 : 1);
+    scan.kind = std::max(scan.kind, IsComplex(t.dtype())        ? 3
+                                    : IsFloating(t.dtype())     ? 2
+                                    : t.dtype() == DType::kBool ? 0
+                                                                : 1);
     return;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
@@ -198,7 +226,11 @@ void ScanNested(py::handle obj, size_t depth, NestedScan& scan) {
       return Leaf(scan, depth);
     }
     if (py::hasattr(obj, "__float__")) {
-      scan.kind = 2;
+      scan.kind = std::max(scan.kind, 2);
+      return Leaf(scan, depth);
+    }
+    if (py::hasattr(obj, "__complex__")) {  // numpy complex scalars
+      scan.kind = 3;
       return Leaf(scan, depth);
     }
     throw TypeError(StrCat("tensor: could not convert ", ShortRepr(obj), " (",
@@ -231,6 +263,21 @@ void FillNested(py::handle obj, double*& out) {
   }
 }
 
+void FillNestedComplex(py::handle obj, std::complex<double>*& out) {
+  // Tensors first: a tensor also looks like a sequence.
+  if (py::isinstance<Tensor>(obj)) {
+    Tensor c = fn::contiguous(fn::to_dtype(obj.cast<Tensor>().detach(), DType::kComplex128));
+    std::memcpy(out, c.data<std::complex<double>>(), c.numel() * sizeof(std::complex<double>));
+    out += c.numel();
+  } else if (py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj)) {
+    for (py::handle h : obj) FillNestedComplex(h, out);
+  } else {
+    const Py_complex v = PyComplex_AsCComplex(obj.ptr());
+    if (PyErr_Occurred()) throw py::error_already_set();
+    *out++ = std::complex<double>(v.real, v.imag);
+  }
+}
+
 void FillNestedInt(py::handle obj, int64_t*& out) {
   // Tensors first: a tensor also looks like a sequence.
   if (py::isinstance<Tensor>(obj)) {
@@ -256,6 +303,8 @@ DType FromNumpyKind(py::handle dt) {
   if (k == 'f' && sz == 2) return DType::kFloat16;
   if (k == 'f' && sz == 4) return DType::kFloat32;
   if (k == 'f' && sz == 8) return DType::kFloat64;
+  if (k == 'c' && sz == 8) return DType::kComplex64;
+  if (k == 'c' && sz == 16) return DType::kComplex128;
   throw TypeError(StrCat("tensor: unsupported numpy dtype ", py::repr(dt).cast<std::string>()));
 }
 
@@ -294,7 +343,13 @@ Tensor TensorFromData(py::handle data, py::handle dtype_obj, const Device& devic
     }
     const int kind = scan.kind;
     Shape s(scan.shape);
-    if (kind == 2) {
+    if (kind == 3) {
+      Tensor d = Tensor::Empty(s, DType::kComplex128, Device::CPU());
+      std::complex<double>* p = d.data<std::complex<double>>();
+      FillNestedComplex(data, p);
+      // Python complex numbers are double pairs: complex64 unless asked otherwise.
+      t = dtype_obj.is_none() ? fn::to_dtype(d, DType::kComplex64) : d;
+    } else if (kind == 2) {
       Tensor d = Tensor::Empty(s, DType::kFloat64, Device::CPU());
       double* p = d.data<double>();
       FillNested(data, p);
@@ -350,6 +405,12 @@ Tensor TensorSharingNumpy(py::handle data) {
 namespace {
 
 py::object ElementAt(const Tensor& c, int64_t i) {
+  if (IsComplex(c.dtype())) {
+    const std::complex<double> v = c.dtype() == DType::kComplex64
+                                       ? std::complex<double>(c.data<std::complex<float>>()[i])
+                                       : c.data<std::complex<double>>()[i];
+    return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(v.real(), v.imag()));
+  }
   return DispatchAll(c.dtype(), "tolist", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
     T v = c.data<T>()[i];

@@ -37,6 +37,8 @@ std::vector<int64_t> SizeFromArgs(const py::args& args, const char* what);
 
 // other as a tensor for a binary op with x (Python scalars follow PyTorch's promotion).
 Tensor ScalarOrTensor(py::handle other, const Tensor& x);
+// A 0-dim complex tensor re + i im of dtype (complex64 or complex128) on device.
+Tensor ComplexScalarOn(double re, double im, DType dtype, const Device& device);
 // A tensor from nested sequences / numbers / numpy arrays / tensors (copy).
 Tensor TensorFromData(py::handle data, py::handle dtype, const Device& device);
 // flow.from_numpy: a CPU tensor over the numpy array's own memory, with its strides (writes are

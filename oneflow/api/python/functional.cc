@@ -413,6 +413,25 @@ void BindFunctional(py::module_& m) {
     for (const auto& kv : OpRegistry::Global().ops()) names.push_back(kv.first);
     return names;
   });
+
+  // Complex tensors (core/ops/complex.h).
+  m.def("view_as_real", &fn::view_as_real);
+  m.def("view_as_complex", &fn::view_as_complex);
+  m.def("real", &fn::real);
+  m.def("imag", &fn::imag);
+  m.def("conj", &fn::conj);
+  m.def("angle", &fn::angle);
+  m.def("complex", &fn::complex);
+  m.def("complex_full",
+        [](py::handle shape, py::handle value, py::handle dtype, py::handle device) {
+          const Py_complex v = PyComplex_AsCComplex(value.ptr());
+          if (PyErr_Occurred()) throw py::error_already_set();
+          const DType t = ToDType(dtype, DType::kComplex64);
+          ONEFLOW_CHECK(IsComplex(t), "full: a complex fill value needs a complex dtype, got ",
+                        DTypeName(t));
+          Tensor z = fn::full(Shape(ToIntList(shape, "full")), 0.0, t, ToDevice(device));
+          return fn::add(z, ComplexScalarOn(v.real, v.imag, t, z.device()));
+        });
 }
 
 }  // namespace python

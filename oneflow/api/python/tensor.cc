@@ -93,6 +93,12 @@ py::object ToNumpy(const Tensor& t) {
     case DType::kFloat64:
       copy->format = "d";
       break;
+    case DType::kComplex64:
+      copy->format = "Zf";
+      break;
+    case DType::kComplex128:
+      copy->format = "Zd";
+      break;
   }
   copy->itemsize = SizeOf(c.dtype());
   copy->shape.assign(c.shape().dims().begin(), c.shape().dims().end());

@@ -25,6 +25,10 @@ float32 = _C.float32
 float = _C.float32
 float64 = _C.float64
 double = _C.float64
+complex64 = _C.complex64
+cfloat = _C.complex64
+complex128 = _C.complex128
+cdouble = _C.complex128
 
 
 def _dtype_from_name(name):
@@ -42,6 +46,7 @@ from oneflow._misc import (allclose, finfo, get_default_dtype, iinfo, isclose, s
                            set_printoptions)
 from oneflow._index_api import *  # noqa: E402,F401,F403  (everyday index/sort/matmul API)
 from oneflow._breadth_ops import *  # noqa: E402,F401,F403  (fmod, tile, movedim, ... issue 38)
+from oneflow._complex import *  # noqa: E402,F401,F403  (real, imag, conj, view_as_real, ...)
 from oneflow import _global, _ops, _tensor_methods  # noqa: E402
 from oneflow._global import placement, sbp  # noqa: E402,F401
 

@@ -107,6 +107,9 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if isinstance(fill_value, builtins.complex):
+        return _finish(_C.complex_full(_size((size,), "full"), fill_value, dtype, device),
+                       requires_grad)
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = _C.bool

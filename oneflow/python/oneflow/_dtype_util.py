@@ -2,9 +2,11 @@
 
     _dtype_util.dtype_name(oneflow.float32)   # "float32"
     _dtype_util.is_floating(oneflow.int64)    # False
+    _dtype_util.is_complex(oneflow.complex64)  # True
 """
 
 _FLOATING = ("float16", "bfloat16", "float32", "float64")
+_COMPLEX = ("complex64", "complex128")
 
 
 def dtype_name(dtype):
@@ -16,7 +18,11 @@ def is_floating(dtype):
     return dtype_name(dtype) in _FLOATING
 
 
-_ALL = ("bool", "uint8", "int8", "int32", "int64") + _FLOATING
+def is_complex(dtype):
+    return dtype_name(dtype) in _COMPLEX
+
+
+_ALL = ("bool", "uint8", "int8", "int32", "int64") + _FLOATING + _COMPLEX
 
 
 def dtype_by_name(name):

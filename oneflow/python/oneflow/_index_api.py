@@ -329,8 +329,10 @@ def einsum(equation, *operands):
 def _new(fill, name="new_full"):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
         shape = _size(size, name)
-        t = _C.full(shape, 0.0 if fill is None else builtins.float(fill),
-                    self.dtype if dtype is None else dtype, self.device if device is None else device)
+        dtype, device = self.dtype if dtype is None else dtype, self.device if device is None else device
+        if isinstance(fill, builtins.complex):
+            return _finish(_C.complex_full(shape, fill, dtype, device), requires_grad)
+        t = _C.full(shape, 0.0 if fill is None else builtins.float(fill), dtype, device)
         return _finish(t, requires_grad)
     return method
 

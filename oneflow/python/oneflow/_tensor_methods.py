@@ -8,8 +8,8 @@ import sys
 
 import oneflow as flow
 import oneflow._oneflow_internal as _C
-from oneflow import (_breadth_ops, _global, _index_api, _math_api, _misc, _tensor_str, _tensor_types,
-                     _trace_state)
+from oneflow import (_breadth_ops, _complex, _global, _index_api, _math_api, _misc, _tensor_str,
+                     _tensor_types, _trace_state)
 from oneflow._api_util import Size, _floating_default, _inplace, _method, _size
 from oneflow._creation import tensor, zeros
 from oneflow._ops import (_floor_div, add, argmax, argmin, argwhere, clamp, flatten, gather,
@@ -380,7 +380,7 @@ def install():
     T.check_meta_consistency = _global._check_meta_consistency
     T._tensor_buffer_shapes_and_dtypes = property(_global._tensor_buffer_meta)
     # The other API modules' methods, in the order that settles names defined twice.
-    for module in (_index_api, _misc, _math_api, _breadth_ops):
+    for module in (_index_api, _misc, _math_api, _breadth_ops, _complex):
         for name, method in module._tensor_methods().items():
             setattr(T, name, method)
     _install_numpy_operands(T)

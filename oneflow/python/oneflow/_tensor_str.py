@@ -11,7 +11,7 @@ wrapping and summarisation), and the suffixes follow OneFlow, which always names
 import math
 
 import oneflow._oneflow_internal as _C
-from oneflow._dtype_util import dtype_name, is_floating
+from oneflow._dtype_util import dtype_name, is_complex, is_floating
 
 # PyTorch's default print options.
 _PRECISION = 4
@@ -90,6 +90,28 @@ class _Formatter:
         return text.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """Complex elements as PyTorch prints them: "1.5000+2.0000j", real and imaginary parts each
+    with its own _Formatter."""
+
+    def __init__(self, values):
+        self.real = _Formatter([v.real for v in values], True)
+        self.imag = _Formatter([v.imag for v in values], True)
+        self.max_width = self.real.max_width + self.imag.max_width + 2
+
+    def format(self, value):
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        if imag[0] not in "+-":
+            imag = "+" + imag
+        return self.real.format(value.real) + imag
+
+
+def _formatter(values, dtype):
+    if is_complex(dtype):
+        return _ComplexFormatter(values)
+    return _Formatter(values, is_floating(dtype))
+
+
 def _summarized_list(t):
     """Nested lists of t's elements keeping _EDGEITEMS at each end of every long dimension."""
     n = t.size(0)
@@ -123,15 +145,14 @@ def _nested_str(data, ndim, indent, formatter):
 
 def _tensor_str(t, indent):
     """The bracketed contents of t, formatted for a prefix of width indent."""
-    floating = is_floating(t.dtype)
     if t.dim() == 0:
         value = t.item()
-        return _Formatter([value], floating).format(value)
+        return _formatter([value], t.dtype).format(value)
     if t.numel() > _THRESHOLD:
         data = _summarized_list(t)
     else:
         data = t.tolist()
-    formatter = _Formatter(_leaves(data, []), floating)
+    formatter = _formatter(_leaves(data, []), t.dtype)
     return _nested_str(data, t.dim(), indent, formatter)
 
 

@@ -17,6 +17,7 @@ _TYPES = (
     ("BoolTensor", _C.bool), ("ByteTensor", _C.uint8), ("CharTensor", _C.int8),
     ("IntTensor", _C.int32), ("LongTensor", _C.int64), ("HalfTensor", _C.float16),
     ("BFloat16Tensor", _C.bfloat16), ("FloatTensor", _C.float32), ("DoubleTensor", _C.float64),
+    ("ComplexFloatTensor", _C.complex64), ("ComplexDoubleTensor", _C.complex128),
 )
 
 
