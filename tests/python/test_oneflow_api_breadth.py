@@ -710,3 +710,20 @@ def test_searchsorted_follows_the_binary_search_on_any_row():
         for right in (False, True):
             _same(flow.searchsorted(flow.tensor(seq), flow.tensor(v), right=right),
                   torch.searchsorted(torch.tensor(seq), torch.tensor(v), right=right))
+
+
+def test_sbp_split_refuses_axes_oneflow_refuses():
+    # OneFlow: a split axis is one of the first 6 axes; its wording, our operation name in front
+    assert flow.sbp.split(0).axis == 0 and flow.sbp.split(5).axis == 5
+    with pytest.raises(RuntimeError, match=r"^sbp.split: Split axis must not be negative, but got -1!"):
+        flow.sbp.split(-1)
+    with pytest.raises(RuntimeError, match=r"supported maximum axis \(6\), but got 7!"):
+        flow.sbp.split(7)
+
+
+def test_to_local_of_a_local_tensor_is_refused():
+    with pytest.raises(RuntimeError, match=r"^Tensor.to_local: Expected global tensor for to_local "
+                                           r"but got local tensor!"):
+        flow.tensor([1, 2, 3]).to_local()
+    g = flow.tensor([1, 2, 3], placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
+    assert g.to_local().tolist() == [1, 2, 3] and not g.to_local().is_global
