@@ -163,6 +163,11 @@ void BindFunctional(py::module_& m) {
   m.def("sub", [](const Tensor& a, py::handle b) { return fn::sub(a, ScalarOrTensor(b, a)); });
   m.def("mul", [](const Tensor& a, py::handle b) { return fn::mul(a, ScalarOrTensor(b, a)); });
   m.def("div", [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); });
+  // a number first (OneFlow's flow.add(1, x), flow.div(2, x)): the number as a tensor like b's
+  m.def("add", [](py::handle a, const Tensor& b) { return fn::add(ScalarOrTensor(a, b), b); });
+  m.def("sub", [](py::handle a, const Tensor& b) { return fn::sub(ScalarOrTensor(a, b), b); });
+  m.def("mul", [](py::handle a, const Tensor& b) { return fn::mul(ScalarOrTensor(a, b), b); });
+  m.def("div", [](py::handle a, const Tensor& b) { return fn::div(ScalarOrTensor(a, b), b); });
   m.def("pow", [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); });
   m.def("maximum", &fn::maximum);
   m.def("remainder",
