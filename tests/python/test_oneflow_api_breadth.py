@@ -765,3 +765,69 @@ def test_contiguous_and_frac_in_place():
     y = flow.tensor([1.5, -2.25, 3.0])
     assert y.frac_() is y
     np.testing.assert_array_equal(y.numpy(), torch.tensor([1.5, -2.25, 3.0]).frac_().numpy())
+
+
+@pytest.mark.parametrize("idx", [
+    (True, Ellipsis, False, True), (False, True, Ellipsis), (True, None, Ellipsis, False, True),
+    (True, 1, Ellipsis, False, True), (slice(0, 2), None, Ellipsis, True), (0, True),
+    (slice(None), True, [0, 1]), (True, True), True, False,
+    [[0, 1], [1, 0]], [[0, 1], [0, 1], [1, 0]], [[[0], [1]], [[0], [1]], [0, 1]], [0, 1],
+    [slice(None), 1], ((0, 1),), [[], []],
+])
+def test_indexing_bools_and_sequences_as_torch(idx):
+    # bools are 0-dim masks that broadcast with the other index tensors; a short list holding
+    # lists/slices is a tuple of indices (OneFlow's and PyTorch's legacy numpy rule)
+    a = np.random.rand(2, 3, 4, 5).astype(np.float32)
+    if idx == [[], []]:
+        a = np.zeros((10, 0, 3), np.float32)
+    want = torch.tensor(a)[idx]
+    got = flow.tensor(a)[idx]
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_setitem_through_bools_and_half():
+    a = np.random.rand(2, 3, 4).astype(np.float32)
+    x, t = flow.tensor(a), torch.tensor(a)
+    x[True, 0, True] = 5.0
+    t[True, 0, True] = 5.0
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    h = flow.zeros(4, dtype=flow.float16)
+    h[[0, 2]] = -2
+    assert h.tolist() == [-2.0, 0.0, -2.0, 0.0]
+
+
+def test_indexing_errors_are_oneflows_types():
+    x = flow.ones(10)
+    with pytest.raises(RuntimeError, match=r"^slice: step must be positive, got 0"):
+        x[1:9:0]
+    with pytest.raises(RuntimeError, match=r"^slice: expected int bounds, got float"):
+        x[0.0:2.0]
+    with pytest.raises(IndexError, match=r"index 10 is out of bounds .* \(out of range \[-10, 10\)\)"):
+        x[10]
+
+
+def test_global_tensor_indexed_by_global_tensors():
+    pl = flow.placement("cpu", ranks=[0])
+    a = np.arange(24.0).reshape(2, 3, 4)
+    g = flow.tensor(a).to_global(pl, flow.sbp.split(1))
+    i = flow.tensor([2, 0]).to_global(pl, flow.sbp.broadcast)
+    out = g[:, i]
+    assert out.is_global
+    np.testing.assert_array_equal(out.numpy(), a[:, [2, 0]])
+    with pytest.raises(IndexError, match=r"index tensors must be local tensors, got a global one"):
+        flow.ones(3)[i]
+
+
+def test_is_view_and_build_flags():
+    x = flow.randn(2, 3, 4)
+    assert not x.is_view() and not (x + 1).is_view()
+    assert x.reshape(4, 6).is_view() and x[0].is_view() and x.permute(2, 0, 1).is_view()
+    # a reshape that has to copy gives a tensor of its own, as torch's _is_view says
+    t = torch.randn(2, 3, 4)
+    assert x.transpose(0, 1).reshape(6, 4).is_view() == t.transpose(0, 1).reshape(6, 4)._is_view()
+    from oneflow import sysconfig
+
+    assert sysconfig.with_cuda() == flow._oneflow_internal.flags.with_cuda()
+    v = sysconfig.get_cuda_version()
+    assert isinstance(v, int) and (v == 0) == (not sysconfig.with_cuda())
