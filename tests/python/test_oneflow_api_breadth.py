@@ -831,3 +831,77 @@ def test_is_view_and_build_flags():
     assert sysconfig.with_cuda() == flow._oneflow_internal.flags.with_cuda()
     v = sysconfig.get_cuda_version()
     assert isinstance(v, int) and (v == 0) == (not sysconfig.with_cuda())
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("MaxPool2d", dict(kernel_size=3, stride=2, padding=1)), ("AvgPool2d", dict(kernel_size=3)),
+    ("MaxPool1d", dict(kernel_size=3)), ("AvgPool3d", dict(kernel_size=2)),
+    ("AdaptiveAvgPool2d", dict(output_size=3)),
+])
+def test_pooling_second_derivatives_reach_the_input(name, kw):
+    # d(dx)/dx of a pooling gradient is 0 (as PyTorch answers), not "x was not used"
+    nd = int(name[-2])
+    a = np.random.rand(*([2, 3] + [7] * nd)).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        y = getattr(lib.nn, name)(**kw)(x)
+        gy = lib.tensor(np.random.RandomState(0).rand(*tuple(y.shape)).astype(np.float32),
+                        requires_grad=True)
+        dx = lib.autograd.grad(y, x, gy, True, True)[0]
+        ddx, ddy = lib.autograd.grad(dx, [x, gy], lib.tensor(a * 2), True, True)
+        got.append((dx.detach().numpy(), ddx.detach().numpy(), ddy.detach().numpy()))
+    for u, v in zip(*got):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("nd,k,s,p,ceil,inc,div", [
+    (2, 3, 2, 1, True, False, 7), (2, 4, 3, 0, True, True, 3), (2, 2, 1, 1, False, True, 1),
+    (3, 3, 2, 1, True, True, 5), (3, 2, 2, 0, False, False, 2),
+])
+def test_avg_pool_divisor_override_as_torch(nd, k, s, p, ceil, inc, div):
+    a = np.random.rand(*([2, 3] + [9] * nd)).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        y = getattr(lib.nn, f"AvgPool{nd}d")(k, s, p, ceil, inc, div)(x)
+        (y * y).sum().backward()
+        got.append((y.detach().numpy(), x.grad.numpy()))
+    for u, v in zip(*got):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"^avg_pool2d: divisor_override must be a non-zero int, got 0"):
+        flow.nn.functional.avg_pool2d(flow.ones(1, 1, 4, 4), 2, divisor_override=0)
+    with pytest.raises(TypeError):  # AvgPool1d has none, as in PyTorch
+        flow.nn.AvgPool1d(2, 2, 0, False, True, 3)
+
+
+@pytest.mark.parametrize("k,d,p,s,hw", [
+    (3, 1, 1, 1, (4, 4)), (2, 1, 0, 2, (6, 5)), ((2, 3), (1, 2), (1, 0), (2, 1), (7, 9)),
+    (3, 2, 2, 3, (10, 8)),
+])
+def test_fold_unfold_as_torch(k, d, p, s, hw):
+    a = np.random.rand(2, 3, *hw).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        cols = lib.nn.Unfold(k, d, p, s)(x)
+        c2 = lib.tensor(cols.detach().numpy() * 1.5, requires_grad=True)
+        y = lib.nn.Fold(hw, k, d, p, s)(c2)
+        (cols.sum() * 2 + (y * y).sum()).backward()
+        got.append((cols.detach().numpy(), y.detach().numpy(), x.grad.numpy(), c2.grad.numpy()))
+    for u, v in zip(*got):
+        assert u.shape == v.shape
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"^fold: output_size \(4, 4\), kernel_size \(2, 2\).* "
+                                           r"give 2 x 2 blocks, but the input has 5"):
+        flow.nn.functional.fold(flow.ones(1, 4, 5), (4, 4), 2, stride=2)
+
+
+def test_affine_grid_of_a_global_theta():
+    pl = flow.placement("cpu", ranks=[0])
+    t = np.random.rand(2, 2, 3).astype(np.float32)
+    g = flow.nn.functional.affine_grid(flow.tensor(t).to_global(pl, flow.sbp.broadcast),
+                                       (2, 1, 3, 4), align_corners=False)
+    assert g.is_global
+    want = torch.nn.functional.affine_grid(torch.tensor(t), (2, 1, 3, 4), align_corners=False)
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

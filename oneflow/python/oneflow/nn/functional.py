@@ -46,6 +46,7 @@ def _check_dim(op, input, expected):
 from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
 from oneflow.nn._functional_everyday import _maybe_inplace  # noqa: E402
 from oneflow.nn._functional_breadth import *  # noqa: E402,F401,F403  (1-D/3-D conv and pools, prelu)
+from oneflow.nn._functional_breadth import _divided_avg_pool  # noqa: E402
 
 
 def relu(input, inplace=False):
@@ -149,7 +150,8 @@ def avg_pool2d(
     input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
 ):
     if divisor_override is not None:
-        raise ValueError("avg_pool2d: divisor_override is not supported")
+        return _divided_avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                                 divisor_override, 2)
     _check_dim("avg_pool2d", input, (4,))
     kernel = _pair("avg_pool2d", "kernel_size", kernel_size)
     stride = kernel if _no_stride(stride) else _pair("avg_pool2d", "stride", stride)
