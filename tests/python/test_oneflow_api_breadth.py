@@ -905,3 +905,56 @@ def test_affine_grid_of_a_global_theta():
     assert g.is_global
     want = torch.nn.functional.affine_grid(torch.tensor(t), (2, 1, 3, 4), align_corners=False)
     np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lgamma_digamma_as_torch_with_gradients():
+    a = np.array([0.1, 0.5, 1.0, 2.5, 7.3, 30.0, -0.5, -2.7, 1e-3, 100.0])
+    for name in ("lgamma", "digamma"):
+        x = flow.tensor(a, requires_grad=True)
+        t = torch.tensor(a, requires_grad=True)
+        getattr(flow, name)(x).sum().backward()
+        getattr(torch, name)(t).sum().backward()
+        np.testing.assert_allclose(getattr(x.detach(), name)().numpy(),
+                                   getattr(torch, name)(t.detach()).numpy(), rtol=1e-10)
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-8)
+    np.testing.assert_array_equal(flow.digamma(flow.tensor([0.0, -1.0, -2.0])).numpy(),
+                                  torch.digamma(torch.tensor([0.0, -1.0, -2.0])).numpy())
+    assert flow.special.psi is flow.special.digamma and flow.special.gammaln is flow.lgamma
+    # lgamma's second derivative is trigamma
+    x = flow.tensor([1.7, 3.2, -0.4], dtype=flow.float64, requires_grad=True)
+    t = torch.tensor([1.7, 3.2, -0.4], dtype=torch.float64, requires_grad=True)
+    (g,) = flow.autograd.grad(flow.lgamma(x).sum(), x, create_graph=True)
+    (h,) = torch.autograd.grad(torch.lgamma(t).sum(), t, create_graph=True)
+    g.sum().backward()
+    h.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-8)
+
+
+def test_c_dropout_takes_oneflows_arguments():
+    x = flow.ones(1000)
+    assert flow._C.dropout(x, p=0.0).sum().item() == 1000
+    assert flow._C.dropout(x, p=1.0).sum().item() == 0
+    assert flow._C.dropout(x, 0.5, False).sum().item() == 1000
+    g1, g2 = flow.Generator(), flow.Generator()
+    g1.manual_seed(3)
+    g2.manual_seed(3)
+    a = flow._C.dropout(x, p=0.3, training=True, generator=g1, addend=None)
+    b = flow._C.dropout(x, p=0.3, training=True, generator=g2, addend=flow.ones(1000))
+    assert (a + 1 == b).all().item() and 200 < (a == 0).sum().item() < 400
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (7, 4, 3, 4, 4)])
+def test_dropout2d_of_other_ranks_as_torch(shape):
+    # PyTorch 1.13 warns and draws one mask entry per input.shape[:2] element
+    with pytest.warns(UserWarning, match=r"^dropout2d: Received a \d-D input"):
+        y = flow.nn.functional.dropout2d(flow.ones(*shape), p=0.5)
+    t = torch.nn.functional.dropout2d(torch.ones(*shape), p=0.5)
+    assert tuple(y.shape) == tuple(t.shape)
+    flat = y.numpy().reshape(shape[:2] + (-1,)) if len(shape) > 1 else y.numpy()[:, None]
+    assert set(np.unique(flat)) <= {0.0, 2.0}
+    assert (flat == flat[..., :1]).all()  # one draw per channel
+    assert flow.nn.Dropout2d(1.0).eval()(flow.ones(1, 1)).tolist() == [[1.0]]
+    with pytest.warns(UserWarning):  # a 1-D input: only p=0, p=1 or eval mode, as PyTorch
+        assert flow.nn.functional.dropout2d(flow.ones(3), p=1.0).tolist() == [0.0] * 3
+        with pytest.raises(ValueError, match=r"^dropout2d: feature dropout needs at least 2 dims"):
+            flow.nn.functional.dropout2d(flow.ones(3), p=0.5)

@@ -17,6 +17,7 @@ Tensor = _C.Tensor
 _UNARY = (
     "log1p", "expm1", "log2", "log10", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "asinh", "atanh", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
+    "lgamma", "digamma",
 )
 
 __all__ = list(_UNARY) + [

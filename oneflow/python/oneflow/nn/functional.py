@@ -8,6 +8,7 @@ Here arguments are checked and normalised (an int or a pair becomes [h, w]); the
 themselves run in C++.
 """
 
+import builtins
 import math
 import warnings
 
@@ -766,7 +767,19 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, H, W) input; a 3-D input is (N, C, L), as in PyTorch 1.13."""
-    _check_dim("dropout2d", input, (3, 4))
+    if input.dim() not in (3, 4):
+        # PyTorch 1.13 (and OneFlow) go on with a warning: one draw per input.shape[:2] entry
+        # (per element of a 1-D input), broadcast over the dims after
+        if input.dim() == 0 or (input.dim() == 1 and training and 0.0 < p < 1.0):
+            raise ValueError(f"dropout2d: feature dropout needs at least 2 dims, got shape "
+                             f"{tuple(input.shape)} (only p=0, p=1 or eval mode take it)")
+        warnings.warn(
+            f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and "
+            "will result in an error in a future release; expected a 3-D or 4-D input",
+            stacklevel=2,
+        )
+        return _channel_dropout("dropout2d", input, p, training, inplace,
+                                builtins.max(input.dim() - 2, 0))
     if input.dim() == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
