@@ -119,7 +119,9 @@ Tensor atanh(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
 Tensor erfinv(const Tensor& x);
-Tensor floor(const Tensor& x);  // rounding keeps integer tensors as they are
+Tensor lgamma(const Tensor& x);   // log |gamma(x)|; its derivative is digamma
+Tensor digamma(const Tensor& x);  // d/dx lgamma(x); its derivative is trigamma
+Tensor floor(const Tensor& x);    // rounding keeps integer tensors as they are
 Tensor ceil(const Tensor& x);
 Tensor round(const Tensor& x);  // half to even
 Tensor trunc(const Tensor& x);

@@ -81,6 +81,12 @@ std::vector<Tensor> ReshapeCpu(const std::vector<Tensor>& in, const Attrs&,
   // x itself when contiguous: then the result is a view. The copy op, unlike Contig, runs on
   // every device, so this kernel serves CUDA too.
   Tensor c = fn::contiguous(x);
+  if (!c.is_same(x) && c.offset() == 0) {
+    // a fresh copy takes the new shape itself: the result is no view (Tensor.is_view says so)
+    c.impl()->shape = out[0].shape;
+    c.impl()->strides = ContiguousStrides(out[0].shape);
+    return {c};
+  }
   return {Tensor::MakeView(c, out[0].shape, ContiguousStrides(out[0].shape), c.offset())};
 }
 

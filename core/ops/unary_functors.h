@@ -77,6 +77,59 @@ ONEFLOW_HOST_DEVICE T Erfinv(T y) {
 #endif
 }
 
+// The log-gamma function: the device's lgamma, the host's std::lgamma.
+template <typename T>
+ONEFLOW_HOST_DEVICE T Lgamma(T x) {
+#if defined(__CUDA_ARCH__)
+  return lgamma(x);
+#else
+  return std::lgamma(x);
+#endif
+}
+
+// digamma(x) = d/dx lgamma(x), in double: the reflection psi(x) = psi(1 - x) - pi / tan(pi x)
+// below 0, the recurrence psi(x) = psi(x + 1) - 1 / x up to 6, then the asymptotic series
+// ln x - 1/(2x) - 1/(12x^2) + 1/(120x^4) - 1/(252x^6) + 1/(240x^8) - 1/(132x^10). As PyTorch's:
+// -inf at 0, NaN at the negative integers.
+template <typename T>
+ONEFLOW_HOST_DEVICE T Digamma(T x0) {
+  const double kPi = 3.14159265358979323846;
+  double x = static_cast<double>(x0), result = 0.0;
+  if (x < 0.0) {
+    if (x == std::floor(x)) return static_cast<T>(std::numeric_limits<double>::quiet_NaN());
+    result = -kPi / std::tan(kPi * x);
+    x = 1.0 - x;
+  }
+  if (x == 0.0) return static_cast<T>(-std::numeric_limits<double>::infinity());
+  for (; x < 6.0; x += 1.0) result -= 1.0 / x;
+  const double f = 1.0 / (x * x);
+  result += std::log(x) - 0.5 / x -
+            f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
+  return static_cast<T>(result);
+}
+
+// trigamma(x) = d/dx digamma(x), in double: the reflection psi1(x) = pi^2 / sin^2(pi x) -
+// psi1(1 - x) below 1/2, the recurrence psi1(x) = psi1(x + 1) + 1 / x^2 up to 6, then
+// 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7) - 1/(30x^9). +inf at 0 and the negative
+// integers.
+template <typename T>
+ONEFLOW_HOST_DEVICE T Trigamma(T x0) {
+  const double kPi = 3.14159265358979323846;
+  double x = static_cast<double>(x0), reflected = 0.0, sign = 1.0;
+  if (x < 0.5) {
+    if (x == std::floor(x)) return static_cast<T>(std::numeric_limits<double>::infinity());
+    const double s = std::sin(kPi * x);
+    reflected = kPi * kPi / (s * s);
+    sign = -1.0;
+    x = 1.0 - x;
+  }
+  double acc = 0.0;
+  for (; x < 6.0; x += 1.0) acc += 1.0 / (x * x);
+  const double f = 1.0 / (x * x);
+  acc += (1.0 + 0.5 / x + f * (1.0 / 6 - f * (1.0 / 30 - f * (1.0 / 42 - f / 30)))) / x;
+  return static_cast<T>(reflected + sign * acc);
+}
+
 // Functors without parameters: forward `expr` and derivative `grad`, both in x's type.
 #define ONEFLOW_UNARY_TABLE_FUNCTOR(Name, expr, grad) \
   struct Name {                                       \
@@ -107,6 +160,8 @@ ONEFLOW_UNARY_TABLE_FUNCTOR(AtanhF, std::atanh(x), T(1) / (T(1) - x * x))
 // 2 / sqrt(pi) = 1.1283791670955126; sqrt(pi) / 2 = 0.886226925452758
 ONEFLOW_UNARY_TABLE_FUNCTOR(ErfF, std::erf(x), T(1.1283791670955126) * std::exp(-x * x))
 ONEFLOW_UNARY_TABLE_FUNCTOR(ErfcF, std::erfc(x), T(-1.1283791670955126) * std::exp(-x * x))
+ONEFLOW_UNARY_TABLE_FUNCTOR(LgammaF, Lgamma(x), Digamma(x))
+ONEFLOW_UNARY_TABLE_FUNCTOR(DigammaF, Digamma(x), Trigamma(x))
 ONEFLOW_UNARY_TABLE_FUNCTOR(ErfinvF, Erfinv(x),
                             T(0.886226925452758) * std::exp(Erfinv(x) * Erfinv(x)))
 // Rounding: the derivative is zero almost everywhere (PyTorch's gradient).
@@ -375,6 +430,8 @@ Attrs DefaultAttrs() {
   X(erf, ErfF, -2.0, 2.0)                 \
   X(erfc, ErfcF, -2.0, 2.0)               \
   X(erfinv, ErfinvF, -0.9, 0.9)           \
+  X(lgamma, LgammaF, 0.5, 3.0)            \
+  X(digamma, DigammaF, 0.5, 3.0)          \
   X(floor, FloorF, -3.0, 3.0)             \
   X(ceil, CeilF, -3.0, 3.0)               \
   X(round, RoundF, -3.0, 3.0)             \

@@ -106,6 +106,11 @@ const std::map<std::string, SecondDerivative>& SecondDerivatives() {
          return mul(mul_scalar(x, 2.0 * 1.1283791670955126), exp(neg(square(x))));
        }},
       {"expm1", [](const Tensor& x) { return exp(x); }},
+      // lgamma'' = trigamma, digamma's derivative: digamma_grad(1, x)
+      {"lgamma",
+       [](const Tensor& x) {
+         return CallOp1(OpRegistry::Global().Get("digamma_grad"), {ones_like(x), x}, Attrs());
+       }},
       // log1p'' = -1 / (1 + x)^2; log2'' = -1 / (x^2 ln 2); log10'' = -1 / (x^2 ln 10)
       {"log1p", [](const Tensor& x) { return neg(reciprocal(square(add_scalar(x, 1.0)))); }},
       {"log2",
@@ -195,6 +200,8 @@ Tensor atanh(const Tensor& x) { return Table(OP(atanh), x); }
 Tensor erf(const Tensor& x) { return Table(OP(erf), x); }
 Tensor erfc(const Tensor& x) { return Table(OP(erfc), x); }
 Tensor erfinv(const Tensor& x) { return Table(OP(erfinv), x); }
+Tensor lgamma(const Tensor& x) { return Table(OP(lgamma), x); }
+Tensor digamma(const Tensor& x) { return Table(OP(digamma), x); }
 Tensor floor(const Tensor& x) { return Rounding(OP(floor), x); }
 Tensor ceil(const Tensor& x) { return Rounding(OP(ceil), x); }
 Tensor round(const Tensor& x) { return Rounding(OP(round), x); }

@@ -139,6 +139,14 @@ double NaiveUnary(const std::string& op, double x) {
   if (op == "softplus") return std::log(1 + std::exp(x));
   if (op == "shrink") return x > 0.5 ? x - 0.5 : x < -0.5 ? x + 0.5 : 0;  // softshrink
   if (op == "threshold") return x > 0.5 ? x : -1;
+  // log |gamma|, and its derivative by a fourth-order central difference of it
+  auto lgamma = [](double v) { return std::log(std::abs(std::tgamma(v))); };
+  if (op == "lgamma") return lgamma(x);
+  if (op == "digamma") {
+    const double h = 1e-3;
+    return (-lgamma(x + 2 * h) + 8 * lgamma(x + h) - 8 * lgamma(x - h) + lgamma(x - 2 * h)) /
+           (12 * h);
+  }
   FAIL("no naive formula for " << op);
   return 0;
 }

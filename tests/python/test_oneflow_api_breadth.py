@@ -710,3 +710,251 @@ def test_searchsorted_follows_the_binary_search_on_any_row():
         for right in (False, True):
             _same(flow.searchsorted(flow.tensor(seq), flow.tensor(v), right=right),
                   torch.searchsorted(torch.tensor(seq), torch.tensor(v), right=right))
+
+
+def test_sbp_split_refuses_axes_oneflow_refuses():
+    # OneFlow: a split axis is one of the first 6 axes; its wording, our operation name in front
+    assert flow.sbp.split(0).axis == 0 and flow.sbp.split(5).axis == 5
+    with pytest.raises(RuntimeError, match=r"^sbp.split: Split axis must not be negative, but got -1!"):
+        flow.sbp.split(-1)
+    with pytest.raises(RuntimeError, match=r"supported maximum axis \(6\), but got 7!"):
+        flow.sbp.split(7)
+
+
+def test_to_local_of_a_local_tensor_is_refused():
+    with pytest.raises(RuntimeError, match=r"^Tensor.to_local: Expected global tensor for to_local "
+                                           r"but got local tensor!"):
+        flow.tensor([1, 2, 3]).to_local()
+    g = flow.tensor([1, 2, 3], placement=flow.placement("cpu", ranks=[0]), sbp=flow.sbp.broadcast)
+    assert g.to_local().tolist() == [1, 2, 3] and not g.to_local().is_global
+
+
+def test_binding_methods_have_a_module():
+    # OneFlow's autotest reads `method.__module__` (a str) to pick its graph check
+    x = flow.ones(2)
+    for m in (x.contiguous, x.abs, flow.abs, flow._oneflow_internal.add):
+        assert isinstance(m.__module__, str), m
+
+
+def test_number_first_arithmetic_matches_torch():
+    a = np.array([[1.5, -2.0, 4.0]], dtype=np.float32)
+    i = np.array([4, -3, 7])
+    for name in ("add", "sub", "mul", "div"):
+        for num, arr in ((2, a), (2.5, a), (7, i), (1.5, i)):
+            got = getattr(flow, name)(num, flow.tensor(arr))
+            want = getattr(torch, name)(num, torch.tensor(arr))
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (name, num, arr)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    for mode in ("trunc", "floor"):
+        for num, arr in ((7.0, a), (7, i), (7.5, i)):
+            got = flow.div(num, flow.tensor(arr), rounding_mode=mode)
+            want = torch.div(num, torch.tensor(arr), rounding_mode=mode)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+
+
+def test_contiguous_and_frac_in_place():
+    base = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    a = flow.tensor(base)
+    x = a.permute(2, 1, 0)
+    assert not x.is_contiguous()
+    assert x.contiguous_() is x and x.is_contiguous()
+    np.testing.assert_array_equal(x.numpy(), base.transpose(2, 1, 0))
+    x[0, 0, 0] = 100.0  # x has its own memory now
+    assert a[0, 0, 0].item() == 0.0
+    y = flow.tensor([1.5, -2.25, 3.0])
+    assert y.frac_() is y
+    np.testing.assert_array_equal(y.numpy(), torch.tensor([1.5, -2.25, 3.0]).frac_().numpy())
+
+
+@pytest.mark.parametrize("idx", [
+    (True, Ellipsis, False, True), (False, True, Ellipsis), (True, None, Ellipsis, False, True),
+    (True, 1, Ellipsis, False, True), (slice(0, 2), None, Ellipsis, True), (0, True),
+    (slice(None), True, [0, 1]), (True, True), True, False,
+    [[0, 1], [1, 0]], [[0, 1], [0, 1], [1, 0]], [[[0], [1]], [[0], [1]], [0, 1]], [0, 1],
+    [slice(None), 1], ((0, 1),), [[], []],
+])
+def test_indexing_bools_and_sequences_as_torch(idx):
+    # bools are 0-dim masks that broadcast with the other index tensors; a short list holding
+    # lists/slices is a tuple of indices (OneFlow's and PyTorch's legacy numpy rule)
+    a = np.random.rand(2, 3, 4, 5).astype(np.float32)
+    if idx == [[], []]:
+        a = np.zeros((10, 0, 3), np.float32)
+    want = torch.tensor(a)[idx]
+    got = flow.tensor(a)[idx]
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_setitem_through_bools_and_half():
+    a = np.random.rand(2, 3, 4).astype(np.float32)
+    x, t = flow.tensor(a), torch.tensor(a)
+    x[True, 0, True] = 5.0
+    t[True, 0, True] = 5.0
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    h = flow.zeros(4, dtype=flow.float16)
+    h[[0, 2]] = -2
+    assert h.tolist() == [-2.0, 0.0, -2.0, 0.0]
+
+
+def test_indexing_errors_are_oneflows_types():
+    x = flow.ones(10)
+    with pytest.raises(RuntimeError, match=r"^slice: step must be positive, got 0"):
+        x[1:9:0]
+    with pytest.raises(RuntimeError, match=r"^slice: expected int bounds, got float"):
+        x[0.0:2.0]
+    with pytest.raises(IndexError, match=r"index 10 is out of bounds .* \(out of range \[-10, 10\)\)"):
+        x[10]
+
+
+def test_global_tensor_indexed_by_global_tensors():
+    pl = flow.placement("cpu", ranks=[0])
+    a = np.arange(24.0).reshape(2, 3, 4)
+    g = flow.tensor(a).to_global(pl, flow.sbp.split(1))
+    i = flow.tensor([2, 0]).to_global(pl, flow.sbp.broadcast)
+    out = g[:, i]
+    assert out.is_global
+    np.testing.assert_array_equal(out.numpy(), a[:, [2, 0]])
+    with pytest.raises(IndexError, match=r"index tensors must be local tensors, got a global one"):
+        flow.ones(3)[i]
+
+
+def test_is_view_and_build_flags():
+    x = flow.randn(2, 3, 4)
+    assert not x.is_view() and not (x + 1).is_view()
+    assert x.reshape(4, 6).is_view() and x[0].is_view() and x.permute(2, 0, 1).is_view()
+    # a reshape that has to copy gives a tensor of its own, as torch's _is_view says
+    t = torch.randn(2, 3, 4)
+    assert x.transpose(0, 1).reshape(6, 4).is_view() == t.transpose(0, 1).reshape(6, 4)._is_view()
+    from oneflow import sysconfig
+
+    assert sysconfig.with_cuda() == flow._oneflow_internal.flags.with_cuda()
+    v = sysconfig.get_cuda_version()
+    assert isinstance(v, int) and (v == 0) == (not sysconfig.with_cuda())
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("MaxPool2d", dict(kernel_size=3, stride=2, padding=1)), ("AvgPool2d", dict(kernel_size=3)),
+    ("MaxPool1d", dict(kernel_size=3)), ("AvgPool3d", dict(kernel_size=2)),
+    ("AdaptiveAvgPool2d", dict(output_size=3)),
+])
+def test_pooling_second_derivatives_reach_the_input(name, kw):
+    # d(dx)/dx of a pooling gradient is 0 (as PyTorch answers), not "x was not used"
+    nd = int(name[-2])
+    a = np.random.rand(*([2, 3] + [7] * nd)).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        y = getattr(lib.nn, name)(**kw)(x)
+        gy = lib.tensor(np.random.RandomState(0).rand(*tuple(y.shape)).astype(np.float32),
+                        requires_grad=True)
+        dx = lib.autograd.grad(y, x, gy, True, True)[0]
+        ddx, ddy = lib.autograd.grad(dx, [x, gy], lib.tensor(a * 2), True, True)
+        got.append((dx.detach().numpy(), ddx.detach().numpy(), ddy.detach().numpy()))
+    for u, v in zip(*got):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("nd,k,s,p,ceil,inc,div", [
+    (2, 3, 2, 1, True, False, 7), (2, 4, 3, 0, True, True, 3), (2, 2, 1, 1, False, True, 1),
+    (3, 3, 2, 1, True, True, 5), (3, 2, 2, 0, False, False, 2),
+])
+def test_avg_pool_divisor_override_as_torch(nd, k, s, p, ceil, inc, div):
+    a = np.random.rand(*([2, 3] + [9] * nd)).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        y = getattr(lib.nn, f"AvgPool{nd}d")(k, s, p, ceil, inc, div)(x)
+        (y * y).sum().backward()
+        got.append((y.detach().numpy(), x.grad.numpy()))
+    for u, v in zip(*got):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"^avg_pool2d: divisor_override must be a non-zero int, got 0"):
+        flow.nn.functional.avg_pool2d(flow.ones(1, 1, 4, 4), 2, divisor_override=0)
+    with pytest.raises(TypeError):  # AvgPool1d has none, as in PyTorch
+        flow.nn.AvgPool1d(2, 2, 0, False, True, 3)
+
+
+@pytest.mark.parametrize("k,d,p,s,hw", [
+    (3, 1, 1, 1, (4, 4)), (2, 1, 0, 2, (6, 5)), ((2, 3), (1, 2), (1, 0), (2, 1), (7, 9)),
+    (3, 2, 2, 3, (10, 8)),
+])
+def test_fold_unfold_as_torch(k, d, p, s, hw):
+    a = np.random.rand(2, 3, *hw).astype(np.float32)
+    got = []
+    for lib in (torch, flow):
+        x = lib.tensor(a, requires_grad=True)
+        cols = lib.nn.Unfold(k, d, p, s)(x)
+        c2 = lib.tensor(cols.detach().numpy() * 1.5, requires_grad=True)
+        y = lib.nn.Fold(hw, k, d, p, s)(c2)
+        (cols.sum() * 2 + (y * y).sum()).backward()
+        got.append((cols.detach().numpy(), y.detach().numpy(), x.grad.numpy(), c2.grad.numpy()))
+    for u, v in zip(*got):
+        assert u.shape == v.shape
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"^fold: output_size \(4, 4\), kernel_size \(2, 2\).* "
+                                           r"give 2 x 2 blocks, but the input has 5"):
+        flow.nn.functional.fold(flow.ones(1, 4, 5), (4, 4), 2, stride=2)
+
+
+def test_affine_grid_of_a_global_theta():
+    pl = flow.placement("cpu", ranks=[0])
+    t = np.random.rand(2, 2, 3).astype(np.float32)
+    g = flow.nn.functional.affine_grid(flow.tensor(t).to_global(pl, flow.sbp.broadcast),
+                                       (2, 1, 3, 4), align_corners=False)
+    assert g.is_global
+    want = torch.nn.functional.affine_grid(torch.tensor(t), (2, 1, 3, 4), align_corners=False)
+    np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lgamma_digamma_as_torch_with_gradients():
+    a = np.array([0.1, 0.5, 1.0, 2.5, 7.3, 30.0, -0.5, -2.7, 1e-3, 100.0])
+    for name in ("lgamma", "digamma"):
+        x = flow.tensor(a, requires_grad=True)
+        t = torch.tensor(a, requires_grad=True)
+        getattr(flow, name)(x).sum().backward()
+        getattr(torch, name)(t).sum().backward()
+        np.testing.assert_allclose(getattr(x.detach(), name)().numpy(),
+                                   getattr(torch, name)(t.detach()).numpy(), rtol=1e-10)
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-8)
+    np.testing.assert_array_equal(flow.digamma(flow.tensor([0.0, -1.0, -2.0])).numpy(),
+                                  torch.digamma(torch.tensor([0.0, -1.0, -2.0])).numpy())
+    assert flow.special.psi is flow.special.digamma and flow.special.gammaln is flow.lgamma
+    # lgamma's second derivative is trigamma
+    x = flow.tensor([1.7, 3.2, -0.4], dtype=flow.float64, requires_grad=True)
+    t = torch.tensor([1.7, 3.2, -0.4], dtype=torch.float64, requires_grad=True)
+    (g,) = flow.autograd.grad(flow.lgamma(x).sum(), x, create_graph=True)
+    (h,) = torch.autograd.grad(torch.lgamma(t).sum(), t, create_graph=True)
+    g.sum().backward()
+    h.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-8)
+
+
+def test_c_dropout_takes_oneflows_arguments():
+    x = flow.ones(1000)
+    assert flow._C.dropout(x, p=0.0).sum().item() == 1000
+    assert flow._C.dropout(x, p=1.0).sum().item() == 0
+    assert flow._C.dropout(x, 0.5, False).sum().item() == 1000
+    g1, g2 = flow.Generator(), flow.Generator()
+    g1.manual_seed(3)
+    g2.manual_seed(3)
+    a = flow._C.dropout(x, p=0.3, training=True, generator=g1, addend=None)
+    b = flow._C.dropout(x, p=0.3, training=True, generator=g2, addend=flow.ones(1000))
+    assert (a + 1 == b).all().item() and 200 < (a == 0).sum().item() < 400
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (7, 4, 3, 4, 4)])
+def test_dropout2d_of_other_ranks_as_torch(shape):
+    # PyTorch 1.13 warns and draws one mask entry per input.shape[:2] element
+    with pytest.warns(UserWarning, match=r"^dropout2d: Received a \d-D input"):
+        y = flow.nn.functional.dropout2d(flow.ones(*shape), p=0.5)
+    t = torch.nn.functional.dropout2d(torch.ones(*shape), p=0.5)
+    assert tuple(y.shape) == tuple(t.shape)
+    flat = y.numpy().reshape(shape[:2] + (-1,)) if len(shape) > 1 else y.numpy()[:, None]
+    assert set(np.unique(flat)) <= {0.0, 2.0}
+    assert (flat == flat[..., :1]).all()  # one draw per channel
+    assert flow.nn.Dropout2d(1.0).eval()(flow.ones(1, 1)).tolist() == [[1.0]]
+    with pytest.warns(UserWarning):  # a 1-D input: only p=0, p=1 or eval mode, as PyTorch
+        assert flow.nn.functional.dropout2d(flow.ones(3), p=1.0).tolist() == [0.0] * 3
+        with pytest.raises(ValueError, match=r"^dropout2d: feature dropout needs at least 2 dims"):
+            flow.nn.functional.dropout2d(flow.ones(3), p=0.5)

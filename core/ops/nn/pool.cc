@@ -110,9 +110,23 @@ std::vector<Tensor> MaxPool2dCpu(const std::vector<Tensor>& in, const Attrs& att
   return {y, idx};
 }
 
+// A pooling gradient dx, tied to the pooled input x with a zero derivative while a graph of the
+// gradient is built (create_graph=True). The pooling gradients are piecewise constant in x (max
+// pooling routes dy through fixed argmax indices, average pooling ignores x), so d(dx)/dx = 0;
+// PyTorch and OneFlow, whose pooling backward ops read x, answer autograd.grad(dx, x) with
+// zeros, where x untied would be "not used to compute the outputs". The tie adds
+// where(false, sum(x), 0): exactly 0 whatever x holds (inf and NaN included).
+Tensor TiedToInput(const Tensor& dx, const Tensor& x) {
+  if (!GradModeEnabled() || !x.requires_grad()) return dx;
+  Tensor s = fn::sum(x);
+  Tensor no = fn::constant_like(s, Shape({}), 0.0, DType::kBool);
+  return fn::add(dx, fn::where(no, s, fn::constant_like(s, Shape({}), 0.0, s.dtype())));
+}
+
 std::vector<Tensor> MaxPool2dGrad(const GradCtx& ctx) {
-  return {CallOp1(OP(max_pool2d_grad), {ctx.grad_outputs[0], ctx.outputs[1]},
-                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+  return {TiedToInput(CallOp1(OP(max_pool2d_grad), {ctx.grad_outputs[0], ctx.outputs[1]},
+                              WithInputShape(ctx.attrs, ctx.inputs[0])),
+                      ctx.inputs[0])};
 }
 
 // ---- max_pool2d_grad(dy, indices), attr input_shape: routes dy to each window's argmax ----
@@ -196,8 +210,9 @@ std::vector<Tensor> AvgPool2dCpu(const std::vector<Tensor>& in, const Attrs& att
 }
 
 std::vector<Tensor> AvgPool2dGrad(const GradCtx& ctx) {
-  return {CallOp1(OP(avg_pool2d_grad), {ctx.grad_outputs[0]},
-                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+  return {TiedToInput(
+      CallOp1(OP(avg_pool2d_grad), {ctx.grad_outputs[0]}, WithInputShape(ctx.attrs, ctx.inputs[0])),
+      ctx.inputs[0])};
 }
 
 std::vector<TensorMeta> InferAvgPool2dGrad(const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -292,8 +307,9 @@ std::vector<Tensor> AdaptiveAvgPool2dCpu(const std::vector<Tensor>& in, const At
 }
 
 std::vector<Tensor> AdaptiveAvgPool2dGrad(const GradCtx& ctx) {
-  return {CallOp1(OP(adaptive_avg_pool2d_grad), {ctx.grad_outputs[0]},
-                  WithInputShape(ctx.attrs, ctx.inputs[0]))};
+  return {TiedToInput(CallOp1(OP(adaptive_avg_pool2d_grad), {ctx.grad_outputs[0]},
+                              WithInputShape(ctx.attrs, ctx.inputs[0])),
+                      ctx.inputs[0])};
 }
 
 std::vector<TensorMeta> InferAdaptiveAvgPool2dGrad(const std::vector<TensorMeta>& in,

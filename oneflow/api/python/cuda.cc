@@ -101,6 +101,16 @@ void BindCuda(py::module_& m) {
     SetSyncDebugMode(static_cast<SyncDebugMode>(mode));
   });
   m.def("cuda_get_sync_debug_mode", []() { return static_cast<int>(GetSyncDebugMode()); });
+  // OneFlow's build flags (_oneflow_internal.flags.cuda_version(): 11080 for CUDA 11.8, 0 in a
+  // build without CUDA), as OneFlow's own tests read them.
+  py::module_ flags = m.def_submodule("flags", "How this build was made.");
+#ifdef ONEFLOW_WITH_CUDA
+  flags.def("with_cuda", []() { return true; });
+  flags.def("cuda_version", []() { return CUDART_VERSION; });
+#else
+  flags.def("with_cuda", []() { return false; });
+  flags.def("cuda_version", []() { return 0; });
+#endif
   // The library loader is built with or without CUDA (opening a library needs no GPU).
   m.def("cuda_add_library_dirs",
         [](const std::vector<std::string>& dirs) { cuda::AddLibraryDirs(dirs); });

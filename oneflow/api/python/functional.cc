@@ -163,6 +163,11 @@ void BindFunctional(py::module_& m) {
   m.def("sub", [](const Tensor& a, py::handle b) { return fn::sub(a, ScalarOrTensor(b, a)); });
   m.def("mul", [](const Tensor& a, py::handle b) { return fn::mul(a, ScalarOrTensor(b, a)); });
   m.def("div", [](const Tensor& a, py::handle b) { return fn::div(a, ScalarOrTensor(b, a)); });
+  // a number first (OneFlow's flow.add(1, x), flow.div(2, x)): the number as a tensor like b's
+  m.def("add", [](py::handle a, const Tensor& b) { return fn::add(ScalarOrTensor(a, b), b); });
+  m.def("sub", [](py::handle a, const Tensor& b) { return fn::sub(ScalarOrTensor(a, b), b); });
+  m.def("mul", [](py::handle a, const Tensor& b) { return fn::mul(ScalarOrTensor(a, b), b); });
+  m.def("div", [](py::handle a, const Tensor& b) { return fn::div(ScalarOrTensor(a, b), b); });
   m.def("pow", [](const Tensor& a, py::handle b) { return fn::pow(a, ScalarOrTensor(b, a)); });
   m.def("maximum", &fn::maximum);
   m.def("remainder",
@@ -238,6 +243,8 @@ void BindFunctional(py::module_& m) {
            {"erf", &fn::erf},
            {"erfc", &fn::erfc},
            {"erfinv", &fn::erfinv},
+           {"lgamma", &fn::lgamma},
+           {"digamma", &fn::digamma},
            {"floor", &fn::floor},
            {"ceil", &fn::ceil},
            {"round", &fn::round},
@@ -335,7 +342,18 @@ void BindFunctional(py::module_& m) {
     return fn::batch_norm(x, OptTensor(rm), OptTensor(rv), OptTensor(w), OptTensor(b), training,
                           momentum, eps);
   });
-  m.def("dropout", &fn::dropout);
+  // OneFlow's _C.dropout(x, p=0.5, training=True, generator=None, addend=None); a generator or
+  // an addend goes through F.dropout, which draws from that generator's stream
+  m.def(
+      "dropout",
+      [](const Tensor& x, double p, bool training, py::object generator, py::object addend) {
+        if (generator.is_none() && addend.is_none()) return fn::dropout(x, p, training);
+        return py::module_::import("oneflow.nn.functional")
+            .attr("dropout")(x, p, training, false, generator, addend)
+            .cast<Tensor>();
+      },
+      py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true,
+      py::arg("generator") = py::none(), py::arg("addend") = py::none());
   m.def("softmax", &fn::softmax);
   m.def("log_softmax", &fn::log_softmax);
   m.def("nll_loss", &fn::nll_loss);

@@ -38,7 +38,8 @@ int64_t SliceBound(py::handle h) {
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
   if (!index) {
     PyErr_Clear();
-    throw TypeError(StrCat("slice: expected int bounds, got ", Py_TYPE(h.ptr())->tp_name));
+    // RuntimeError, as OneFlow (PyTorch: TypeError)
+    throw Error(StrCat("slice: expected int bounds, got ", Py_TYPE(h.ptr())->tp_name));
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
@@ -49,9 +50,41 @@ int64_t SliceBound(py::handle h) {
 // The items of a Python index (int, slice, None, Ellipsis, index tensor or list, or a tuple of
 // these), as PyTorch reads them: lists become tensors, a 0-dim integer tensor is an int, a
 // uint8 tensor is a mask. Index tensors must be local.
-std::vector<py::object> IndexItems(py::handle index) {
+// OneFlow's (and numpy's legacy, PyTorch's) rule: a short sequence that is not a tuple but holds
+// a sequence, slice, tensor, None or ... is a tuple of indices: x[[[0, 1], [1, 0]]] is
+// x[[0, 1], [1, 0]]; x[[0, 1]] stays one index.
+bool SequenceIsTuple(py::handle index) {
+  if (py::isinstance<py::tuple>(index)) return true;
+  if (py::isinstance<Tensor>(index) || py::isinstance<py::str>(index) ||
+      !PySequence_Check(index.ptr())) {
+    return false;
+  }
+  const Py_ssize_t n = PySequence_Size(index.ptr());
+  if (n < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  if (n >= 32) return false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_GetItem(index.ptr(), i);
+    if (item == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    py::object h = py::reinterpret_steal<py::object>(item);
+    if ((PySequence_Check(item) && !py::isinstance<py::str>(h)) || PySlice_Check(item) ||
+        py::isinstance<Tensor>(h) || item == Py_Ellipsis || item == Py_None) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<py::object> IndexItems(py::handle index, bool global_x) {
   py::tuple items = py::isinstance<py::tuple>(index) ? py::reinterpret_borrow<py::tuple>(index)
-                                                     : py::make_tuple(index);
+                    : SequenceIsTuple(index)
+                        ? py::reinterpret_steal<py::tuple>(PySequence_Tuple(index.ptr()))
+                        : py::make_tuple(index);
   std::vector<py::object> out;
   int ellipses = 0;
   for (py::handle h : items) {
@@ -67,21 +100,28 @@ std::vector<py::object> IndexItems(py::handle index) {
         continue;
       }
     }
-    if (py::isinstance<py::list>(h) || numpy) {  // lists and numpy arrays: index tensors
-      out.push_back(py::cast(TensorFromData(h, py::none(), Device::CPU())));
+    if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h) || numpy) {  // index tensors
+      Tensor t = TensorFromData(h, py::none(), Device::CPU());
+      // an empty list names no element: an int64 index (PyTorch's), not a float or bool one
+      if (t.numel() == 0 && !numpy) t = fn::to_dtype(t, DType::kInt64);
+      out.push_back(py::cast(t));
     } else if (py::isinstance<Tensor>(h)) {
       Tensor t = h.cast<Tensor>();
-      if (t.is_global()) {
+      if (t.is_global() && !global_x) {
         throw IndexError(
             "index tensors must be local tensors, got a global one; index with "
             "its to_local() or a local copy");
+      }
+      if (t.is_global()) {  // a global tensor's index: the whole index, on every rank
+        py::gil_scoped_release release;
+        t = global::Whole(t);
       }
       if (t.dtype() == DType::kUInt8) {
         out.push_back(py::cast(fn::to_dtype(t, DType::kBool)));
       } else if (t.ndim() == 0 && IsIntegral(t.dtype()) && t.dtype() != DType::kBool) {
         out.push_back(Item(t));
       } else {
-        out.push_back(py::reinterpret_borrow<py::object>(h));
+        out.push_back(py::cast(t));
       }
     } else {
       out.push_back(py::reinterpret_borrow<py::object>(h));
@@ -182,6 +222,7 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
   int64_t dim = 0;    // dim of y the next index applies to
   int64_t x_dim = 0;  // dims of x named before this index
   std::vector<AdvancedIndex> adv;
+  std::vector<bool> bools;  // the bools among adv
   for (const py::object& h : items) {
     if (py::isinstance<py::ellipsis>(h)) {
       dim += x.ndim() - consumed;
@@ -189,15 +230,18 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
     } else if (h.is_none()) {
       y = fn::unsqueeze(y, dim++);
     } else if (py::isinstance<py::bool_>(h)) {
-      // x[True] adds a dim of size 1, x[False] one of size 0 (PyTorch's and OneFlow's)
+      // A bool is a 0-dim mask (PyTorch's and OneFlow's): a new dim indexed by [0] (True) or by
+      // nothing (False); with other index tensors it broadcasts as one of them.
       y = fn::unsqueeze(y, dim);
-      if (!h.cast<bool>()) y = fn::slice(y, dim, 0, 0, 1);
-      ++dim;
+      Tensor idx = Tensor::Empty(Shape({h.cast<bool>() ? 1 : 0}), DType::kInt64, Device::CPU());
+      if (idx.numel() == 1) idx.data<int64_t>()[0] = 0;
+      adv.push_back({dim++, x_dim, idx});
+      bools.push_back(h.cast<bool>());
     } else if (py::isinstance<py::int_>(h)) {
       int64_t i = ToInt64(h, "index"), n = y.shape()[dim];
       if (i < -n || i >= n) {  // name the dim of x, as PyTorch does
-        throw IndexError(
-            StrCat("index ", i, " is out of bounds for dimension ", x_dim, " with size ", n));
+        throw IndexError(StrCat("index ", i, " is out of bounds for dimension ", x_dim,
+                                " with size ", n, " (out of range [", -n, ", ", n, "))"));
       }
       y = fn::select(y, dim, i);
       ++x_dim;
@@ -205,7 +249,8 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
       py::slice s = py::reinterpret_borrow<py::slice>(h);
       py::object start = s.attr("start"), stop = s.attr("stop"), step = s.attr("step");
       int64_t st = step.is_none() ? 1 : ToInt64(step, "slice step");
-      if (st <= 0) throw IndexError("slice: step must be positive");
+      if (st <= 0)
+        throw Error(StrCat("slice: step must be positive, got ", st));  // RuntimeError, as OneFlow
       int64_t n = y.shape()[dim];
       y = fn::slice(y, dim, start.is_none() ? 0 : SliceBound(start),
                     stop.is_none() ? n : SliceBound(stop), st);
@@ -241,12 +286,17 @@ Tensor ApplyIndex(const Tensor& x, const std::vector<py::object>& items) {
       throw IndexError(StrCat("unsupported index ", ShortRepr(h)));
     }
   }
+  if (adv.size() == 1 && bools.size() == 1) {  // x[..., True, ...] alone: a view
+    return bools[0] ? y : fn::slice(y, adv[0].dim, 0, 0, 1);
+  }
   return adv.empty() ? y : ApplyAdvanced(y, adv);
 }
 
 }  // namespace
 
-Tensor ApplyIndex(const Tensor& x, py::handle index) { return ApplyIndex(x, IndexItems(index)); }
+Tensor ApplyIndex(const Tensor& x, py::handle index) {
+  return ApplyIndex(x, IndexItems(index, x.is_global()));
+}
 
 // t[index] = value. Basic indices write through a view of t; index tensors (integer or bool)
 // name elements by position: the index applied to t's flat positions says which, and the
@@ -260,9 +310,14 @@ Tensor DropLeadingOnes(Tensor v, int64_t ndim) {
 
 void SetItem(Tensor& t, py::handle index, py::handle value) {
   CheckInPlace(t, "__setitem__");
-  std::vector<py::object> items = IndexItems(index);
+  std::vector<py::object> items = IndexItems(index, t.is_global());
   bool advanced = false;
-  for (const py::object& h : items) advanced |= IsTensorIndex(h);
+  int bools = 0;  // two bools or more index as tensors do (ApplyIndex), not as a view
+  for (const py::object& h : items) {
+    advanced |= IsTensorIndex(h);
+    bools += py::isinstance<py::bool_>(h) ? 1 : 0;
+  }
+  advanced |= bools > 1;
   if (!advanced) {
     // A write into a view of t, which autograd follows (t's history is rebased).
     Tensor view = ApplyIndex(t, items);
@@ -311,7 +366,7 @@ void SetItem(Tensor& t, py::handle index, py::handle value) {
       t.is_cpu() && t.is_contiguous() ? t : fn::contiguous_copy(fn::to_device(t, Device::CPU()));
   Tensor pos = fn::contiguous(named);
   const int64_t* p = pos.data<int64_t>();
-  DispatchAll(t.dtype(), "__setitem__", [&](auto tag) {
+  DispatchWithHalf(t.dtype(), "__setitem__", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* d = dst.data<T>();
     const T* s = v.data<T>();

@@ -126,7 +126,10 @@ py::object Wrap(py::handle fn, const std::string& name, bool method) {
   def->ml_name = strdup(fn_name.cast<std::string>().c_str());
   py::object doc = fn.attr("__doc__");
   def->ml_doc = doc.is_none() ? nullptr : strdup(doc.cast<std::string>().c_str());
-  return py::reinterpret_steal<py::object>(PyCFunction_New(def, capsule.ptr()));
+  // __module__ as pybind11 gives it (OneFlow's autotest reads a method's __module__)
+  py::object module = py::getattr(fn, "__module__", py::none());
+  if (!py::isinstance<py::str>(module)) module = py::str("oneflow._oneflow_internal");
+  return py::reinterpret_steal<py::object>(PyCFunction_NewEx(def, capsule.ptr(), module.ptr()));
 }
 
 bool IsPybindFunction(py::handle f) {

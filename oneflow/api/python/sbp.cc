@@ -228,7 +228,19 @@ void BindSbp(py::module_& m) {
           throw py::type_error(StrCat("sbp.split: dim must be an int, got ",
                                       dim.attr("__class__").attr("__name__").cast<std::string>()));
         }
-        return Sbp::Split(dim.cast<int>());
+        // OneFlow's bounds and wording: a split axis is one of a tensor's first 6 axes.
+        const int axis = dim.cast<int>();
+        if (axis < 0) {
+          throw std::runtime_error(StrCat("sbp.split: Split axis must not be negative, but got ",
+                                          axis, "! (expected 0 <= axis < 6)"));
+        }
+        if (axis >= 6) {
+          throw std::runtime_error(
+              StrCat("sbp.split: Expected split axis to be less than the "
+                     "supported maximum axis (6), but got ",
+                     axis, "!"));
+        }
+        return Sbp::Split(axis);
       },
       py::arg("dim"));
   s.attr("broadcast") = Sbp::Broadcast();

@@ -239,6 +239,8 @@ void BindTensor(py::module_& m) {
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
           py::arg("create_graph") = false, py::arg("inputs") = py::none())
       .def("detach", &Tensor::detach)
+      // OneFlow's x.is_view(): x shares the storage of the tensor it was made from by a view op
+      .def("is_view", [](const Tensor& t) { return t.view_base().defined(); })
       .def_property("data", &Tensor::detach,
                     [](Tensor& t, const Tensor& v) {
                       // Replace this tensor's data in place of identity (Module.to keeps

@@ -605,6 +605,14 @@ def _new(self, *args, **kwargs):
     return _C.empty([builtins.int(a) for a in args] if args else [0], self.dtype, self._device)
 
 
+def _contiguous_(self):
+    """x.contiguous_(): x itself, its elements moved into a contiguous buffer of its own when
+    they were not (OneFlow's in-place contiguous; x no longer shares memory with its base)."""
+    if not self.is_contiguous():
+        self.data = self.contiguous()
+    return self
+
+
 def _tensor_methods():
     methods = {name: globals()[name] for name in (
         "fmod", "acosh", "arccosh", "exp2", "frac", "nansum", "movedim", "moveaxis", "swapaxes",
@@ -613,6 +621,8 @@ def _tensor_methods():
         "as_strided", "t", "mm", "softsign", "softshrink", "hardshrink")}
     methods["ndimension"] = lambda self: len(self._shape)
     methods["unfold"] = _unfold
+    methods["contiguous_"] = _contiguous_
+    methods["frac_"] = _inplace("frac_", frac)
     methods["index_add"] = index_add
     methods["index_add_"] = _inplace("index_add_", index_add)
     # x.gt_(y) & co.: the comparison written into x, in x's dtype (1 or 0)

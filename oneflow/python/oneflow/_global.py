@@ -82,6 +82,9 @@ def _to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True
 
 
 def _to_local(self, copy=False):
+    if not self.is_global:  # OneFlow refuses it (its wording)
+        raise RuntimeError("Tensor.to_local: Expected global tensor for to_local but got local "
+                           "tensor! (a local tensor is already local)")
     t = _C.to_local(self)
     return t.clone() if copy else t
 

@@ -17,6 +17,7 @@ Tensor = _C.Tensor
 _UNARY = (
     "log1p", "expm1", "log2", "log10", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "asinh", "atanh", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
+    "lgamma", "digamma",
 )
 
 __all__ = list(_UNARY) + [
@@ -159,6 +160,8 @@ def true_divide(input, other):
 def _div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return _C.div(input, other)
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        input = _C.add(input, other.new_zeros([]))  # a number first: a 0-dim tensor like other
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":

@@ -95,6 +95,7 @@ __all__ += [
 
 from oneflow.nn.modules.dataset import CoinFlip, OFRecordReader  # noqa: E402,F401
 from oneflow.nn.modules.sampling import DistributedPariticalFCSample  # noqa: E402,F401
+from oneflow.nn.modules.fold import Fold, Unfold  # noqa: E402,F401
 from oneflow.nn import parallel  # noqa: E402,F401
 from oneflow.nn import utils  # noqa: E402,F401
 from oneflow.nn.graph import Graph  # noqa: E402,F401  (compile mode: traced once, replayed)

@@ -8,13 +8,14 @@ Gradients, SBP rules and CUDA kernels come from the 2-D ops.
     F.conv3d(x, w, stride=2, padding=1)           # x (N, C, D, H, W), w (O, C/groups, kd, kh, kw)
     F.max_pool3d(x, 3, stride=2, padding=1), F.avg_pool1d(x, 2), F.adaptive_avg_pool3d(x, 1)
     F.prelu(x, weight), F.affine_grid(theta, (N, C, H, W), align_corners=False)
+    F.unfold(x, 3, padding=1), F.fold(cols, (8, 8), 3, padding=1)   # im2col and its adjoint
 """
 
 import oneflow._oneflow_internal as _C
 
 __all__ = ["conv3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool3d", "prelu", "affine_grid", "instance_norm",
-           "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "unfold", "fold"]
 
 
 def _ints(op, name, value, n):
@@ -146,9 +147,43 @@ def _no_indices(op, return_indices):
         raise ValueError(f"{op}: return_indices=True is not supported")
 
 
-def _no_divisor(op, divisor_override):
-    if divisor_override is not None:
-        raise ValueError(f"{op}: divisor_override is not supported")
+def _pool_out_size(length, k, s, p, ceil_mode):
+    """PyTorch's pooling output length (in ceil mode the last window must start inside the
+    input or its left padding)."""
+    o = (length + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+    return o - 1 if ceil_mode and (o - 1) * s >= length + p else o
+
+
+def _divided_avg_pool(op, input, kernel_size, stride, padding, ceil_mode, divisor, n_spatial):
+    """Average pooling with divisor_override: each window's sum / divisor. The sum is the
+    average with count_include_pad=True over full windows times the window size: in ceil mode
+    the input is extended by zeros until the last window is whole (zeros add nothing), so every
+    divisor is the window size."""
+    if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor == 0:
+        raise ValueError(f"{op}: divisor_override must be a non-zero int, got {divisor!r}")
+    _dims(op, input, (n_spatial + 1, n_spatial + 2))
+    x, unbatched = _batched(input, n_spatial)
+    k = _ints(op, "kernel_size", kernel_size, n_spatial)
+    s = k if _no_stride(stride) else _ints(op, "stride", stride, n_spatial)
+    p = _ints(op, "padding", padding, n_spatial)
+    for i in range(n_spatial):
+        dim = 2 + i
+        length = x.shape[dim]
+        o = _pool_out_size(length, k[i], s[i], p[i], ceil_mode)
+        need = (o - 1) * s[i] + k[i] - (length + 2 * p[i])
+        if ceil_mode and need > 0:
+            shape = list(x.shape)
+            shape[dim] = need
+            x = _C.cat([x, x.new_zeros(shape)], dim)
+    if n_spatial == 2:
+        y = _pool2d("avg", x, k, s, p, [1, 1], False, True)
+    else:
+        y = _pool3d("avg", op, x, k, s, p, 1, False, True)
+    window = 1
+    for v in k:
+        window *= v
+    y = y * (window / divisor)
+    return y.squeeze(0) if unbatched else y
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -182,7 +217,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    _no_divisor("avg_pool3d", divisor_override)
+    if divisor_override is not None:
+        return _divided_avg_pool("avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
+                                 divisor_override, 3)
     return _pool3d("avg", "avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode,
                    count_include_pad)
 
@@ -266,7 +303,7 @@ def affine_grid(theta, size, align_corners=False):
         raise ValueError(f"affine_grid: size must have 4 or 5 elements, got {tuple(size)}")
     if theta.shape[0] != n:
         raise ValueError(f"affine_grid: theta holds {theta.shape[0]} transforms for a batch of {n}")
-    points = base.reshape(1, -1, base.shape[-1]).expand(n, -1, -1)
+    points = _placed(base, theta).reshape(1, -1, base.shape[-1]).expand(n, -1, -1)
     return _C.matmul(points, theta.transpose(1, 2)).reshape(out_shape)
 
 
@@ -346,3 +383,71 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     """Each value at its flat (D, H, W) index, zeros elsewhere (indices as PyTorch's
     max_pool3d gives them)."""
     return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _placed(t, like):
+    """t (made on like's device) where like lives: for a global like, broadcast on its
+    placement (constants of composites join the global call as the inputs do)."""
+    if like.is_global:
+        return t.to_global(placement=like.placement, sbp=[_C.sbp.broadcast] * len(like.sbp))
+    return t
+
+
+def _window_picker(op, channels, kernel, like):
+    """The (C * kh * kw, 1, kh, kw) weight whose grouped convolution copies each window of each
+    channel into C * kh * kw channels, in unfold's order (channel, kernel row, kernel column):
+    entries are 0 and 1, so the convolution is an exact gather, and its transpose an exact sum."""
+    k = kernel[0] * kernel[1]
+    eye = _C.eye(k, k, like.dtype, like._device).reshape(1, k, 1, kernel[0], kernel[1])
+    return _placed(eye.expand(channels, k, 1, kernel[0], kernel[1]).reshape(
+        channels * k, 1, kernel[0], kernel[1]), like)
+
+
+def _fold_args(op, kernel_size, dilation, padding, stride):
+    k = _ints(op, "kernel_size", kernel_size, 2)
+    d = _ints(op, "dilation", dilation, 2)
+    p = _ints(op, "padding", padding, 2)
+    s = _ints(op, "stride", stride, 2)
+    if min(k + d + s) <= 0 or min(p) < 0:
+        raise ValueError(f"{op}: kernel_size, dilation and stride must be positive and padding "
+                         f"non-negative, got kernel_size={tuple(k)}, dilation={tuple(d)}, "
+                         f"padding={tuple(p)}, stride={tuple(s)}")
+    return k, d, p, s
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), each column one window (L windows), as
+    PyTorch's F.unfold; a grouped convolution with 0/1 weights (_window_picker)."""
+    _dims("unfold", input, (3, 4))
+    x, unbatched = _batched(input, 2)
+    k, d, p, s = _fold_args("unfold", kernel_size, dilation, padding, stride)
+    c = x.shape[1]
+    cols = _C.conv2d(x, _window_picker("unfold", c, k, x), None, s, p, d, c)
+    cols = cols.reshape(cols.shape[0], cols.shape[1], -1)
+    return cols.squeeze(0) if unbatched else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of unfold: (N, C * kh * kw, L) -> (N, C, H, W), each window's
+    values summed into place, as PyTorch's F.fold (a transposed grouped convolution)."""
+    _dims("fold", input, (2, 3))
+    x, unbatched = (input.unsqueeze(0), True) if input.dim() == 2 else (input, False)
+    size = _ints("fold", "output_size", output_size, 2)
+    k, d, p, s = _fold_args("fold", kernel_size, dilation, padding, stride)
+    blocks = [(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    kk = k[0] * k[1]
+    n, ck, length = x.shape
+    if ck % kk != 0:
+        raise RuntimeError(f"fold: expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size {tuple(k)} ({kk}), got {ck}")
+    if min(blocks) <= 0 or length != blocks[0] * blocks[1]:
+        raise RuntimeError(f"fold: output_size {tuple(size)}, kernel_size {tuple(k)}, dilation "
+                           f"{tuple(d)}, padding {tuple(p)} and stride {tuple(s)} give "
+                           f"{blocks[0]} x {blocks[1]} blocks, but the input has {length} "
+                           f"(its dimension 2)")
+    c = ck // kk
+    base = [(blocks[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + 1 for i in range(2)]
+    y = _C.conv_transpose2d(x.reshape(n, ck, blocks[0], blocks[1]),
+                            _window_picker("fold", c, k, x), None, s, p,
+                            [size[0] - base[0], size[1] - base[1]], c, d)
+    return y.squeeze(0) if unbatched else y

@@ -8,6 +8,7 @@ Here arguments are checked and normalised (an int or a pair becomes [h, w]); the
 themselves run in C++.
 """
 
+import builtins
 import math
 import warnings
 
@@ -46,6 +47,7 @@ def _check_dim(op, input, expected):
 from oneflow.nn._functional_everyday import *  # noqa: E402,F401,F403  (the everyday API's ops)
 from oneflow.nn._functional_everyday import _maybe_inplace  # noqa: E402
 from oneflow.nn._functional_breadth import *  # noqa: E402,F401,F403  (1-D/3-D conv and pools, prelu)
+from oneflow.nn._functional_breadth import _divided_avg_pool  # noqa: E402
 
 
 def relu(input, inplace=False):
@@ -149,7 +151,8 @@ def avg_pool2d(
     input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
 ):
     if divisor_override is not None:
-        raise ValueError("avg_pool2d: divisor_override is not supported")
+        return _divided_avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                                 divisor_override, 2)
     _check_dim("avg_pool2d", input, (4,))
     kernel = _pair("avg_pool2d", "kernel_size", kernel_size)
     stride = kernel if _no_stride(stride) else _pair("avg_pool2d", "stride", stride)
@@ -764,7 +767,19 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, H, W) input; a 3-D input is (N, C, L), as in PyTorch 1.13."""
-    _check_dim("dropout2d", input, (3, 4))
+    if input.dim() not in (3, 4):
+        # PyTorch 1.13 (and OneFlow) go on with a warning: one draw per input.shape[:2] entry
+        # (per element of a 1-D input), broadcast over the dims after
+        if input.dim() == 0 or (input.dim() == 1 and training and 0.0 < p < 1.0):
+            raise ValueError(f"dropout2d: feature dropout needs at least 2 dims, got shape "
+                             f"{tuple(input.shape)} (only p=0, p=1 or eval mode take it)")
+        warnings.warn(
+            f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and "
+            "will result in an error in a future release; expected a 3-D or 4-D input",
+            stacklevel=2,
+        )
+        return _channel_dropout("dropout2d", input, p, training, inplace,
+                                builtins.max(input.dim() - 2, 0))
     if input.dim() == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "

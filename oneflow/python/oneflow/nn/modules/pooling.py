@@ -41,8 +41,6 @@ class AvgPool2d(Module):
         divisor_override=None,
     ):
         super().__init__()
-        if divisor_override is not None:
-            raise ValueError(f"{type(self).__name__}: divisor_override is not supported")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
@@ -52,7 +50,8 @@ class AvgPool2d(Module):
 
     def forward(self, input):
         return F.avg_pool2d(
-            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+            self.divisor_override,
         )
 
     def extra_repr(self):
@@ -90,6 +89,10 @@ class MaxPool3d(MaxPool2d):
 
 
 class AvgPool1d(AvgPool2d):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):  # PyTorch's and OneFlow's: no divisor_override
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
@@ -98,7 +101,7 @@ class AvgPool1d(AvgPool2d):
 class AvgPool3d(AvgPool2d):
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+                            self.count_include_pad, self.divisor_override)
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
