@@ -121,9 +121,11 @@ Tensor AlongAxis(const Tensor& x, int a, int64_t length, F&& run) {
   Tensor out = fn::empty(Shape(dims), x.dtype(), x.device());
   const int c = RoundAxis(dims, a);
   const int64_t es = static_cast<int64_t>(SizeOf(x.dtype()));
-  const int64_t k = (a == 0 && x.is_contiguous()) || c < 0
-                        ? 1
-                        : Rounds((x.numel() + out.numel()) * es, out.numel() * es, dims[c]);
+  // Every member must run as many rounds: the whole side (all-gather's result, reduce-scatter's
+  // input) is the same on all of them, while the pieces of an uneven split are not.
+  const int64_t shared = std::max(x.numel(), out.numel());
+  const int64_t k =
+      (a == 0 && x.is_contiguous()) || c < 0 ? 1 : Rounds(2 * shared * es, shared * es, dims[c]);
   for (int64_t r = 0; r < k; ++r) {
     auto [b, e] = RoundPart(k == 1 ? 0 : dims[c], k, r);
     Tensor xs = k == 1 ? x : fn::slice(x, c, b, e);

@@ -371,8 +371,10 @@ def test_channel_dropout_structure_and_rate(cls, shape):
 
 
 def test_channel_dropout_errors():
-    with pytest.raises(ValueError, match=r"^dropout2d: expected a 3-D or 4-D input, got shape \(2, 3\)$"):
-        F.dropout2d(flow.ones(2, 3))
+    # Other ranks: a warning and the channels of a 3-D input, as PyTorch 1.13 (and OneFlow's
+    # tests) do.
+    with pytest.warns(UserWarning, match=r"^dropout2d: Received a 2-D input to dropout2d"):
+        assert F.dropout2d(flow.ones(2, 3)).shape == (2, 3)
     with pytest.raises(ValueError, match=r"^dropout1d: dropout probability has to be between 0 and 1, "
                                          r"but got 1.5$"):
         F.dropout1d(flow.ones(2, 3), 1.5)

@@ -165,9 +165,13 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
         return _finish(_C.empty(list(i.shape), dtype, None), requires_grad)
     # the first half i * step + start, the rest end - (steps - 1 - i) * step (the same
     # roundings in place); one step: start alone (i < 1). i increases: the first half is a prefix.
-    k = builtins.int((i < builtins.max(steps // 2, 1)).sum().item())
-    i[:k].mul_(step).add_(start)
-    i[k:].sub_(steps - 1).mul_(step).add_(end)
+    half = builtins.max(steps // 2, 1)
+    if _trace_state.is_tracing():  # nn.Graph's build: no value read (the where form)
+        i = _C.where(i < half, i * step + start, end - (steps - 1 - i) * step)
+    else:
+        k = builtins.int((i < half).sum().item())
+        i[:k].mul_(step).add_(start)
+        i[k:].sub_(steps - 1).mul_(step).add_(end)
     n = i.shape[0]
     values = _C.empty([n], dtype, None)
     base_t = _C.full([], base, _C.float64, None)

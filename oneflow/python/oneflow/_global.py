@@ -169,6 +169,10 @@ def _creation(fn):
         if placement is None or sbp is None:
             raise ValueError(f"{fn.__name__}: placement and sbp go together")
         s = _sbp_tuple(sbp, len(placement.hierarchy), fn.__name__)
+        if fn.__name__ == "tensor" and kwargs.get("device") is None:
+            # Each rank's window of the data is made on the placement's device (also the empty
+            # one of a rank outside it), as the other creation ops make theirs.
+            kwargs["device"] = placement.type
         return _build_global(fn, args, kwargs, (placement, s))
     return wrapper
 

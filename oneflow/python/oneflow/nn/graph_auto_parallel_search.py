@@ -18,6 +18,7 @@ from oneflow._grad_mode import no_grad
 from oneflow.distributed.plan import collectives as _coll
 from oneflow.distributed.plan import ops as _ops
 from oneflow.distributed.plan.hardware import load_profile
+from oneflow.nn.graph import micro_batches
 
 _ELEMENTWISE = {"ReLU", "GELU", "Tanh", "Sigmoid", "Dropout", "Identity", "SiLU", "LeakyReLU",
                 "ReLU6", "ELU", "Mish", "Hardtanh", "Softplus", "NewGELUActivation"}
@@ -560,7 +561,7 @@ def prepare(graph, args, kwargs, tensors):
                          f"to_global(placement, flow.sbp.broadcast)); got a local one of shape "
                          f"{tuple(local[0].shape)}")
     placements = {str(p.placement) for p in params}
-    if len(placements) > 1 or graph._num_stages():
+    if len(placements) > 1 or micro_batches.num_stages(graph):
         raise NotImplementedError(f"nn.Graph {name}: auto-parallel searches one placement; the "
                                   f"parameters are on {len(placements)} (pipeline stages are not "
                                   f"in its space yet)")
